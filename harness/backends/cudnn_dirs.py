@@ -1,0 +1,97 @@
+"""Find NVIDIA's system cuDNN on this machine and shadow torch's site-packages to load it.
+
+torch's ``libtorch_cuda.so`` finds cuDNN through an RPATH (``$ORIGIN/../../nvidia/cudnn/lib``), so
+``LD_LIBRARY_PATH`` cannot switch it, and ``LD_PRELOAD`` leaves the wheel's copy mapped too. A shadow
+of site-packages does it cleanly: symlinks to every entry except ``nvidia/cudnn``, whose ``lib/``
+holds links to the chosen library files. With the shadow first on ``PYTHONPATH``, torch loads from
+the shadow, ``$ORIGIN`` follows the symlinked path, and exactly one cuDNN is mapped.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+SYSTEM_DIRS = (
+    "/usr/lib/x86_64-linux-gnu",
+    "/usr/lib/aarch64-linux-gnu",
+    "/usr/lib64",
+    "/usr/lib",
+    "/usr/local/cuda/lib64",
+    "/usr/local/cuda/lib",
+    "/usr/local/lib",
+)
+_VERSIONED = re.compile(r"^libcudnn\.so\.(\d+)\.(\d+)\.(\d+)$")
+
+
+@dataclass(frozen=True)
+class CudnnInstall:
+    lib_dir: Path
+    version: str  # from the library's file name, e.g. 9.14.0
+
+
+def read_install(lib_dir: Path) -> CudnnInstall | None:
+    """The cuDNN in ``lib_dir``, named by the file ``libcudnn.so.N`` resolves to."""
+    for soname in sorted(lib_dir.glob("libcudnn.so.[0-9]*"), reverse=True):
+        match = _VERSIONED.match(soname.resolve().name)
+        if match:
+            return CudnnInstall(lib_dir, ".".join(match.groups()))
+    return None
+
+
+def find_system(wanted: str) -> CudnnInstall:
+    """``wanted``: 'auto' (the newest system cuDNN), a version prefix ('9.14'), or a directory."""
+    if wanted.startswith("/"):
+        found = read_install(Path(wanted))
+        if found is None:
+            raise LookupError(f"no libcudnn.so.N.N.N in {wanted}")
+        return found
+    installs = {i.lib_dir.resolve(): i for i in map(read_install, _candidate_dirs()) if i is not None}
+    matching = [i for i in installs.values() if wanted == "auto" or _same_version(wanted, i.version)]
+    if not matching:
+        seen = ", ".join(f"{i.version} in {i.lib_dir}" for i in installs.values()) or "none"
+        raise LookupError(
+            f"no system cuDNN {wanted} found (looked in {', '.join(SYSTEM_DIRS)} and the "
+            f"ld.so cache; found: {seen}). Install NVIDIA's libcudnn package or give "
+            "system: /path/to/lib"
+        )
+    return max(matching, key=lambda i: tuple(int(p) for p in i.version.split(".")))
+
+
+def _candidate_dirs() -> list[Path]:
+    dirs = [Path(d) for d in SYSTEM_DIRS]
+    try:
+        cache = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, timeout=10).stdout
+        dirs += [
+            Path(line.split("=>")[-1].strip()).parent for line in cache.splitlines() if "libcudnn.so" in line
+        ]
+    except (OSError, subprocess.SubprocessError):
+        pass
+    # A pip wheel's copy is never "the system cuDNN".
+    return [d for d in dict.fromkeys(dirs) if d.is_dir() and "site-packages" not in str(d)]
+
+
+def _same_version(wanted: str, have: str) -> bool:
+    want = wanted.split(".")
+    return want == have.split(".")[: len(want)]
+
+
+def build_shadow(site_packages: Path, lib_dir: Path, dest: Path) -> Path:
+    """Make ``dest`` a view of ``site_packages`` whose ``nvidia/cudnn/lib`` is ``lib_dir``'s cuDNN."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for entry in site_packages.iterdir():
+        if entry.name != "nvidia":
+            (dest / entry.name).symlink_to(entry)
+    nvidia = dest / "nvidia"
+    nvidia.mkdir()
+    if (site_packages / "nvidia").is_dir():
+        for entry in (site_packages / "nvidia").iterdir():
+            if entry.name != "cudnn":
+                (nvidia / entry.name).symlink_to(entry)
+    lib = nvidia / "cudnn" / "lib"
+    lib.mkdir(parents=True)
+    for library in sorted(lib_dir.glob("libcudnn*.so*")):
+        (lib / library.name).symlink_to(library.resolve())
+    return dest

@@ -1,0 +1,211 @@
+"""The local backend: the suite in a subprocess of an existing Python that has torch.
+
+The cuDNN source is realized through that subprocess's environment only: ``bundled`` as installed,
+``system`` through a shadow of site-packages (see cudnn_dirs), ``disabled`` through the suite's
+switch. The suite then checks, from inside the process, that the cuDNN it loaded is the one asked for.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import harness
+from harness import jsonio, suite_listing
+from harness.backends import cudnn_dirs, failed_result
+from harness.errors import BackendUnavailable
+from harness.matrix import Cell, Plan
+from harness.suite_listing import PACKAGE_ROOT
+
+LOG_TAIL_CHARS = 4000
+_PROBE = Path(__file__).with_name("interpreter_probe.py")
+
+
+class LocalBackend:
+    name = "local"
+
+    def __init__(
+        self,
+        python: str | None = None,
+        timeout_s: float = 3600.0,
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
+        self.python = python or sys.executable
+        self.timeout_s = timeout_s
+        self.progress = progress or (lambda line: None)
+        self._interpreter = self._probe_interpreter()
+        self.suite_version: str = self._interpreter["suite_version"]
+
+    def _probe_interpreter(self) -> dict[str, Any]:
+        if shutil.which(self.python) is None and not Path(self.python).is_file():
+            raise BackendUnavailable(f"--python {self.python}: no such interpreter")
+        try:
+            out = subprocess.run(
+                [self.python, str(_PROBE)], capture_output=True, text=True, timeout=60, check=True
+            ).stdout
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise BackendUnavailable(f"--python {self.python} does not run: {exc}") from None
+        info: dict[str, Any] = json.loads(out)
+        if info["torch_dir"] is None:
+            raise BackendUnavailable(
+                f"{self.python} has no torch; install it there (pip install torch) "
+                "or pass --python with an interpreter that has it"
+            )
+        try:
+            info["suite_version"] = suite_listing.listing(self.python)["suite_version"]
+        except subprocess.CalledProcessError as exc:
+            raise BackendUnavailable(
+                f"{self.python} cannot run the suite: {exc.stderr.strip()[-500:]}"
+            ) from None
+        return info
+
+    def run_cell(self, cell: Cell, plan: Plan, result_path: Path, log_path: Path) -> dict[str, Any]:
+        started = dt.datetime.now(dt.timezone.utc)
+        t0 = time.monotonic()
+        with tempfile.TemporaryDirectory(prefix="harness-cell-") as scratch:
+            raw_path = Path(scratch) / "result.json"
+            try:
+                env, expect = self._realize(cell, plan, Path(scratch))
+            except (LookupError, ValueError) as exc:
+                doc = failed_result(cell, plan, self.suite_version, "realize", str(exc), "", started)
+                command: list[str] = []
+                env, exit_code = {}, None
+            else:
+                command = self._command(cell, plan, raw_path, expect)
+                exit_code, timed_out = self._execute(command, env, log_path)
+                doc = _read_suite_result(raw_path)
+                if doc is None or timed_out:
+                    tail = _tail(log_path)
+                    reason = (
+                        f"timed out after {self.timeout_s:.0f} s"
+                        if timed_out
+                        else f"the suite exited with code {exit_code} and wrote no result"
+                    )
+                    doc = failed_result(cell, plan, self.suite_version, "run", reason, tail, started)
+                elif doc.get("failure") and not doc["failure"].get("log_tail"):
+                    doc["failure"]["log_tail"] = _tail(log_path)
+        doc["cell"] = {"id": cell.id, **cell.to_json()}
+        doc["run"] = {
+            "backend": self.name,
+            "command": command,
+            "env_overrides": env,
+            "exit_code": exit_code,
+            "wall_s": time.monotonic() - t0,
+            "log": log_path.name,
+            "harness_version": harness.__version__,
+            "matrix_sha256": plan.matrix_sha256,
+        }
+        jsonio.write_atomic(result_path, doc)
+        return doc
+
+    def _realize(self, cell: Cell, plan: Plan, scratch: Path) -> tuple[dict[str, str], dict[str, Any]]:
+        """Environment overrides and the suite's cuDNN expectation for this cell."""
+        info = self._interpreter
+        if cell.torch != "installed" and info["torch_version"] != cell.torch:
+            raise ValueError(
+                f"the cell asks for torch {cell.torch}, but {self.python} has torch {info['torch_version']}"
+            )
+        if cell.python != "installed" and not info["python"].startswith(cell.python + "."):
+            raise ValueError(f"the cell asks for Python {cell.python}, but {self.python} is {info['python']}")
+        paths = [str(PACKAGE_ROOT)]
+        env: dict[str, str] = {}
+        if any(k["deterministic"] for k in plan.knob_sets):
+            env["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"  # must be set before CUDA initializes
+        kind = cell.cudnn.kind
+        expect: dict[str, Any] = {"source": kind}
+        if kind == "system":
+            install = cudnn_dirs.find_system(cell.cudnn.value or "auto")
+            site_packages = Path(info["torch_dir"]).parent
+            shadow = cudnn_dirs.build_shadow(site_packages, install.lib_dir, scratch / "site-packages")
+            paths.insert(0, str(shadow))
+            # torch refuses a runtime older than it was built against; the result records that it did.
+            env["PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK"] = "1"
+            expect.update(lib_dir=str(install.lib_dir), version=install.version)
+        elif kind == "wheel":
+            raise ValueError("a cuDNN wheel source needs the docker backend")
+        existing = os.environ.get("PYTHONPATH")
+        env["PYTHONPATH"] = os.pathsep.join(paths + ([existing] if existing else []))
+        return env, expect
+
+    def _command(self, cell: Cell, plan: Plan, out: Path, expect: dict[str, Any]) -> list[str]:
+        suite = plan.suite
+        command = [
+            self.python,
+            "-m",
+            "harness.suite",
+            "run",
+            "--out",
+            str(out),
+            "--cell",
+            json.dumps({"id": cell.id, **cell.to_json()}),
+            "--expect-cudnn",
+            json.dumps(expect),
+            "--knobs",
+            json.dumps(list(plan.knob_sets)),
+            "--profile",
+            suite["profile"],
+            "--device",
+            suite["device"],
+            "--dtypes",
+            ",".join(suite["dtypes"]),
+            "--time-budget-s",
+            str(suite["time_budget_s"]),
+        ]
+        if suite.get("workloads"):
+            command += ["--workloads", ",".join(suite["workloads"])]
+        return command
+
+    def _execute(self, command: list[str], env: dict[str, str], log_path: Path) -> tuple[int | None, bool]:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        deadline = time.monotonic() + self.timeout_s
+        with log_path.open("w") as log:
+            proc = subprocess.Popen(
+                command,
+                env={**os.environ, **env, "PYTHONUNBUFFERED": "1"},
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                start_new_session=True,
+            )
+            assert proc.stdout is not None
+            try:
+                for line in proc.stdout:
+                    log.write(line)
+                    self.progress(line.rstrip())
+                    if time.monotonic() > deadline:
+                        break
+                proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+            except KeyboardInterrupt:
+                proc.kill()
+                raise
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+                return None, True
+        return proc.returncode, False
+
+
+def _read_suite_result(path: Path) -> dict[str, Any] | None:
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _tail(log_path: Path) -> str:
+    try:
+        return log_path.read_text(errors="replace")[-LOG_TAIL_CHARS:]
+    except OSError:
+        return ""

@@ -1,0 +1,190 @@
+"""``python -m harness plan|run|validate|report|qualify``: the one place that prints and picks exit codes.
+
+Exit codes: 0 fine, 1 a run or cell failed, 2 bad input, 3 this machine cannot run what was asked,
+130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from harness import __version__, compare, matrix, report, results, runner, suite_listing
+from harness.backends.local import LocalBackend
+from harness.errors import HarnessError, InputError, Problem
+from harness.matrix import Plan
+
+DEFAULT_MATRIX = Path("matrix.yaml")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except InputError as exc:
+        for problem in exc.problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return exc.exit_code
+    except HarnessError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"harness {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    plan = sub.add_parser("plan", help="validate a matrix and list its cells (no side effects)")
+    _matrix_arg(plan)
+    plan.add_argument("--json", action="store_true", help="print the plan as JSON")
+    plan.set_defaults(handler=_plan)
+
+    validate = sub.add_parser("validate", help="check result documents against schemas/result.schema.json")
+    validate.add_argument("files", nargs="+", type=Path)
+    validate.set_defaults(handler=_validate)
+
+    run = sub.add_parser("run", help="run the suite in every cell of a matrix")
+    _matrix_arg(run)
+    _run_args(run)
+    run.set_defaults(handler=_run)
+
+    rep = sub.add_parser("report", help="validate and merge results into reports/")
+    rep.add_argument("--results", type=Path, help="results folder (default: results/<matrix name>)")
+    _matrix_arg(rep)
+    rep.add_argument("--out", type=Path, help="report folder (default: reports/<plan name>)")
+    rep.set_defaults(handler=_report)
+
+    qualify = sub.add_parser("qualify", help="plan + run + report; exit 0 only if every cell ran")
+    _matrix_arg(qualify)
+    _run_args(qualify)
+    qualify.add_argument("--report-out", type=Path, help="report folder (default: reports/<plan name>)")
+    qualify.set_defaults(handler=_qualify)
+    return parser
+
+
+def _matrix_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--matrix", type=Path, default=DEFAULT_MATRIX, help="matrix file (default: matrix.yaml)"
+    )
+
+
+def _run_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", type=Path, help="results folder (default: results/<matrix name>)")
+    parser.add_argument("--python", help="interpreter with torch for the local backend (default: this one)")
+    parser.add_argument("--timeout-s", type=float, default=3600.0, help="time limit per cell (default 3600)")
+
+
+def _load_plan(path: Path) -> Plan:
+    return matrix.load(path, known_workloads=suite_listing.workload_ids())
+
+
+def _plan(args: argparse.Namespace) -> int:
+    plan = _load_plan(args.matrix)
+    if args.json:
+        print(json.dumps(plan.to_json(), indent=2))
+        return 0
+    from tabulate import tabulate
+
+    rows = [
+        [c.id + (" *" if c.id == plan.baseline_id else ""), c.torch, c.cudnn.label, c.base_image, c.python]
+        for c in plan.cells
+    ]
+    print(tabulate(rows, headers=["cell (* baseline)", "torch", "cuDNN", "base image", "python"]))
+    print(
+        f"\n{len(plan.cells)} cells x {len(plan.knob_sets)} knob sets, backend {plan.backend}, "
+        f"suite profile {plan.suite['profile']}, regression threshold {plan.regression_pct:g}%"
+    )
+    return 0
+
+
+def _validate(args: argparse.Namespace) -> int:
+    bad = 0
+    for path in args.files:
+        _, problems = results.check(path)
+        for problem in problems:
+            print(f"error: {problem}", file=sys.stderr)
+        if problems:
+            bad += 1
+        else:
+            print(f"ok: {path}")
+    return 2 if bad else 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    plan = _load_plan(args.matrix)
+    outcomes = _run_plan(plan, args)
+    return 1 if any(o.status != "ok" for o in outcomes) else 0
+
+
+def _run_plan(plan: Plan, args: argparse.Namespace) -> list[runner.CellOutcome]:
+    if plan.backend != "local":
+        raise InputError(
+            [
+                Problem(
+                    str(args.matrix),
+                    "backend",
+                    f"backend {plan.backend!r} is not available in this version; use backend: local",
+                )
+            ]
+        )
+    out = args.out or Path("results") / plan.name
+    backend = LocalBackend(args.python, timeout_s=args.timeout_s)
+    print(f"running {len(plan.cells)} cells of {plan.name!r} into {out}/ (logs in {out}/logs/)")
+    return runner.run(plan, backend, out)
+
+
+def _report(args: argparse.Namespace) -> int:
+    results_dir = args.results
+    if results_dir is None:
+        results_dir = Path("results") / _load_plan(args.matrix).name
+    plan_file = results_dir / results.PLAN_FILE
+    if not plan_file.is_file():
+        raise InputError(
+            [
+                Problem(
+                    str(results_dir),
+                    "",
+                    f"no {results.PLAN_FILE} here; is this a results folder "
+                    "written by 'python -m harness run'?",
+                )
+            ]
+        )
+    plan = Plan.from_json(json.loads(plan_file.read_text()))
+    return _render(plan, results_dir, args.out or Path("reports") / plan.name)
+
+
+def _render(plan: Plan, results_dir: Path, out_dir: Path) -> int:
+    loaded = results.load(results_dir)
+    for q in loaded.quarantined:
+        print(f"quarantined {results_dir}/{results.QUARANTINE}/{q.name}: {q.problems[0]}", file=sys.stderr)
+    rendered = report.render(plan, loaded, results_dir, out_dir)
+    print(
+        f"report: {rendered.markdown} and {rendered.csv} "
+        f"({len(loaded.documents)} results, {len(loaded.quarantined)} quarantined)"
+    )
+    table = compare.medians(compare.long_form(loaded), plan)
+    print(f"{len(table)} workload x dtype x knob rows compared across {len(table.columns)} cells")
+    return 1 if rendered.failed_cells or rendered.missing_cells else 0
+
+
+def _qualify(args: argparse.Namespace) -> int:
+    plan = _load_plan(args.matrix)
+    out = args.out or Path("results") / plan.name
+    args.out = out
+    outcomes = _run_plan(plan, args)
+    status = _render(plan, out, args.report_out or Path("reports") / plan.name)
+    failed = [o for o in outcomes if o.status != "ok"]
+    if failed:
+        print(
+            f"verdict: {len(failed)} of {len(outcomes)} cells could not run: "
+            + "; ".join(f"{o.cell_id}: {o.reason}" for o in failed)
+        )
+        return 3
+    print(f"verdict: all {len(outcomes)} cells ran")
+    return status

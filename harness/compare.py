@@ -1,0 +1,94 @@
+"""Merge validated results into pandas tables: long form, and medians side by side vs the baseline."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from harness.matrix import CudnnSource, Plan
+from harness.results import LoadedResults
+
+KEYS = ["workload", "dtype", "knobs"]
+
+
+def knob_label(knobs: dict[str, bool]) -> str:
+    return " ".join(
+        f"{k}={int(v)}"
+        for k, v in (
+            ("benchmark", knobs["cudnn_benchmark"]),
+            ("deterministic", knobs["deterministic"]),
+            ("tf32", knobs["tf32"]),
+        )
+    )
+
+
+def cell_label(cell: dict[str, Any]) -> str:
+    """Short, readable name of a cell for table headers: torch build and cuDNN source."""
+    return f"{cell['torch']} / cuDNN {CudnnSource.from_json(cell['cudnn']).label}"
+
+
+def long_form(loaded: LoadedResults) -> pd.DataFrame:
+    """One row per measurement (and one per failed cell), every number in seconds."""
+    rows = []
+    for doc, file in zip(loaded.documents, loaded.files, strict=True):
+        cell = doc["cell"]
+        common = {
+            "cell_id": cell["id"],
+            "cell": cell_label(cell),
+            "torch": cell["torch"],
+            "cudnn_source": CudnnSource.from_json(cell["cudnn"]).label,
+            "cudnn_runtime": (doc.get("cudnn") or {}).get("runtime_version"),
+            "device": doc.get("device"),
+            "cell_status": doc["status"],
+            "file": file,
+        }
+        if doc["status"] != "ok":
+            rows.append({**common, "status": "cell_failed", "error": doc["failure"]["reason"]})
+            continue
+        for m in doc["measurements"]:
+            stats = m.get("stats", {})
+            rows.append(
+                {
+                    **common,
+                    "workload": m["workload"],
+                    "dtype": m["dtype"],
+                    "knobs": knob_label(m["knobs"]),
+                    **{k: m["knobs"][k] for k in ("cudnn_benchmark", "deterministic", "tf32")},
+                    "status": m["status"],
+                    "error": m.get("error"),
+                    "median_s": stats.get("median"),
+                    "min_s": stats.get("min"),
+                    "q1_s": stats.get("q1"),
+                    "q3_s": stats.get("q3"),
+                    "max_s": stats.get("max"),
+                    "n": stats.get("n"),
+                    "rel_iqr": stats.get("rel_iqr"),
+                    "first_call_s": m.get("first_call_s"),
+                    "stop_reason": m.get("stop_reason"),
+                    "timer": m.get("timer"),
+                    "tflops": m.get("tflops"),
+                    "gbps": m.get("gbps"),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def medians(frame: pd.DataFrame, plan: Plan) -> pd.DataFrame:
+    """Median seconds per workload x dtype x knobs (rows), one column per cell in plan order."""
+    if frame.empty or "median_s" not in frame:
+        return pd.DataFrame()
+    ok = frame[frame["status"] == "ok"]
+    table = ok.pivot_table(index=KEYS, columns="cell_id", values="median_s", aggfunc="first", sort=False)
+    return table[[c.id for c in plan.cells if c.id in table.columns]]
+
+
+def speedups(table: pd.DataFrame, baseline_id: str) -> pd.DataFrame:
+    """baseline median / cell median per row: > 1 means the cell is faster than the baseline."""
+    if baseline_id not in table.columns:
+        return pd.DataFrame(index=table.index)
+    return table.rdiv(table[baseline_id], axis=0)
+
+
+def threshold_pct(plan: Plan, workload: str) -> float:
+    return plan.per_workload_pct.get(workload, plan.regression_pct)

@@ -1,0 +1,245 @@
+"""Load and check ``matrix.yaml``; expand it into Cells and a Plan.
+
+A Cell is one point of the image axes (torch build x cuDNN source x base image x Python) and
+gets a stable id derived from its content, so the same cell keeps its id (and its results)
+when other cells are added or removed. Run knobs vary inside a cell's run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from harness import schemas, yamlfile
+from harness.errors import InputError, Problem
+
+CudnnKind = Literal["bundled", "disabled", "wheel", "system"]
+AXES = ("torch", "cudnn", "base_image", "python")
+AXIS_DEFAULTS = {"base_image": "auto", "python": "installed"}
+KNOBS = ("cudnn_benchmark", "deterministic", "tf32")
+DEFAULT_SUITE = {"profile": "smoke", "device": "auto", "dtypes": ["fp32", "bf16"], "time_budget_s": 2.0}
+DEFAULT_REGRESSION_PCT = 5.0
+
+
+@dataclass(frozen=True)
+class CudnnSource:
+    kind: CudnnKind
+    value: str | None = None  # version, 'auto' or a directory for system; version for wheel
+
+    @classmethod
+    def from_json(cls, raw: str | Mapping[str, str]) -> CudnnSource:
+        if isinstance(raw, str):
+            return cls(raw)  # type: ignore[arg-type]
+        ((kind, value),) = raw.items()
+        return cls(kind, value)  # type: ignore[arg-type]
+
+    def to_json(self) -> str | dict[str, str]:
+        return self.kind if self.value is None else {self.kind: self.value}
+
+    @property
+    def label(self) -> str:
+        return self.kind if self.value is None else f"{self.kind}:{self.value}"
+
+
+@dataclass(frozen=True)
+class Cell:
+    torch: str
+    cudnn: CudnnSource
+    base_image: str = "auto"
+    python: str = "installed"
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> Cell:
+        return cls(
+            torch=raw["torch"],
+            cudnn=CudnnSource.from_json(raw["cudnn"]),
+            base_image=raw.get("base_image", AXIS_DEFAULTS["base_image"]),
+            python=raw.get("python", AXIS_DEFAULTS["python"]),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "torch": self.torch,
+            "cudnn": self.cudnn.to_json(),
+            "base_image": self.base_image,
+            "python": self.python,
+        }
+
+    @property
+    def id(self) -> str:
+        """``torch<ver>-<variant>_cudnn-<source>_<hash>``: readable, and unique by content."""
+        digest = hashlib.sha256(json.dumps(self.to_json(), sort_keys=True).encode()).hexdigest()[:10]
+        torch = "torch-installed" if self.torch == "installed" else "torch" + self.torch.replace("+", "-")
+        source = self.cudnn.kind
+        if self.cudnn.value is not None:
+            value = "path" if self.cudnn.value.startswith("/") else self.cudnn.value
+            source += f"-{value}"
+        return f"{torch}_cudnn-{source}_{digest}"
+
+    def matches(self, selector: Mapping[str, Any]) -> bool:
+        for axis, wanted in selector.items():
+            if axis == "cudnn":
+                if wanted in ("wheel", "system"):
+                    if self.cudnn.kind != wanted:
+                        return False
+                elif CudnnSource.from_json(wanted) != self.cudnn:
+                    return False
+            elif getattr(self, axis) != wanted:
+                return False
+        return True
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything a run needs, derived from one matrix file; stored as ``plan.json`` with the results."""
+
+    name: str
+    backend: str
+    cells: tuple[Cell, ...]
+    baseline_id: str
+    knob_sets: tuple[dict[str, bool], ...]
+    suite: dict[str, Any]
+    regression_pct: float
+    per_workload_pct: dict[str, float] = field(default_factory=dict)
+    matrix_sha256: str = ""
+    source: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema_version": 1,
+            "name": self.name,
+            "backend": self.backend,
+            "source": self.source,
+            "matrix_sha256": self.matrix_sha256,
+            "cells": [{"id": c.id, **c.to_json()} for c in self.cells],
+            "baseline": self.baseline_id,
+            "knob_sets": list(self.knob_sets),
+            "suite": self.suite,
+            "thresholds": {"regression_pct": self.regression_pct, "per_workload": self.per_workload_pct},
+        }
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> Plan:
+        return cls(
+            name=raw["name"],
+            backend=raw["backend"],
+            cells=tuple(Cell.from_json(c) for c in raw["cells"]),
+            baseline_id=raw["baseline"],
+            knob_sets=tuple(raw["knob_sets"]),
+            suite=dict(raw["suite"]),
+            regression_pct=raw["thresholds"]["regression_pct"],
+            per_workload_pct=dict(raw["thresholds"]["per_workload"]),
+            matrix_sha256=raw.get("matrix_sha256", ""),
+            source=raw.get("source", ""),
+        )
+
+    def cell(self, cell_id: str) -> Cell:
+        return next(c for c in self.cells if c.id == cell_id)
+
+
+def load(path: Path, known_workloads: Iterable[str] | None = None) -> Plan:
+    """Read, validate and expand a matrix file. Raises InputError listing every problem found."""
+    data, line_of = yamlfile.load(path)
+    source = str(path)
+    found = schemas.problems("matrix", data, source, line_of)
+    if found:
+        raise InputError(found)
+
+    def problem(json_path: list[Any], message: str) -> Problem:
+        return Problem(source, schemas.field_name(json_path), message, line_of(json_path))
+
+    found = []
+    axes = {axis: data["axes"].get(axis, [AXIS_DEFAULTS.get(axis)]) for axis in AXES}
+    cells = [
+        Cell(torch=t, cudnn=CudnnSource.from_json(c), base_image=b, python=p)
+        for t, c, b, p in itertools.product(*(axes[a] for a in AXES))
+    ]
+    rules = data.get("rules", {})
+    for i, selector in enumerate(rules.get("exclude", [])):
+        kept = [c for c in cells if not c.matches(selector)]
+        if len(kept) == len(cells):
+            found.append(problem(["rules", "exclude", i], "matches no cell; fix or remove this rule"))
+        cells = kept
+    for i, raw in enumerate(rules.get("include", [])):
+        extra = Cell.from_json(raw)
+        if extra in cells:
+            found.append(
+                problem(["rules", "include", i], "is already a cell of the matrix; remove this rule")
+            )
+        else:
+            cells.append(extra)
+    if not cells:
+        found.append(problem(["rules"], "the rules leave no cell to run"))
+
+    backend = data.get("backend", "local")
+    found += _backend_problems(backend, cells, problem)
+
+    baseline = [c for c in cells if c.matches(data["baseline"])]
+    if len(baseline) != 1:
+        which = ", ".join(c.id for c in baseline) if baseline else "none"
+        found.append(problem(["baseline"], f"must match exactly one cell; matches {which}"))
+
+    suite = {**DEFAULT_SUITE, **data.get("suite", {})}
+    thresholds = data.get("thresholds", {})
+    if known_workloads is not None:
+        known = set(known_workloads)
+        for i, name in enumerate(suite.get("workloads", [])):
+            if name not in known:
+                found.append(
+                    problem(
+                        ["suite", "workloads", i],
+                        f"unknown workload {name!r}; known: " + ", ".join(sorted(known)),
+                    )
+                )
+        for name in thresholds.get("per_workload", {}):
+            if name not in known:
+                found.append(problem(["thresholds", "per_workload", name], f"unknown workload {name!r}"))
+    if found:
+        raise InputError(found)
+
+    knobs = data.get("knobs", {})
+    knob_sets = tuple(
+        dict(zip(KNOBS, values, strict=True))
+        for values in itertools.product(*(knobs.get(k, [False]) for k in KNOBS))
+    )
+    return Plan(
+        name=data["name"],
+        backend=backend,
+        cells=tuple(cells),
+        baseline_id=baseline[0].id,
+        knob_sets=knob_sets,
+        suite=suite,
+        regression_pct=float(thresholds.get("regression_pct", DEFAULT_REGRESSION_PCT)),
+        per_workload_pct={k: float(v) for k, v in thresholds.get("per_workload", {}).items()},
+        matrix_sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+        source=source,
+    )
+
+
+def _backend_problems(backend: str, cells: list[Cell], problem: Any) -> list[Problem]:
+    """What the chosen backend cannot realize, found before anything runs."""
+    found = []
+    for cell in cells:
+        if backend == "local":
+            if cell.cudnn.kind == "wheel":
+                found.append(
+                    problem(
+                        ["axes", "cudnn"],
+                        f"cell {cell.id}: a cuDNN wheel source needs "
+                        "backend: docker; the local backend realizes bundled, system, disabled",
+                    )
+                )
+        elif "installed" in (cell.torch, cell.python):
+            found.append(
+                problem(
+                    ["axes"],
+                    f"cell {cell.id}: 'installed' is for the local backend; "
+                    "backend: docker needs a concrete torch (e.g. '2.11.0+cu130') and python (e.g. '3.12')",
+                )
+            )
+    return found

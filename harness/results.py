@@ -1,0 +1,128 @@
+"""Load result documents, validate them, and quarantine every invalid one.
+
+Valid means: the JSON Schema (``schemas/result.schema.json``) holds, and so do the facts a schema
+cannot state: the cell id matches the cell's content, the statistics agree with the raw samples.
+An invalid document is moved to ``<results>/quarantine/`` with its problems beside it; it is
+never merged.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness import jsonio, schemas
+from harness.errors import Problem
+from harness.matrix import Cell
+
+MAX_BYTES = 64 * 1024 * 1024
+PLAN_FILE = "plan.json"
+QUARANTINE = "quarantine"
+
+
+@dataclass(frozen=True)
+class Quarantined:
+    name: str
+    problems: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LoadedResults:
+    documents: tuple[dict[str, Any], ...]
+    files: tuple[str, ...]  # the file each document came from, same order
+    quarantined: tuple[Quarantined, ...]
+
+
+def check(path: Path) -> tuple[dict[str, Any] | None, list[Problem]]:
+    """Parse and validate one result file; return the document (if valid) and every problem."""
+    source = str(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            return None, [Problem(source, "", f"file is {size} bytes; the limit is {MAX_BYTES}")]
+        document = json.loads(path.read_bytes(), parse_constant=_refuse_constant)
+    except OSError as exc:
+        return None, [Problem(source, "", f"cannot read: {exc.strerror}")]
+    except (ValueError, RecursionError) as exc:
+        return None, [Problem(source, "", f"not valid JSON: {exc}")]
+    found = schemas.problems("result", document, source)
+    if not found:
+        found = _facts(document, source)
+    return (None if found else document), found
+
+
+def _refuse_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _facts(doc: dict[str, Any], source: str) -> list[Problem]:
+    found = []
+    cell = doc["cell"]
+    try:
+        expected_id = Cell.from_json(cell).id
+    except (KeyError, ValueError, TypeError):
+        expected_id = None
+    if expected_id != cell["id"]:
+        found.append(
+            Problem(
+                source,
+                "cell.id",
+                f"{cell['id']!r} does not match the cell's content "
+                f"(expected {expected_id!r}); the document was altered or forged",
+            )
+        )
+    for i, m in enumerate(doc["measurements"]):
+        if m["status"] != "ok":
+            continue
+        field, samples, s = f"measurements[{i}]", m["samples_s"], m["stats"]
+        if s["n"] != len(samples):
+            found.append(
+                Problem(source, f"{field}.stats.n", f"is {s['n']} but there are {len(samples)} samples")
+            )
+            continue
+        if not (s["min"] <= s["q1"] <= s["median"] <= s["q3"] <= s["max"]):
+            found.append(Problem(source, f"{field}.stats", "min <= q1 <= median <= q3 <= max does not hold"))
+        median = statistics.median(samples)
+        if not math.isclose(median, s["median"], rel_tol=1e-9):
+            found.append(
+                Problem(
+                    source,
+                    f"{field}.stats.median",
+                    f"is {s['median']} but the median of the samples is {median}",
+                )
+            )
+    return found
+
+
+def load(results_dir: Path) -> LoadedResults:
+    """Every valid result in ``results_dir``; invalid ones are moved to its quarantine folder."""
+    documents, files, quarantined = [], [], []
+    for path in sorted(results_dir.glob("*.json")):
+        if path.name == PLAN_FILE or path.name.startswith("."):
+            continue
+        document, problems = check(path)
+        if document is None:
+            quarantined.append(quarantine(path, problems))
+        else:
+            documents.append(document)
+            files.append(path.name)
+    for problems_file in sorted((results_dir / QUARANTINE).glob("*.problems.txt")):
+        name = problems_file.name.removesuffix(".problems.txt")
+        if all(q.name != name for q in quarantined):
+            quarantined.append(Quarantined(name, tuple(problems_file.read_text().splitlines())))
+    return LoadedResults(tuple(documents), tuple(files), tuple(quarantined))
+
+
+def quarantine(path: Path, problems: list[Problem]) -> Quarantined:
+    """Move ``path`` aside with the validator's messages; nothing is deleted."""
+    folder = path.parent / QUARANTINE
+    folder.mkdir(exist_ok=True)
+    lines = tuple(str(p) for p in problems)
+    jsonio.write_text_atomic(folder / f"{path.name}.problems.txt", "\n".join(lines) + "\n")
+    shutil.move(str(path), folder / path.name)
+    return Quarantined(path.name, lines)

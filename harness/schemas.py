@@ -1,0 +1,77 @@
+"""The JSON Schemas in ``schemas/`` and readable validation messages for them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from jsonschema.exceptions import ValidationError
+
+from harness.errors import Problem
+
+SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
+
+
+@cache
+def validator(name: str) -> jsonschema.Draft202012Validator:
+    """The checked validator for ``schemas/<name>.schema.json``."""
+    schema = json.loads((SCHEMA_DIR / f"{name}.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def problems(
+    name: str,
+    document: Any,
+    source: str,
+    line_of: Callable[[Sequence[Any]], int | None] | None = None,
+) -> list[Problem]:
+    """Every violation of schema ``name`` in ``document``, one Problem each, in document order."""
+    found = []
+    for error in sorted(validator(name).iter_errors(document), key=lambda e: [str(p) for p in e.path]):
+        path = list(error.absolute_path)
+        line = line_of(path) if line_of else None
+        found.append(Problem(source, field_name(path), _message(error), line))
+    return found
+
+
+def field_name(path: Sequence[Any]) -> str:
+    """``['axes', 'cudnn', 1]`` -> ``axes.cudnn[1]``."""
+    text = ""
+    for step in path:
+        text += f"[{step}]" if isinstance(step, int) else (f".{step}" if text else str(step))
+    return text or "(document)"
+
+
+def _message(error: ValidationError) -> str:
+    """jsonschema's message, rewritten where it would not tell a user what is allowed."""
+    allowed = error.schema.get("description") if isinstance(error.schema, dict) else None
+    value = _short(error.instance)
+    if error.validator == "additionalProperties":
+        known = sorted(error.schema.get("properties", {}))
+        extra = sorted(set(error.instance) - set(known)) if isinstance(error.instance, dict) else []
+        return f"unknown key(s) {', '.join(map(repr, extra))}; allowed: {', '.join(known)}"
+    if (
+        error.validator == "type"
+        and isinstance(error.instance, (int, float))
+        and "string" in str(error.validator_value)
+    ):
+        return f"{value} is a number here; write it in quotes (e.g. '{error.instance}')"
+    if error.validator in ("pattern", "oneOf", "anyOf", "not", "format"):
+        return f"{value} is not allowed; expected {allowed or error.message}"
+    if error.validator == "enum":
+        return f"{value} is not allowed; expected one of {', '.join(map(repr, error.validator_value))}"
+    if error.validator == "const":
+        return f"{value} is not allowed; expected {error.validator_value!r}"
+    if allowed and error.validator not in ("required", "minItems", "uniqueItems"):
+        return f"{error.message} ({allowed})"
+    return error.message
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

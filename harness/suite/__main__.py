@@ -1,0 +1,203 @@
+"""``python -m harness.suite list|run``: the suite's command line, the orchestrator's only way in."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import importlib
+import json
+import os
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+from typing import Any
+
+from harness.suite import RESULT_SCHEMA_VERSION, SUITE_VERSION
+from harness.suite.catalog import CATALOG
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness.suite")
+    sub = parser.add_subparsers(dest="command", required=True)
+    lister = sub.add_parser("list", help="print the workload catalog")
+    lister.add_argument("--json", action="store_true")
+    run = sub.add_parser("run", help="run workloads and write one result document")
+    run.add_argument("--out", required=True, help="result JSON to write (atomically)")
+    run.add_argument("--cell", default="{}", help="the cell spec as JSON, echoed into the result")
+    run.add_argument("--expect-cudnn", default='{"source": "bundled"}', help="what cuDNN must be loaded")
+    run.add_argument("--workloads", default="", help="comma-separated ids (default: all)")
+    run.add_argument("--dtypes", default="fp32,bf16")
+    run.add_argument("--knobs", default='[{"cudnn_benchmark": false, "deterministic": false, "tf32": false}]')
+    run.add_argument("--profile", choices=("smoke", "default"), default="smoke")
+    run.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
+    run.add_argument("--time-budget-s", type=float, default=2.0)
+    args = parser.parse_args(argv)
+    if args.command == "list":
+        return _list(args.json)
+    return _run(args)
+
+
+def _list(as_json: bool) -> int:
+    if as_json:
+        print(
+            json.dumps(
+                {
+                    "suite_version": SUITE_VERSION,
+                    "workloads": [
+                        {"id": s.id, "description": s.description, "dtypes": list(s.dtypes)}
+                        for s in CATALOG.values()
+                    ],
+                }
+            )
+        )
+    else:
+        for spec in CATALOG.values():
+            print(f"{spec.id:20} {spec.description}")
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    workloads = [w for w in args.workloads.split(",") if w] or list(CATALOG)
+    unknown = [w for w in workloads if w not in CATALOG]
+    if unknown:
+        print(
+            f"error: unknown workload(s) {', '.join(unknown)}; see 'python -m harness.suite list'",
+            file=sys.stderr,
+        )
+        return 2
+    started = dt.datetime.now(dt.timezone.utc)
+    doc: dict[str, Any] = {
+        "schema_version": RESULT_SCHEMA_VERSION,
+        "suite_version": SUITE_VERSION,
+        "cell": json.loads(args.cell),
+        "profile": args.profile,
+        "started_at": started.isoformat(),
+        "status": "failed",
+        "failure": None,
+        "warnings": [],
+        "measurements": [],
+    }
+    try:
+        import torch  # imported here so 'list' works without torch
+
+        from harness.suite import cudnn_probe, environment
+        from harness.suite.measure import Timer, measure
+
+        device = args.device
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        if device == "cuda" and not torch.cuda.is_available():
+            raise RuntimeError("device 'cuda' was asked for, but torch sees no CUDA GPU")
+        doc["device"] = device
+        doc["cudnn"] = cudnn_probe.probe(json.loads(args.expect_cudnn), device)
+        doc["environment"] = environment.collect(device)
+        if doc["cudnn"]["distinct_builds"] > 1:
+            doc["warnings"].append(
+                "more than one cuDNN build is mapped into the process: "
+                + ", ".join(doc["cudnn"]["loaded_libraries"])
+            )
+        if doc["cudnn"]["compatible_by_torch_rule"] is False:
+            doc["warnings"].append(
+                f"torch was compiled against cuDNN {doc['cudnn']['compile_version']} and refuses runtime "
+                f"{doc['cudnn']['runtime_version']} by default; measured with "
+                "PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK=1"
+            )
+        if not doc["cudnn"]["verified"]:
+            doc["failure"] = {"stage": "cudnn-check", "reason": doc["cudnn"]["verification"], "log_tail": ""}
+        else:
+            timer = Timer(device)
+            for knobs in json.loads(args.knobs):
+                for workload in workloads:
+                    for dtype in args.dtypes.split(","):
+                        doc["measurements"].append(
+                            _measure_one(workload, dtype, knobs, args, device, timer, measure)
+                        )
+            doc["status"] = "ok"
+    except Exception as exc:  # the cell fails as data; the orchestrator decides what it means
+        doc["failure"] = {
+            "stage": "suite",
+            "reason": f"{type(exc).__name__}: {exc}",
+            "log_tail": traceback.format_exc()[-4000:],
+        }
+    finished = dt.datetime.now(dt.timezone.utc)
+    doc["finished_at"] = finished.isoformat()
+    doc["duration_s"] = (finished - started).total_seconds()
+    _write_atomic(args.out, doc)
+    return 0
+
+
+def _measure_one(
+    workload: str,
+    dtype: str,
+    knobs: dict[str, bool],
+    args: argparse.Namespace,
+    device: str,
+    timer: Any,
+    measure: Any,
+) -> dict[str, Any]:
+    import torch
+
+    spec = CATALOG[workload]
+    entry: dict[str, Any] = {"workload": workload, "dtype": dtype, "knobs": knobs}
+    if dtype not in spec.dtypes:
+        return {**entry, "status": "unsupported", "error": f"{workload} is not defined for {dtype}"}
+    _apply_knobs(knobs)
+    module = importlib.import_module(f"harness.suite.workloads.{spec.module}")
+    start = time.perf_counter()
+    try:
+        built = module.build(workload, args.profile, device, dtype)
+        entry["params"] = built.params
+        with torch.inference_mode():
+            entry.update(measure(built.fn, timer, args.time_budget_s))
+    except (RuntimeError, NotImplementedError, TypeError) as exc:
+        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        status = (
+            "unsupported" if "not implemented" in text.lower() or "not supported" in text.lower() else "error"
+        )
+        return {**entry, "status": status, "error": f"{type(exc).__name__}: {text}"[:500]}
+    finally:
+        if device == "cuda":
+            torch.cuda.empty_cache()
+    median = entry["stats"]["median"]
+    entry["status"] = "ok"
+    entry["wall_s"] = time.perf_counter() - start
+    if built.flops:
+        entry["flops"] = built.flops
+        entry["tflops"] = built.flops / median / 1e12
+    if built.bytes:
+        entry["bytes"] = built.bytes
+        entry["gbps"] = built.bytes / median / 1e9
+    return entry
+
+
+def _apply_knobs(knobs: dict[str, bool]) -> None:
+    import torch
+
+    torch.backends.cudnn.benchmark = knobs["cudnn_benchmark"]
+    torch.backends.cudnn.deterministic = knobs["deterministic"]
+    torch.use_deterministic_algorithms(knobs["deterministic"], warn_only=True)
+    with warnings.catch_warnings():  # newer torch prefers fp32_precision; the old flags still rule
+        warnings.simplefilter("ignore")
+        torch.backends.cuda.matmul.allow_tf32 = knobs["tf32"]
+        torch.backends.cudnn.allow_tf32 = knobs["tf32"]
+
+
+def _write_atomic(path: str, doc: dict[str, Any]) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(doc, f, indent=1, sort_keys=True, allow_nan=False)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

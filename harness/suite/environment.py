@@ -1,0 +1,114 @@
+"""Capture the environment that decides the numbers: host, Python, torch, GPU, driver."""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from typing import Any
+
+import torch
+
+# Variables that change which libraries load or how kernels behave; recorded verbatim.
+RELEVANT_ENV = (
+    "CUDA_VISIBLE_DEVICES",
+    "CUBLAS_WORKSPACE_CONFIG",
+    "PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK",
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "PYTHONPATH",
+    "CUDNN_LOGLEVEL_DBG",
+    "TORCH_CUDNN_V8_API_DISABLED",
+    "NVIDIA_TF32_OVERRIDE",
+    "OMP_NUM_THREADS",
+)
+NVIDIA_SMI_FIELDS = (
+    "driver_version",
+    "clocks.sm",
+    "clocks.max.sm",
+    "clocks.mem",
+    "power.limit",
+    "temperature.gpu",
+    "persistence_mode",
+    "ecc.mode.current",
+    "mig.mode.current",
+    "pci.bus_id",
+)
+
+
+def collect(device: str) -> dict[str, Any]:
+    return {
+        "host": _host(),
+        "python": {
+            "version": platform.python_version(),
+            "implementation": platform.python_implementation(),
+            "executable": sys.executable,
+        },
+        "torch": {
+            "version": torch.__version__,
+            "git_version": getattr(torch.version, "git_version", None),
+            "cuda": torch.version.cuda,
+            "debug": bool(torch.version.debug),
+            "path": os.path.dirname(torch.__file__),
+            "num_threads": torch.get_num_threads(),
+        },
+        "gpu": _gpu() if device.startswith("cuda") else None,
+        "env": {name: os.environ[name] for name in RELEVANT_ENV if name in os.environ},
+    }
+
+
+def _host() -> dict[str, Any]:
+    cpu = None
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), None)
+    except OSError:
+        pass
+    return {
+        "hostname": platform.node(),
+        "os": platform.platform(),
+        "kernel": platform.release(),
+        "machine": platform.machine(),
+        "cpu_model": cpu,
+        "cpu_count": os.cpu_count(),
+    }
+
+
+def _gpu() -> dict[str, Any]:
+    index = torch.cuda.current_device()
+    props = torch.cuda.get_device_properties(index)
+    info: dict[str, Any] = {
+        "index": index,
+        "name": props.name,
+        "uuid": str(getattr(props, "uuid", "")) or None,
+        "capability": f"{props.major}.{props.minor}",
+        "total_memory_bytes": props.total_memory,
+        "multiprocessors": props.multi_processor_count,
+        "l2_cache_bytes": getattr(props, "L2_cache_size", None),
+        "device_count": torch.cuda.device_count(),
+    }
+    info["nvidia_smi"] = _nvidia_smi(index)
+    info["driver_version"] = (info["nvidia_smi"] or {}).get("driver_version")
+    return info
+
+
+def _nvidia_smi(index: int) -> dict[str, str] | None:
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run(
+            [exe, f"--id={index}", f"--query-gpu={','.join(NVIDIA_SMI_FIELDS)}", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    values = [v.strip() for v in out.split(",")]
+    return (
+        dict(zip(NVIDIA_SMI_FIELDS, values, strict=False)) if len(values) == len(NVIDIA_SMI_FIELDS) else None
+    )

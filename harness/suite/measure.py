@@ -1,0 +1,108 @@
+"""Time one call repeatedly and summarize the samples.
+
+On a GPU each sample is a CUDA-event pair around one call, with the L2 cache flushed before it
+(cold cache, as nvbench measures). On the CPU each sample is a ``perf_counter`` pair. Sampling
+stops on the first of: relative noise under target (after a minimum count), the time budget, or
+the sample cap; which one is recorded. Raw samples are always kept.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+MIN_SAMPLES = 10
+MAX_SAMPLES = 2000
+TARGET_REL_NOISE = 0.005  # nvbench's default stdrel target
+WARMUP_MIN_CALLS = 3
+WARMUP_MIN_S = 0.05
+L2_FLUSH_BYTES = 256 * 1024 * 1024  # at least 2x the L2 of any current GPU (H100: 50 MB)
+
+
+class Timer:
+    """Times one call of ``fn``: CUDA events on a GPU, a synchronized host clock on the CPU."""
+
+    def __init__(self, device: str) -> None:
+        self.device = device
+        self.cuda = device.startswith("cuda")
+        self.name = "cuda_event" if self.cuda else "perf_counter"
+        self._flush = (
+            torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device) if self.cuda else None
+        )
+
+    def time_call(self, fn: Callable[[], Any], flush: bool = True) -> float:
+        if not self.cuda:
+            start = time.perf_counter()
+            fn()
+            return time.perf_counter() - start
+        if flush and self._flush is not None:
+            self._flush.zero_()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1e3
+
+
+def measure(fn: Callable[[], Any], timer: Timer, time_budget_s: float) -> dict[str, Any]:
+    """First-call time, warm-up, then samples until a stopping rule fires."""
+    if timer.cuda:
+        torch.cuda.synchronize()
+    first_call_s = timer.time_call(fn, flush=False)  # includes autotuning and lazy loading
+
+    warmup_calls, warm_start = 0, time.perf_counter()
+    while warmup_calls < WARMUP_MIN_CALLS or time.perf_counter() - warm_start < WARMUP_MIN_S:
+        timer.time_call(fn, flush=False)
+        warmup_calls += 1
+
+    samples: list[float] = []
+    start = time.perf_counter()
+    stop_reason = "max_samples"
+    while len(samples) < MAX_SAMPLES:
+        samples.append(timer.time_call(fn))
+        if len(samples) >= MIN_SAMPLES and rel_stdev(samples) < TARGET_REL_NOISE:
+            stop_reason = "noise_target"
+            break
+        if len(samples) >= MIN_SAMPLES and time.perf_counter() - start >= time_budget_s:
+            stop_reason = "time_budget"
+            break
+    return {
+        "timer": timer.name,
+        "l2_flushed": timer.cuda,
+        "unit": "s",
+        "first_call_s": first_call_s,
+        "warmup_calls": warmup_calls,
+        "samples_s": samples,
+        "stop_reason": stop_reason,
+        "sampling_wall_s": time.perf_counter() - start,
+        "stats": summarize(samples),
+    }
+
+
+def rel_stdev(samples: list[float]) -> float:
+    mean = statistics.fmean(samples)
+    return statistics.stdev(samples) / mean if len(samples) > 1 and mean > 0 else math.inf
+
+
+def summarize(samples: list[float]) -> dict[str, float | int]:
+    q1, median, q3 = statistics.quantiles(samples, n=4, method="inclusive")
+    mean = statistics.fmean(samples)
+    stdev = statistics.stdev(samples) if len(samples) > 1 else 0.0
+    return {
+        "n": len(samples),
+        "min": min(samples),
+        "q1": q1,
+        "median": median,
+        "q3": q3,
+        "max": max(samples),
+        "mean": mean,
+        "stdev": stdev,
+        "rel_stdev": stdev / mean if mean > 0 else 0.0,
+        "rel_iqr": (q3 - q1) / median if median > 0 else 0.0,
+    }

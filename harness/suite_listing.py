@@ -1,0 +1,37 @@
+"""What the suite offers, asked through its command line (the orchestrator never imports it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import harness
+
+PACKAGE_ROOT = Path(harness.__file__).resolve().parent.parent
+
+
+def listing(python: str | None = None) -> dict[str, Any]:
+    """``python -m harness.suite list --json`` of ``python`` (default: this interpreter)."""
+    existing = os.environ.get("PYTHONPATH")
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(PACKAGE_ROOT), *([existing] if existing else [])]),
+    }
+    done = subprocess.run(
+        [python or sys.executable, "-m", "harness.suite", "list", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=True,
+    )
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def workload_ids(python: str | None = None) -> list[str]:
+    return [w["id"] for w in listing(python)["workloads"]]
