@@ -1,17 +1,24 @@
 """Time one call repeatedly and summarize the samples.
 
-On a GPU each sample is a CUDA-event pair around one call, with the L2 cache flushed before it
-(cold cache, as nvbench measures). On the CPU each sample is a ``perf_counter`` pair. Sampling
-stops on the first of: relative noise under target (after a minimum count), the time budget, or
-the sample cap; which one is recorded. Raw samples are always kept.
+On a GPU each sample is a CUDA-event pair around one call, measured as nvbench's "cold" timer
+does: the L2 cache is flushed first, and a GPU sleep kernel is queued before the start event so
+the host enqueues the timed call while the GPU is still busy. Without that block the event pair
+also times the host's launch gap, which on our GPU machine drifted from 0 to 60+ µs within one
+measurement (benchmarks/timing_method.py shows it side by side). On the CPU each sample is a
+``perf_counter`` pair. Python's garbage collector is off while sampling, as in timeit and pyperf.
+
+Sampling stops on the first of: relative noise under target (after a minimum count), the time
+budget, or the sample cap; which one is recorded. Raw samples are always kept.
 """
 
 from __future__ import annotations
 
+import gc
 import math
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -22,32 +29,46 @@ TARGET_REL_NOISE = 0.005  # nvbench's default stdrel target
 WARMUP_MIN_CALLS = 3
 WARMUP_MIN_S = 0.05
 L2_FLUSH_BYTES = 256 * 1024 * 1024  # at least 2x the L2 of any current GPU (H100: 50 MB)
+BLOCK_CYCLES = 400_000  # GPU sleep before each sample: ~200 µs at 2 GHz, enough to enqueue one call
 
 
 class Timer:
     """Times one call of ``fn``: CUDA events on a GPU, a synchronized host clock on the CPU."""
 
-    def __init__(self, device: str) -> None:
-        self.device = device
+    def __init__(self, device: str, hide_launch_latency: bool = True) -> None:
         self.cuda = device.startswith("cuda")
         self.name = "cuda_event" if self.cuda else "perf_counter"
-        self._flush = (
-            torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device) if self.cuda else None
-        )
+        self.hide_launch_latency = self.cuda and hide_launch_latency
+        if self.cuda:
+            self._flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device)
+            self._start = torch.cuda.Event(enable_timing=True)
+            self._end = torch.cuda.Event(enable_timing=True)
 
     def time_call(self, fn: Callable[[], Any], flush: bool = True) -> float:
         if not self.cuda:
             start = time.perf_counter()
             fn()
             return time.perf_counter() - start
-        if flush and self._flush is not None:
+        if flush:
             self._flush.zero_()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
+        if self.hide_launch_latency:
+            torch.cuda._sleep(BLOCK_CYCLES)
+        self._start.record()
         fn()
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end) / 1e3
+        self._end.record()
+        self._end.synchronize()
+        return float(self._start.elapsed_time(self._end)) / 1e3
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def measure(fn: Callable[[], Any], timer: Timer, time_budget_s: float) -> dict[str, Any]:
@@ -64,17 +85,19 @@ def measure(fn: Callable[[], Any], timer: Timer, time_budget_s: float) -> dict[s
     samples: list[float] = []
     start = time.perf_counter()
     stop_reason = "max_samples"
-    while len(samples) < MAX_SAMPLES:
-        samples.append(timer.time_call(fn))
-        if len(samples) >= MIN_SAMPLES and rel_stdev(samples) < TARGET_REL_NOISE:
-            stop_reason = "noise_target"
-            break
-        if len(samples) >= MIN_SAMPLES and time.perf_counter() - start >= time_budget_s:
-            stop_reason = "time_budget"
-            break
+    with _gc_paused():
+        while len(samples) < MAX_SAMPLES:
+            samples.append(timer.time_call(fn))
+            if len(samples) >= MIN_SAMPLES and rel_stdev(samples) < TARGET_REL_NOISE:
+                stop_reason = "noise_target"
+                break
+            if len(samples) >= MIN_SAMPLES and time.perf_counter() - start >= time_budget_s:
+                stop_reason = "time_budget"
+                break
     return {
         "timer": timer.name,
         "l2_flushed": timer.cuda,
+        "launch_latency_hidden": timer.hide_launch_latency,
         "unit": "s",
         "first_call_s": first_call_s,
         "warmup_calls": warmup_calls,
