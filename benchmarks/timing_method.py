@@ -4,7 +4,7 @@ Prints, per workload, the median and the mean of each tenth of the samples for b
 drift (host launch gaps leaking into the event pair) shows as rising tenths in the naive column.
 Needs a CUDA GPU; run from the repository root:
 
-    python benchmarks/timing_method.py [--samples 1000]
+    python -m benchmarks.timing_method [--samples 1000]
 """
 
 from __future__ import annotations

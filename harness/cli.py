@@ -134,7 +134,7 @@ def _run_plan(plan: Plan, args: argparse.Namespace) -> list[runner.CellOutcome]:
             ]
         )
     out = args.out or Path("results") / plan.name
-    backend = LocalBackend(args.python, timeout_s=args.timeout_s)
+    backend = LocalBackend(args.python, timeout_s=args.timeout_s, progress=lambda line: print(f"    {line}"))
     print(f"running {len(plan.cells)} cells of {plan.name!r} into {out}/ (logs in {out}/logs/)")
     return runner.run(plan, backend, out)
 

@@ -36,7 +36,7 @@ def problems(
         path = list(error.absolute_path)
         line = line_of(path) if line_of else None
         found.append(Problem(source, field_name(path), _message(error), line))
-    return found
+    return sorted(found, key=lambda p: p.line or 0)
 
 
 def field_name(path: Sequence[Any]) -> str:
@@ -60,7 +60,7 @@ def _message(error: ValidationError) -> str:
         and isinstance(error.instance, (int, float))
         and "string" in str(error.validator_value)
     ):
-        return f"{value} is a number here; write it in quotes (e.g. '{error.instance}')"
+        return f"{value} is a number here, not text (YAML reads 3.10 as 3.1); write the value in quotes"
     if error.validator in ("pattern", "oneOf", "anyOf", "not", "format"):
         return f"{value} is not allowed; expected {allowed or error.message}"
     if error.validator == "enum":

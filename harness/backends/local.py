@@ -11,13 +11,14 @@ import datetime as dt
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import harness
 from harness import jsonio, suite_listing
@@ -27,6 +28,7 @@ from harness.matrix import Cell, Plan
 from harness.suite_listing import PACKAGE_ROOT
 
 LOG_TAIL_CHARS = 4000
+POLL_S = 0.2
 _PROBE = Path(__file__).with_name("interpreter_probe.py")
 
 
@@ -76,6 +78,7 @@ class LocalBackend:
             try:
                 env, expect = self._realize(cell, plan, Path(scratch))
             except (LookupError, ValueError) as exc:
+                jsonio.write_text_atomic(log_path, f"the cell could not be set up: {exc}\n")
                 doc = failed_result(cell, plan, self.suite_version, "realize", str(exc), "", started)
                 command: list[str] = []
                 env, exit_code = {}, None
@@ -165,35 +168,34 @@ class LocalBackend:
         return command
 
     def _execute(self, command: list[str], env: dict[str, str], log_path: Path) -> tuple[int | None, bool]:
+        """Run ``command`` with its output in ``log_path``, relaying new lines as progress."""
         log_path.parent.mkdir(parents=True, exist_ok=True)
         deadline = time.monotonic() + self.timeout_s
-        with log_path.open("w") as log:
+        with log_path.open("w") as log, log_path.open() as follow:
             proc = subprocess.Popen(
                 command,
                 env={**os.environ, **env, "PYTHONUNBUFFERED": "1"},
-                stdout=subprocess.PIPE,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
                 stderr=subprocess.STDOUT,
-                text=True,
-                start_new_session=True,
+                start_new_session=True,  # its own process group, so a kill takes its children too
             )
-            assert proc.stdout is not None
             try:
-                for line in proc.stdout:
-                    log.write(line)
-                    self.progress(line.rstrip())
-                    if time.monotonic() > deadline:
-                        break
-                proc.wait(timeout=max(1.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                pass
-            except KeyboardInterrupt:
-                proc.kill()
+                while proc.poll() is None and time.monotonic() < deadline:
+                    time.sleep(POLL_S)
+                    self._relay(follow)
+                self._relay(follow)
+            except BaseException:
+                _kill(proc)
                 raise
             if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+                _kill(proc)
                 return None, True
         return proc.returncode, False
+
+    def _relay(self, follow: TextIO) -> None:
+        for line in follow.readlines():
+            self.progress(line.rstrip())
 
 
 def _read_suite_result(path: Path) -> dict[str, Any] | None:
@@ -209,3 +211,11 @@ def _tail(log_path: Path) -> str:
         return log_path.read_text(errors="replace")[-LOG_TAIL_CHARS:]
     except OSError:
         return ""
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()

@@ -108,12 +108,14 @@ def _run(args: argparse.Namespace) -> int:
             doc["failure"] = {"stage": "cudnn-check", "reason": doc["cudnn"]["verification"], "log_tail": ""}
         else:
             timer = Timer(device)
-            for knobs in json.loads(args.knobs):
+            knob_sets, dtypes = json.loads(args.knobs), args.dtypes.split(",")
+            total = len(knob_sets) * len(workloads) * len(dtypes)
+            for knobs in knob_sets:
                 for workload in workloads:
-                    for dtype in args.dtypes.split(","):
-                        doc["measurements"].append(
-                            _measure_one(workload, dtype, knobs, args, device, timer, measure)
-                        )
+                    for dtype in dtypes:
+                        entry = _measure_one(workload, dtype, knobs, args, device, timer, measure)
+                        doc["measurements"].append(entry)
+                        _progress(len(doc["measurements"]), total, entry)
             doc["status"] = "ok"
     except Exception as exc:  # the cell fails as data; the orchestrator decides what it means
         doc["failure"] = {
@@ -172,6 +174,18 @@ def _measure_one(
     return entry
 
 
+def _progress(index: int, total: int, entry: dict[str, Any]) -> None:
+    knobs = " ".join(f"{k}={int(v)}" for k, v in entry["knobs"].items())
+    if entry["status"] == "ok":
+        stats = entry["stats"]
+        what = f"median {stats['median'] * 1e6:.1f} us (n={stats['n']}, {entry['stop_reason']})"
+    else:
+        what = f"{entry['status']}: {entry['error']}"
+    print(
+        f"[{index}/{total}] {entry['workload']} {entry['dtype']} {knobs}: {what}", file=sys.stderr, flush=True
+    )
+
+
 def _apply_knobs(knobs: dict[str, bool]) -> None:
     import torch
 
@@ -193,6 +207,9 @@ def _write_atomic(path: str, doc: dict[str, Any]) -> None:
             json.dump(doc, f, indent=1, sort_keys=True, allow_nan=False)
             f.flush()
             os.fsync(f.fileno())
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)  # mkstemp's 0600 would hide the result from other users
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)

@@ -1,0 +1,50 @@
+"""Shared helpers: run the real CLI in a subprocess, write small matrices."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+GPU_REPORT = REPO / "reports" / "gpu-local-cudnn-sources"
+
+
+def harness_env() -> dict[str, str]:
+    existing = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *([existing] if existing else [])])}
+
+
+def run_cli(*args: str, cwd: Path | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """``python -m harness ARGS`` as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args],
+        cwd=cwd or REPO,
+        env=harness_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture
+def write_matrix(tmp_path: Path):
+    def write(text: str, name: str = "matrix.yaml") -> Path:
+        path = tmp_path / name
+        path.write_text(textwrap.dedent(text).lstrip())
+        return path
+
+    return write
+
+
+def pytest_report_header() -> list[str]:
+    try:
+        import torch
+
+        return [f"torch {torch.__version__}, CUDA available: {torch.cuda.is_available()}"]
+    except ImportError:
+        return ["torch: not installed"]

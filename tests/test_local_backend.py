@@ -1,0 +1,186 @@
+"""The local backend for real: subprocesses of this Python and its CPU torch, and the cuDNN shadow."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import matrix, results
+from harness.backends import cudnn_dirs
+from harness.backends.local import LocalBackend
+from harness.errors import BackendUnavailable
+from tests.conftest import run_cli
+
+SMOKE = """
+schema_version: 1
+name: local-test
+axes:
+  torch: [installed]
+  cudnn: [bundled, disabled, {system: auto}]
+suite:
+  workloads: [relu, conv2d_r50_3x3]
+  dtypes: [fp32]
+  time_budget_s: 0.02
+baseline: {torch: installed, cudnn: bundled}
+rules:
+  include:
+    - {torch: "1.0.0+cu999", cudnn: bundled}
+"""
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory) -> tuple[Path, Path, subprocess.CompletedProcess[str]]:
+    """One real qualify run, shared: bundled and disabled run; system and the wrong torch fail."""
+    root = tmp_path_factory.mktemp("smoke")
+    path = root / "matrix.yaml"
+    path.write_text(SMOKE)
+    done = run_cli(
+        "qualify",
+        "--matrix",
+        str(path),
+        "--out",
+        str(root / "results"),
+        "--report-out",
+        str(root / "report"),
+        cwd=root,
+    )
+    return root, path, done
+
+
+def test_qualify_runs_every_cell_and_reports_failed_ones(smoke_run):
+    root, path, done = smoke_run
+    plan = matrix.load(path)
+    assert done.returncode == 3, done.stdout + done.stderr  # two cells could not run on this machine
+    assert "verdict: 2 of 4 cells could not run" in done.stdout
+    loaded = results.load(root / "results")
+    assert loaded.quarantined == ()
+    by_source = {d["cell"]["id"]: d for d in loaded.documents}
+    assert set(by_source) == {c.id for c in plan.cells}
+    for cell in plan.cells:
+        doc = by_source[cell.id]
+        assert doc["run"]["backend"] == "local"
+        assert (root / "results" / "logs" / f"{cell.id}.log").exists()
+        if cell.torch == "1.0.0+cu999":
+            assert doc["status"] == "failed"
+            assert "asks for torch 1.0.0+cu999" in doc["failure"]["reason"]
+        elif cell.cudnn.kind == "system":
+            assert doc["status"] == "failed"
+            assert (
+                "no system cuDNN auto found" in doc["failure"]["reason"]
+                or "CPU build" in doc["failure"]["reason"]
+            )
+        else:
+            assert doc["status"] == "ok", doc["failure"]
+            assert [m["workload"] for m in doc["measurements"]] == ["relu", "conv2d_r50_3x3"]
+            assert all(m["status"] == "ok" and m["stats"]["median"] > 0 for m in doc["measurements"])
+            assert doc["cudnn"]["enabled"] is (cell.cudnn.kind != "disabled")
+
+
+def test_the_report_shows_every_cell_and_the_failures(smoke_run):
+    root, _, _ = smoke_run
+    text = (root / "report" / "report.md").read_text()
+    assert "## Failed cells" in text and "asks for torch 1.0.0+cu999" in text
+    assert "| relu " in text and "| conv2d_r50_3x3 " in text
+    csv = (root / "report" / "results.csv").read_text().splitlines()
+    assert (
+        csv[0].startswith("cell_id,") and len(csv) == 1 + 2 * 2 + 2
+    )  # 2 cells x 2 workloads + 2 failed cells
+
+
+def test_rerunning_the_report_is_stable(smoke_run):
+    root, _, _ = smoke_run
+    done = run_cli("report", "--results", str(root / "results"), "--out", str(root / "report2"))
+    assert done.returncode == 1  # cells failed, so the report says so in its exit code
+    strip = lambda p: [ln for ln in p.read_text().splitlines() if not ln.startswith("Rendered")]  # noqa: E731
+    assert (
+        strip(root / "report" / "report.md")[2:] != []
+        and (root / "report2" / "results.csv").read_text() == (root / "report" / "results.csv").read_text()
+    )
+
+
+def test_a_python_without_torch_is_a_clear_error(tmp_path):
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    with pytest.raises(BackendUnavailable, match="has no torch"):
+        LocalBackend(str(venv / "bin" / "python"))
+    with pytest.raises(BackendUnavailable, match="no such interpreter"):
+        LocalBackend(str(tmp_path / "nope"))
+
+
+def test_a_cell_that_outlives_its_time_limit_fails_and_the_next_runs(tmp_path, write_matrix):
+    path = write_matrix("""
+schema_version: 1
+name: slow
+axes: {torch: [installed], cudnn: [bundled, disabled]}
+suite: {workloads: [relu], dtypes: [fp32], time_budget_s: 0.02}
+baseline: {cudnn: bundled}
+""")
+    done = run_cli("run", "--matrix", str(path), "--out", str(tmp_path / "r"), "--timeout-s", "0.5")
+    assert done.returncode == 1
+    docs = [json.loads(p.read_text()) for p in sorted((tmp_path / "r").glob("torch*.json"))]
+    assert len(docs) == 2 and all(d["status"] == "failed" for d in docs)
+    assert all("timed out after" in d["failure"]["reason"] for d in docs)
+
+
+def fake_cudnn(directory: Path, version: str) -> Path:
+    """A directory laid out like NVIDIA's packages: versioned files and soname links."""
+    directory.mkdir(parents=True)
+    for lib in ("libcudnn", "libcudnn_graph", "libcudnn_ops"):
+        (directory / f"{lib}.so.{version}").write_text(f"{lib} {version}")
+        (directory / f"{lib}.so.9").symlink_to(f"{lib}.so.{version}")
+    return directory
+
+
+def test_read_install_and_find_a_system_cudnn_by_directory(tmp_path):
+    lib = fake_cudnn(tmp_path / "cudnn" / "lib", "9.14.0")
+    assert cudnn_dirs.read_install(lib) == cudnn_dirs.CudnnInstall(lib, "9.14.0")
+    assert cudnn_dirs.find_system(str(lib)).version == "9.14.0"
+    with pytest.raises(LookupError, match="no libcudnn"):
+        cudnn_dirs.find_system(str(tmp_path))
+    with pytest.raises(LookupError, match="no system cuDNN 9.99"):
+        cudnn_dirs.find_system("9.99")
+
+
+def test_the_shadow_makes_python_see_the_chosen_cudnn_and_nothing_else(tmp_path):
+    site = tmp_path / "site-packages"
+    (site / "fakepkg").mkdir(parents=True)
+    (site / "fakepkg" / "__init__.py").write_text("")
+    fake_cudnn(site / "nvidia" / "cudnn" / "lib", "9.19.0")
+    (site / "nvidia" / "cublas" / "lib").mkdir(parents=True)
+    system = fake_cudnn(tmp_path / "usr" / "lib", "9.14.0")
+    shadow = cudnn_dirs.build_shadow(site, system, tmp_path / "shadow")
+
+    # What torch does before loading libtorch_cuda: the first sys.path entry with nvidia/cudnn/lib wins.
+    probe = (
+        "import fakepkg, glob, json, os, sys\n"
+        "found = [p for e in sys.path for p in sorted(glob.glob(os.path.join(e, 'nvidia/cudnn/lib/libcudnn*.so.*[0-9]')))]\n"
+        "first = os.path.dirname(found[0])\n"
+        "print(json.dumps({'pkg': fakepkg.__file__, 'first_dir': first,\n"
+        "  'libs': sorted(os.path.realpath(os.path.join(first, f)) for f in os.listdir(first)),\n"
+        "  'cublas': [p for e in sys.path for p in glob.glob(os.path.join(e, 'nvidia/cublas/lib'))][:1]}))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={**os.environ, "PYTHONPATH": str(shadow)},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    seen = json.loads(out)
+    assert seen["pkg"].startswith(str(shadow))
+    assert seen["first_dir"] == str(shadow / "nvidia" / "cudnn" / "lib")
+    assert {Path(p).parent for p in seen["libs"]} == {system}
+    assert {Path(p).name for p in seen["libs"]} == {
+        "libcudnn.so.9.14.0",
+        "libcudnn_graph.so.9.14.0",
+        "libcudnn_ops.so.9.14.0",
+    }
+    assert seen["cublas"] == [str(shadow / "nvidia" / "cublas" / "lib")]
+    assert not (
+        site / "nvidia" / "cudnn" / "lib" / "libcudnn.so.9.19.0"
+    ).is_symlink()  # the original is untouched

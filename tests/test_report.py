@@ -1,0 +1,74 @@
+"""The report rendered from the committed GPU results: what a reader must find in it."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from harness import compare, report, results
+from harness.matrix import Plan
+from tests.conftest import GPU_REPORT, run_cli
+
+
+def render(tmp_path: Path) -> tuple[Plan, str, list[dict]]:
+    results_dir = GPU_REPORT / "results"
+    plan = Plan.from_json(json.loads((results_dir / "plan.json").read_text()))
+    rendered = report.render(plan, results.load(results_dir), results_dir, tmp_path)
+    assert rendered.failed_cells == () and rendered.missing_cells == ()
+    with rendered.csv.open() as f:
+        rows = list(csv.DictReader(f))
+    return plan, rendered.markdown.read_text(), rows
+
+
+def test_report_names_the_cudnn_each_cell_loaded(tmp_path):
+    plan, text, _ = render(tmp_path)
+    assert len(plan.cells) == 3
+    cells = text.split("## Cells")[1].split("##")[0]
+    bundled, system, disabled = (line for line in cells.splitlines() if line.startswith("| torch2.11.0"))
+    assert "| 9.19.0 " in bundled and "site-packages/nvidia/cudnn/lib" in bundled and "(baseline)" in bundled
+    assert "| 9.14.0 " in system and "/usr/lib/x86_64-linux-gnu" in system
+    assert "cuDNN disabled" in disabled
+    assert "NVIDIA H100 80GB HBM3" in text and "580.159.04" in text
+
+
+def test_report_compares_every_workload_against_the_baseline(tmp_path):
+    plan, text, rows = render(tmp_path)
+    table = text.split("## Results")[1]
+    lines = [ln for ln in table.splitlines() if ln.startswith("| conv2d_r50_3x3 ")]
+    assert len(lines) == 4  # fp32/bf16 x cudnn.benchmark off/on
+    assert all("×" in ln for ln in lines)
+    ok = [r for r in rows if r["status"] == "ok"]
+    assert len(ok) == 3 * 40
+    medians = compare.medians(compare.long_form(results.load(GPU_REPORT / "results")), plan)
+    ratios = compare.speedups(medians, plan.baseline_id)
+    assert (ratios[plan.baseline_id] == 1.0).all()
+    disabled = next(c.id for c in plan.cells if c.cudnn.kind == "disabled")
+    conv = ratios.loc[("conv2d_r50_3x3", "bf16", "benchmark=0 deterministic=0 tf32=0"), disabled]
+    assert conv < 0.5  # PyTorch's native conv is far slower than cuDNN's on the GPU
+
+
+def test_every_result_file_is_linked_from_the_report(tmp_path):
+    _, text, _ = render(tmp_path)
+    for path in (GPU_REPORT / "results").glob("torch*.json"):
+        assert f"({Path(report.os.path.relpath(GPU_REPORT / 'results', tmp_path)) / path.name})" in text
+
+
+def test_committed_report_matches_a_fresh_render(tmp_path):
+    done = run_cli("report", "--results", str(GPU_REPORT / "results"), "--out", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    fresh = (tmp_path / "results.csv").read_text()
+    assert fresh == (GPU_REPORT / "results.csv").read_text()
+    body = lambda p: [ln for ln in p.read_text().splitlines() if not ln.startswith("Rendered")]  # noqa: E731
+    committed, rerendered = body(GPU_REPORT / "report.md"), body(tmp_path / "report.md")
+    assert [ln for ln in committed if ln.startswith("| ")] != []
+    # the tables agree except for the result-file links, which are relative to each report folder
+    strip_links = lambda lines: [ln.split("[torch")[0] for ln in lines if ln.startswith("| ")]  # noqa: E731
+    assert strip_links(committed) == strip_links(rerendered)
+
+
+def test_table_cells_can_never_break_a_markdown_table():
+    text = report._table([["a|b", "line\nbreak", None]], ["h|1", "h2", "h3"])
+    header, rule, row = text.splitlines()
+    assert row.count("|") - row.count("\\|") == header.count("|") - header.count("\\|") == 4
+    assert "line<br>break" in row

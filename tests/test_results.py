@@ -1,0 +1,119 @@
+"""Result documents: the schema, the facts it cannot state, and quarantine of invalid files."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness import results
+from tests.conftest import GPU_REPORT, run_cli
+
+GPU_RESULTS = sorted((GPU_REPORT / "results").glob("torch*.json"))
+
+
+@pytest.fixture
+def good() -> dict:
+    return json.loads(GPU_RESULTS[0].read_text())
+
+
+def write(tmp_path: Path, doc: dict, name: str = "cell.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_committed_gpu_results_are_valid():
+    assert len(GPU_RESULTS) == 3
+    for path in GPU_RESULTS:
+        document, problems = results.check(path)
+        assert problems == [] and document is not None
+
+
+def measurement(doc: dict) -> dict:
+    return next(m for m in doc["measurements"] if m["status"] == "ok")
+
+
+def _forge_id(doc):
+    doc["cell"]["cudnn"] = "disabled"
+
+
+def _shrink_samples(doc):
+    measurement(doc)["samples_s"] = measurement(doc)["samples_s"][:3]
+
+
+def _lie_median(doc):
+    m = measurement(doc)
+    m["stats"]["median"] = m["stats"]["q1"]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        pytest.param(lambda d: d.update(schema_version=99), "expected 1", id="unknown-schema-version"),
+        pytest.param(lambda d: d.pop("cell"), "'cell' is a required property", id="missing-field"),
+        pytest.param(
+            lambda d: measurement(d)["samples_s"].__setitem__(0, -1.0), "samples_s[0]", id="negative-time"
+        ),
+        pytest.param(
+            lambda d: measurement(d)["samples_s"].__setitem__(0, 1e12), "samples_s[0]", id="impossible-time"
+        ),
+        pytest.param(lambda d: d.update(status="great"), "status", id="bad-enum"),
+        pytest.param(
+            lambda d: d.update(failure={"stage": "x", "reason": "y", "log_tail": ""}),
+            "failure",
+            id="ok-with-failure",
+        ),
+        pytest.param(lambda d: d["cudnn"].update(verified=False), "verified", id="ok-but-unverified"),
+        pytest.param(_forge_id, "does not match the cell's content", id="forged-cell-id"),
+        pytest.param(_shrink_samples, "stats.n", id="stats-disagree-with-samples"),
+        pytest.param(_lie_median, "the median of the samples", id="forged-median"),
+        pytest.param(lambda d: d.update(extra="x"), "unknown key(s) 'extra'", id="unknown-key"),
+    ],
+)
+def test_invalid_documents_are_refused(tmp_path, good, mutate, expected):
+    doc = copy.deepcopy(good)
+    mutate(doc)
+    document, problems = results.check(write(tmp_path, doc))
+    assert document is None
+    assert any(expected in str(p) for p in problems), [str(p) for p in problems]
+
+
+def test_nan_truncated_and_huge_files_are_refused(tmp_path, good, monkeypatch):
+    text = json.dumps(good)
+    nan = tmp_path / "nan.json"
+    nan.write_text(text.replace(str(measurement(good)["stats"]["median"]), "NaN", 1))
+    truncated = tmp_path / "truncated.json"
+    truncated.write_text(text[: len(text) // 2])
+    assert "not valid JSON" in str(results.check(nan)[1][0])
+    assert "not valid JSON" in str(results.check(truncated)[1][0])
+    monkeypatch.setattr(results, "MAX_BYTES", 1000)
+    assert "the limit is 1000" in str(results.check(nan)[1][0])
+
+
+def test_load_quarantines_invalid_files_and_keeps_valid_ones(tmp_path, good):
+    shutil.copy(GPU_REPORT / "results" / "plan.json", tmp_path / "plan.json")
+    write(tmp_path, good, GPU_RESULTS[0].name)
+    (tmp_path / "broken.json").write_text('{"schema_version": 1, "cell": ')
+    loaded = results.load(tmp_path)
+    assert [d["cell"]["id"] for d in loaded.documents] == [good["cell"]["id"]]
+    assert [q.name for q in loaded.quarantined] == ["broken.json"]
+    assert not (tmp_path / "broken.json").exists()
+    assert (tmp_path / "quarantine" / "broken.json").read_text() == '{"schema_version": 1, "cell": '
+    assert "not valid JSON" in (tmp_path / "quarantine" / "broken.json.problems.txt").read_text()
+    # quarantined files stay listed on the next load
+    assert [q.name for q in results.load(tmp_path).quarantined] == ["broken.json"]
+
+
+def test_cli_validate_exit_codes(tmp_path, good):
+    ok = run_cli("validate", str(GPU_RESULTS[0]))
+    assert ok.returncode == 0 and "ok:" in ok.stdout
+    doc = copy.deepcopy(good)
+    doc["schema_version"] = 2
+    bad = run_cli("validate", str(GPU_RESULTS[0]), str(write(tmp_path, doc)))
+    assert bad.returncode == 2
+    assert "schema_version: 2 is not allowed; expected 1" in bad.stderr
+    assert "Traceback" not in bad.stderr

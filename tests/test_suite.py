@@ -1,0 +1,136 @@
+"""The in-cell suite: its isolation, its statistics, its cuDNN probe, and a real run on CPU torch."""
+
+from __future__ import annotations
+
+import ast
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from harness.suite import cudnn_probe, measure
+from tests.conftest import REPO, harness_env
+
+SUITE = REPO / "harness" / "suite"
+
+
+def test_suite_imports_only_torch_stdlib_and_itself():
+    allowed = set(sys.stdlib_module_names) | {"torch", "__future__"}
+    for path in SUITE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            for name in names:
+                top = name.split(".")[0]
+                assert top in allowed or name.startswith("harness.suite"), f"{path}: imports {name}"
+
+
+def test_summarize_matches_the_statistics_module():
+    samples = [3.0, 1.0, 2.0, 5.0, 4.0]
+    stats = measure.summarize(samples)
+    assert stats["n"] == 5 and stats["min"] == 1.0 and stats["max"] == 5.0
+    assert stats["median"] == 3.0 and stats["q1"] == 2.0 and stats["q3"] == 4.0
+    assert stats["stdev"] == pytest.approx(statistics.stdev(samples))
+    assert stats["rel_iqr"] == pytest.approx(2.0 / 3.0)
+
+
+def test_measure_on_cpu_keeps_raw_samples_and_says_why_it_stopped():
+    calls = []
+    result = measure.measure(lambda: calls.append(1), measure.Timer("cpu"), time_budget_s=0.01)
+    assert result["timer"] == "perf_counter" and not result["launch_latency_hidden"]
+    assert len(result["samples_s"]) == result["stats"]["n"] >= measure.MIN_SAMPLES
+    assert result["stop_reason"] in ("noise_target", "time_budget", "max_samples")
+    assert len(calls) == 1 + result["warmup_calls"] + result["stats"]["n"]
+
+
+def test_cudnn_version_helpers():
+    assert cudnn_probe._version_text(91900) == "9.19.0"
+    assert cudnn_probe._version_text(8907) == "8.9.7"
+    assert cudnn_probe._same_version("9.14", "9.14.0")
+    assert cudnn_probe._same_version("9.14.0.64", "9.14.0")
+    assert not cudnn_probe._same_version("9.1", "9.14.0")
+    assert not cudnn_probe._same_version("9", "9.14.0")
+
+
+@pytest.mark.skipif(torch.version.cuda is not None, reason="checks the CPU build's answers")
+def test_probe_on_a_cpu_build():
+    bundled = cudnn_probe.probe({"source": "bundled"}, "cpu")
+    assert bundled["verified"] and "CPU build" in bundled["verification"]
+    assert bundled["loaded_libraries"] == []
+    system = cudnn_probe.probe({"source": "system", "lib_dir": "/usr/lib", "version": "9.14.0"}, "cpu")
+    assert not system["verified"] and "CPU build" in system["verification"]
+    disabled = cudnn_probe.probe({"source": "disabled"}, "cpu")
+    assert disabled["verified"] and disabled["enabled"] is False
+    torch.backends.cudnn.enabled = True
+
+
+def run_suite(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict]:
+    out = tmp_path / "result.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.suite", "run", "--out", str(out), *args],
+        env=harness_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    return done, json.loads(out.read_text()) if out.exists() else {}
+
+
+def test_suite_run_writes_a_complete_document(tmp_path):
+    done, doc = run_suite(
+        tmp_path,
+        "--workloads",
+        "conv2d_r50_3x3,lstm,sdpa",
+        "--dtypes",
+        "fp32,bf16",
+        "--time-budget-s",
+        "0.02",
+        "--knobs",
+        '[{"cudnn_benchmark": false, "deterministic": false, "tf32": false},'
+        ' {"cudnn_benchmark": true, "deterministic": true, "tf32": false}]',
+    )
+    assert done.returncode == 0, done.stderr
+    assert doc["status"] == "ok" and doc["failure"] is None
+    assert len(doc["measurements"]) == 3 * 2 * 2
+    conv = doc["measurements"][0]
+    assert conv["workload"] == "conv2d_r50_3x3" and conv["status"] == "ok"
+    assert conv["flops"] > 0 and conv["tflops"] > 0 and conv["params"]["kernel"] == 3
+    assert doc["environment"]["torch"]["version"] == torch.__version__
+    assert doc["environment"]["python"]["version"] == ".".join(map(str, sys.version_info[:3]))
+    assert "loaded_libraries" in doc["cudnn"]
+
+
+def test_suite_refuses_unknown_workloads(tmp_path):
+    done, doc = run_suite(tmp_path, "--workloads", "warp_drive")
+    assert done.returncode == 2 and "unknown workload" in done.stderr and doc == {}
+
+
+def test_suite_lists_its_catalog_without_torch_import():
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "harness.suite", "list", "--json"],
+        env=harness_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    catalog = json.loads(done.stdout)
+    assert {
+        "conv2d_r50_1x1",
+        "conv2d_r50_3x3",
+        "conv2d_r50_7x7s2",
+        "batchnorm2d",
+        "maxpool2d",
+        "relu",
+        "gelu",
+        "sdpa",
+        "lstm",
+        "gemm",
+    } == {w["id"] for w in catalog["workloads"]}
+    assert "| torch" not in done.stderr  # importtime lists every module imported
