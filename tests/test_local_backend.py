@@ -142,7 +142,7 @@ def test_read_install_and_find_a_system_cudnn_by_directory(tmp_path):
     assert cudnn_dirs.find_system(str(lib)).version == "9.14.0"
     with pytest.raises(LookupError, match="no libcudnn"):
         cudnn_dirs.find_system(str(tmp_path))
-    with pytest.raises(LookupError, match="no system cuDNN 9.99"):
+    with pytest.raises(LookupError, match=r"no system cuDNN 9\.99"):
         cudnn_dirs.find_system("9.99")
 
 

@@ -7,6 +7,7 @@ switch. The suite then checks, from inside the process, that the cuDNN it loaded
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -214,8 +215,6 @@ def _tail(log_path: Path) -> str:
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     proc.wait()
