@@ -1,4 +1,9 @@
-"""A multi-layer LSTM forward pass (cuDNN's RNN path on the GPU)."""
+"""A multi-layer LSTM forward pass (cuDNN's RNN path on the GPU).
+
+In bf16 the time includes cuDNN re-packing the weights at every call: torch's
+``flatten_parameters`` does nothing for bf16 (``torch.backends.cudnn.CUDNN_TENSOR_DTYPES`` lacks it),
+so every bf16 ``nn.LSTM`` on cuDNN pays this, and torch warns about it in the cell's log.
+"""
 
 from __future__ import annotations
 
