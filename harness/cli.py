@@ -155,7 +155,20 @@ def _report(args: argparse.Namespace) -> int:
                 )
             ]
         )
-    plan = Plan.from_json(json.loads(plan_file.read_text()))
+    try:
+        plan = Plan.from_json(json.loads(plan_file.read_text()))
+        plan.cell(plan.baseline_id)
+    except (ValueError, KeyError, TypeError, AttributeError, StopIteration) as exc:
+        raise InputError(
+            [
+                Problem(
+                    str(plan_file),
+                    "",
+                    f"not a plan written by 'python -m harness run' ({exc!r}); "
+                    "re-run the matrix to recreate it",
+                )
+            ]
+        ) from None
     return _render(plan, results_dir, args.out or Path("reports") / plan.name)
 
 

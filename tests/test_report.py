@@ -68,3 +68,14 @@ def test_table_cells_can_never_break_a_markdown_table():
     header, _rule, row = text.splitlines()
     assert row.count("|") - row.count("\\|") == header.count("|") - header.count("\\|") == 4
     assert "line<br>break" in row
+
+
+def test_a_damaged_plan_file_is_bad_input_not_a_traceback(tmp_path):
+    for text in ('{"name": 3}', "garbage", '{"cells": [], "baseline": "x"}'):
+        (tmp_path / "plan.json").write_text(text)
+        done = run_cli("report", "--results", str(tmp_path), "--out", str(tmp_path / "out"))
+        assert (
+            done.returncode == 2 and "not a plan written by" in done.stderr and "Traceback" not in done.stderr
+        )
+    done = run_cli("report", "--results", str(tmp_path / "nowhere"))
+    assert done.returncode == 2 and "no plan.json here" in done.stderr
