@@ -11,7 +11,8 @@ import json
 import sys
 from pathlib import Path
 
-from harness import __version__, compare, matrix, report, results, runner, suite_listing
+from harness import __version__, compare, images, matrix, report, results, runner, suite_listing
+from harness.backends import Backend
 from harness.backends.local import LocalBackend
 from harness.errors import HarnessError, InputError, Problem
 from harness.matrix import Plan
@@ -54,6 +55,20 @@ def _parser() -> argparse.ArgumentParser:
     _run_args(run)
     run.set_defaults(handler=_run)
 
+    imgs = sub.add_parser("images", help="render and build one image per cell (docker backend)")
+    _matrix_arg(imgs)
+    _build_args(imgs)
+    imgs.add_argument("--dry-run", action="store_true", help="print each rendered Dockerfile; build nothing")
+    imgs.add_argument("--log-dir", type=Path, help="build logs (default: results/<matrix name>/logs)")
+    imgs.set_defaults(handler=_images)
+
+    rerun = sub.add_parser("rerun", help="run the exact image a docker result came from again")
+    rerun.add_argument("result", type=Path)
+    rerun.add_argument("--out", type=Path, help="results folder for the new result (default: results/rerun)")
+    rerun.add_argument("--timeout-s", type=float, default=3600.0)
+    rerun.add_argument("--gpus", default="all")
+    rerun.set_defaults(handler=_rerun)
+
     rep = sub.add_parser("report", help="validate and merge results into reports/")
     rep.add_argument("--results", type=Path, help="results folder (default: results/<matrix name>)")
     _matrix_arg(rep)
@@ -78,6 +93,43 @@ def _run_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, help="results folder (default: results/<matrix name>)")
     parser.add_argument("--python", help="interpreter with torch for the local backend (default: this one)")
     parser.add_argument("--timeout-s", type=float, default=3600.0, help="time limit per cell (default 3600)")
+    parser.add_argument("--gpus", default="all", help="docker backend: 'all' or device ids, e.g. 0,1")
+    _build_args(parser)
+
+
+def _build_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--wheelhouse", type=Path, help="build offline: pip --no-index --find-links DIR")
+    parser.add_argument(
+        "--ca-bundle", type=Path, help="extra CA bundle for builds behind a TLS-intercepting proxy"
+    )
+    parser.add_argument(
+        "--index-url", help="torch wheel index (default: PyTorch's index for the CUDA variant)"
+    )
+
+
+def _build_options(args: argparse.Namespace) -> images.BuildOptions:
+    problems = []
+    if args.wheelhouse is not None and not any(args.wheelhouse.glob("*.whl")):
+        problems.append(Problem(str(args.wheelhouse), "--wheelhouse", "holds no .whl files"))
+    if args.ca_bundle is not None and not args.ca_bundle.is_file():
+        problems.append(Problem(str(args.ca_bundle), "--ca-bundle", "no such file"))
+    if problems:
+        raise InputError(problems)
+    return images.BuildOptions(index_url=args.index_url, wheelhouse=args.wheelhouse, ca_bundle=args.ca_bundle)
+
+
+def _progress(line: str) -> None:
+    print(f"    {line}", flush=True)
+
+
+def _backend(plan: Plan, args: argparse.Namespace) -> Backend:
+    if plan.backend == "docker":
+        from harness.backends.docker import DockerBackend
+
+        return DockerBackend(
+            _build_options(args), timeout_s=args.timeout_s, gpus=args.gpus, progress=_progress
+        )
+    return LocalBackend(args.python, timeout_s=args.timeout_s, progress=_progress)
 
 
 def _load_plan(path: Path) -> Plan:
@@ -123,20 +175,82 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _run_plan(plan: Plan, args: argparse.Namespace) -> list[runner.CellOutcome]:
-    if plan.backend != "local":
+    out = args.out or Path("results") / plan.name
+    backend = _backend(plan, args)
+    print(f"running {len(plan.cells)} cells of {plan.name!r} into {out}/ (logs in {out}/logs/)")
+    return runner.run(plan, backend, out)
+
+
+def _images(args: argparse.Namespace) -> int:
+    plan = _load_plan(args.matrix)
+    options = _build_options(args)
+    if args.dry_run:
+        for cell in plan.cells:
+            rendered = images.render(cell, options)
+            print(f"# ===== {rendered.reference}\n{rendered.dockerfile}")
+        return 0
+    from harness.backends.docker import DockerBackend
+
+    backend = DockerBackend(options, progress=_progress)
+    log_dir = args.log_dir or Path("results") / plan.name / "logs"
+    rows, failed = [], 0
+    for index, cell in enumerate(plan.cells, 1):
+        print(f"[{index}/{len(plan.cells)}] {cell.id}: building", flush=True)
+        build = backend.build(cell, plan, log_dir / f"{cell.id}.build.log")
+        state = "FAILED" if build.error else ("cached" if build.cached else "built")
+        failed += build.error is not None
+        rows.append([cell.id, build.image.reference, state, f"{build.seconds:.1f}", build.error or ""])
+        print(
+            f"[{index}/{len(plan.cells)}] {cell.id}: {state} in {build.seconds:.1f} s"
+            + (f": {build.error}" if build.error else ""),
+            flush=True,
+        )
+    from tabulate import tabulate
+
+    print(tabulate(rows, headers=["cell", "image", "state", "seconds", "error"]))
+    built = sum(1 for r in rows if r[2] == "built")
+    print(f"{built} built, {sum(1 for r in rows if r[2] == 'cached')} cached, {failed} failed")
+    return 1 if failed else 0
+
+
+def _rerun(args: argparse.Namespace) -> int:
+    document, problems = results.check(args.result)
+    if problems:
+        raise InputError(problems)
+    assert document is not None
+    if document["run"].get("backend") != "docker" or not document["run"].get("image"):
         raise InputError(
             [
                 Problem(
-                    str(args.matrix),
-                    "backend",
-                    f"backend {plan.backend!r} is not available in this version; use backend: local",
+                    str(args.result),
+                    "run.image",
+                    "only results of the docker backend name an image "
+                    "to re-run; re-run local cells with 'python -m harness run'",
                 )
             ]
         )
-    out = args.out or Path("results") / plan.name
-    backend = LocalBackend(args.python, timeout_s=args.timeout_s, progress=lambda line: print(f"    {line}"))
-    print(f"running {len(plan.cells)} cells of {plan.name!r} into {out}/ (logs in {out}/logs/)")
-    return runner.run(plan, backend, out)
+    plan_file = args.result.parent / results.PLAN_FILE
+    if not plan_file.is_file():
+        raise InputError([Problem(str(plan_file), "", "the plan.json beside the result is missing")])
+    plan = Plan.from_json(json.loads(plan_file.read_text()))
+    from harness.backends.docker import DockerBackend
+
+    backend = DockerBackend(
+        images.BuildOptions(), timeout_s=args.timeout_s, gpus=args.gpus, progress=_progress
+    )
+    out = args.out or Path("results") / "rerun"
+    cell_id = document["cell"]["id"]
+    from harness import jsonio
+
+    jsonio.write_atomic(out / results.PLAN_FILE, plan.to_json())
+    print(f"re-running {cell_id} in image {document['run']['image']['id']}", flush=True)
+    doc = backend.rerun(document, out / f"{cell_id}.json", out / "logs" / f"{cell_id}.log", plan)
+    print(
+        f"{cell_id}: {doc['status']}"
+        + (f": {doc['failure']['reason']}" if doc["failure"] else "")
+        + f" -> {out / (cell_id + '.json')}"
+    )
+    return 0 if doc["status"] == "ok" else 1
 
 
 def _report(args: argparse.Namespace) -> int:

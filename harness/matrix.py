@@ -225,21 +225,39 @@ def _backend_problems(backend: str, cells: list[Cell], problem: Any) -> list[Pro
     """What the chosen backend cannot realize, found before anything runs."""
     found = []
     for cell in cells:
+        kind, value = cell.cudnn.kind, cell.cudnn.value or ""
         if backend == "local":
-            if cell.cudnn.kind == "wheel":
+            if kind == "wheel":
                 found.append(
                     problem(
                         ["axes", "cudnn"],
-                        f"cell {cell.id}: a cuDNN wheel source needs "
-                        "backend: docker; the local backend realizes bundled, system, disabled",
+                        f"cell {cell.id}: a cuDNN wheel source needs backend: docker; "
+                        "the local backend realizes bundled, system, disabled",
                     )
                 )
-        elif "installed" in (cell.torch, cell.python):
+            continue
+        if "installed" in (cell.torch, cell.python):
             found.append(
                 problem(
                     ["axes"],
-                    f"cell {cell.id}: 'installed' is for the local backend; "
-                    "backend: docker needs a concrete torch (e.g. '2.11.0+cu130') and python (e.g. '3.12')",
+                    f"cell {cell.id}: 'installed' is for the local backend; backend: docker "
+                    "needs a concrete torch (e.g. '2.11.0+cu130') and python (e.g. '3.12')",
+                )
+            )
+        elif cell.torch.endswith("+cpu") and kind in ("wheel", "system"):
+            found.append(
+                problem(
+                    ["axes", "cudnn"],
+                    f"cell {cell.id}: a CPU build of torch loads no cuDNN; "
+                    "pair it with cudnn: bundled or disabled (rules: exclude)",
+                )
+            )
+        if kind == "system" and (value == "auto" or value.startswith("/") or value.count(".") != 3):
+            found.append(
+                problem(
+                    ["axes", "cudnn"],
+                    f"cell {cell.id}: backend: docker installs NVIDIA's apt package, "
+                    "so system needs its full version, e.g. {system: '9.14.0.64'}",
                 )
             )
     return found

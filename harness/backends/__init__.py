@@ -7,6 +7,7 @@ A backend never raises for a cell that fails: the failure is written as a result
 from __future__ import annotations
 
 import datetime as dt
+import json
 from pathlib import Path
 from typing import Protocol
 
@@ -42,3 +43,19 @@ def failed_result(
         "warnings": [],
         "measurements": [],
     }
+
+
+def suite_arguments(cell: Cell, plan: Plan, out: str, expect: dict[str, object]) -> list[str]:
+    """``python -m harness.suite`` arguments that run ``plan``'s suite for ``cell`` into ``out``."""
+    suite = plan.suite
+    arguments = [
+        "run", "--out", out,
+        "--cell", json.dumps({"id": cell.id, **cell.to_json()}),
+        "--expect-cudnn", json.dumps(expect),
+        "--knobs", json.dumps(list(plan.knob_sets)),
+        "--profile", suite["profile"], "--device", suite["device"],
+        "--dtypes", ",".join(suite["dtypes"]), "--time-budget-s", str(suite["time_budget_s"]),
+    ]  # fmt: skip
+    if suite.get("workloads"):
+        arguments += ["--workloads", ",".join(suite["workloads"])]
+    return arguments

@@ -23,7 +23,7 @@ from typing import Any, TextIO
 
 import harness
 from harness import jsonio, suite_listing
-from harness.backends import cudnn_dirs, failed_result
+from harness.backends import cudnn_dirs, failed_result, suite_arguments
 from harness.errors import BackendUnavailable
 from harness.matrix import Cell, Plan
 from harness.suite_listing import PACKAGE_ROOT
@@ -84,7 +84,12 @@ class LocalBackend:
                 command: list[str] = []
                 env, exit_code = {}, None
             else:
-                command = self._command(cell, plan, raw_path, expect)
+                command = [
+                    self.python,
+                    "-m",
+                    "harness.suite",
+                    *suite_arguments(cell, plan, str(raw_path), expect),
+                ]
                 exit_code, timed_out = self._execute(command, env, log_path)
                 doc = _read_suite_result(raw_path)
                 if doc is None or timed_out:
@@ -139,34 +144,6 @@ class LocalBackend:
         existing = os.environ.get("PYTHONPATH")
         env["PYTHONPATH"] = os.pathsep.join(paths + ([existing] if existing else []))
         return env, expect
-
-    def _command(self, cell: Cell, plan: Plan, out: Path, expect: dict[str, Any]) -> list[str]:
-        suite = plan.suite
-        command = [
-            self.python,
-            "-m",
-            "harness.suite",
-            "run",
-            "--out",
-            str(out),
-            "--cell",
-            json.dumps({"id": cell.id, **cell.to_json()}),
-            "--expect-cudnn",
-            json.dumps(expect),
-            "--knobs",
-            json.dumps(list(plan.knob_sets)),
-            "--profile",
-            suite["profile"],
-            "--device",
-            suite["device"],
-            "--dtypes",
-            ",".join(suite["dtypes"]),
-            "--time-budget-s",
-            str(suite["time_budget_s"]),
-        ]
-        if suite.get("workloads"):
-            command += ["--workloads", ",".join(suite["workloads"])]
-        return command
 
     def _execute(self, command: list[str], env: dict[str, str], log_path: Path) -> tuple[int | None, bool]:
         """Run ``command`` with its output in ``log_path``, relaying new lines as progress."""

@@ -56,7 +56,8 @@ def bundled_lib_dir() -> str:
 def probe(expect: dict[str, Any], device: str) -> dict[str, Any]:
     """Load cuDNN the way a workload would, then check it against ``expect``.
 
-    ``expect``: {"source": "bundled" | "system" | "disabled", "lib_dir"?: str, "version"?: str}.
+    ``expect``: {"source": "bundled" | "wheel" | "system" | "disabled", "lib_dir"?: str, "version"?: str}.
+    A ``wheel`` source is the cuDNN wheel beside torch, replaced by the requested version.
     """
     source = expect["source"]
     torch.backends.cudnn.enabled = source != "disabled"
@@ -103,9 +104,9 @@ def _verify(expect: dict[str, Any], seen: dict[str, Any], cuda_build: bool) -> t
         return False, f"asked for a {source} cuDNN, but this torch is a CPU build and loads no cuDNN"
     if not dirs:
         return False, f"asked for a {source} cuDNN, but no libcudnn file is mapped into the process"
-    if source == "bundled":
+    if source in ("bundled", "wheel"):
         wanted = bundled_lib_dir()
-        if not os.path.isdir(wanted):
+        if source == "bundled" and not os.path.isdir(wanted):
             if len(dirs) == 1:
                 return True, f"torch has no cuDNN wheel beside it; it loaded the cuDNN in {dirs[0]}"
             return False, f"torch has no cuDNN wheel and loaded cuDNN from several places: {', '.join(dirs)}"

@@ -1,0 +1,329 @@
+"""The docker backend: one image per cell, one container per cell run, GPUs through device requests.
+
+Builds go through the docker SDK (the classic builder: the build-only inputs stay in build stages,
+so no BuildKit secret is needed). An image is tagged by the hash of its Dockerfile and build
+context: an unchanged cell finds its tag and builds nothing. Containers run with least privilege:
+a non-root user, a read-only root filesystem, no network, every capability dropped, no new
+privileges; the only writable places are a small /tmp and the bind-mounted output folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import io
+import json
+import shutil
+import tarfile
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import harness
+from harness import images, jsonio, suite_listing
+from harness.backends import failed_result, suite_arguments
+from harness.errors import BackendUnavailable
+from harness.matrix import Cell, Plan
+
+try:
+    import docker
+    import docker.errors
+    import requests.exceptions
+    from docker.types import DeviceRequest
+except ImportError:  # the local backend and the report need no docker SDK
+    docker = None
+
+LOG_TAIL_CHARS = 4000
+CONTAINER_USER = "10001:10001"
+NO_GPU_RUNTIME = (
+    "the Docker engine cannot attach GPUs ({error}). Install the NVIDIA Container Toolkit "
+    "(nvidia-container-toolkit), run 'nvidia-ctk runtime configure --runtime=docker' and restart "
+    "dockerd; or run CPU-only cells (a '+cpu' torch build, or suite.device: cpu)"
+)
+
+
+@dataclass
+class Build:
+    """What building one cell's image gave."""
+
+    image: images.RenderedImage
+    image_id: str | None = None
+    cached: bool = False
+    seconds: float = 0.0
+    error: str | None = None
+    log_tail: str = ""
+
+
+class DockerBackend:
+    name = "docker"
+
+    def __init__(
+        self,
+        options: images.BuildOptions,
+        timeout_s: float = 3600.0,
+        gpus: str = "all",
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
+        if docker is None:
+            raise BackendUnavailable("the docker backend needs the docker SDK: pip install docker")
+        try:
+            self.client = docker.from_env(timeout=600)
+            self.client.ping()
+        except docker.errors.DockerException as exc:
+            raise BackendUnavailable(
+                f"cannot reach the Docker engine ({exc}); start dockerd, or set DOCKER_HOST "
+                "to the engine's socket"
+            ) from None
+        self.options = options
+        self.timeout_s = timeout_s
+        self.gpus = gpus
+        self.progress = progress or (lambda line: None)
+        self.builds: dict[str, Build] = {}
+
+    # -- images ------------------------------------------------------------------------------
+
+    def build(self, cell: Cell, plan: Plan, log_path: Path) -> Build:
+        """Build ``cell``'s image unless an image with its content tag exists already."""
+        if cell.id in self.builds:
+            return self.builds[cell.id]
+        rendered = images.render(cell, self.options)
+        build = self.builds[cell.id] = Build(rendered)
+        start = time.monotonic()
+        try:
+            build.image_id = self.client.images.get(rendered.reference).id
+            build.cached = True
+            return build
+        except docker.errors.ImageNotFound:
+            pass
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile() as context, log_path.open("w") as log:
+            _write_context(context, rendered)
+            context.seek(0)
+            try:
+                for chunk in self.client.api.build(
+                    fileobj=context,
+                    custom_context=True,
+                    tag=rendered.reference,
+                    labels=images.labels(rendered, plan),
+                    network_mode="host",
+                    rm=True,
+                    forcerm=True,
+                    pull=False,
+                    decode=True,
+                ):
+                    text = chunk.get("stream") or chunk.get("status") or ""
+                    if text:
+                        log.write(text)
+                        for line in text.splitlines():
+                            if line.startswith("Step ") or line.startswith("Successfully"):
+                                self.progress(line)
+                    if "error" in chunk:
+                        build.error = str(chunk["error"]).strip()
+                        log.write(build.error + "\n")
+            except docker.errors.APIError as exc:
+                build.error = str(exc)
+                log.write(build.error + "\n")
+        build.seconds = time.monotonic() - start
+        if build.error is None:
+            try:
+                build.image_id = self.client.images.get(rendered.reference).id
+            except docker.errors.ImageNotFound:
+                build.error = "the build ended without an image"
+        if build.error is not None:
+            build.log_tail = log_path.read_text(errors="replace")[-LOG_TAIL_CHARS:]
+        return build
+
+    def image_facts(self, build: Build) -> dict[str, Any]:
+        """Provenance of a built image: its id and digests, and its base's."""
+        image = self.client.images.get(build.image_id)
+        facts: dict[str, Any] = {
+            "reference": build.image.reference, "id": image.id, "repo_digests": image.attrs.get("RepoDigests", []),
+            "size_bytes": image.attrs.get("Size"), "cached": build.cached, "build_s": round(build.seconds, 3),
+            "base": build.image.base_image, "base_id": None, "base_repo_digests": [],
+        }  # fmt: skip
+        try:
+            base = self.client.images.get(build.image.base_image)
+            facts.update(base_id=base.id, base_repo_digests=base.attrs.get("RepoDigests", []))
+        except docker.errors.ImageNotFound:
+            pass
+        return facts
+
+    # -- runs --------------------------------------------------------------------------------
+
+    def run_cell(self, cell: Cell, plan: Plan, result_path: Path, log_path: Path) -> dict[str, Any]:
+        started = dt.datetime.now(dt.timezone.utc)
+        t0 = time.monotonic()
+        build = self.build(cell, plan, log_path.with_name(f"{cell.id}.build.log"))
+        run: dict[str, Any] = {
+            "backend": self.name,
+            "command": [],
+            "exit_code": None,
+            "log": log_path.name,
+            "harness_version": harness.__version__,
+            "matrix_sha256": plan.matrix_sha256,
+        }
+        if build.error is not None:
+            jsonio.write_text_atomic(log_path, f"the image did not build: {build.error}\n")
+            doc = failed_result(cell, plan, _suite_version(), "build", build.error, build.log_tail, started)
+        else:
+            expect = build.image.expect_cudnn if cell.cudnn.kind != "disabled" else {"source": "disabled"}
+            command = suite_arguments(cell, plan, "/results/result.json", expect)
+            run["image"] = self.image_facts(build)
+            doc = self._run_container(cell, plan, build.image_id or "", command, run, log_path, started)
+        doc["cell"] = {"id": cell.id, **cell.to_json()}
+        run["wall_s"] = time.monotonic() - t0
+        doc["run"] = run
+        jsonio.write_atomic(result_path, doc)
+        return doc
+
+    def rerun(
+        self, previous: dict[str, Any], result_path: Path, log_path: Path, plan: Plan
+    ) -> dict[str, Any]:
+        """Run the exact image a result came from again, with the same suite arguments."""
+        image_id = previous["run"]["image"]["id"]
+        try:
+            self.client.images.get(image_id)
+        except docker.errors.ImageNotFound:
+            raise BackendUnavailable(
+                f"image {image_id} is gone from this engine; rebuild it with "
+                "'python -m harness images' (same matrix, same inputs)"
+            ) from None
+        cell = Cell.from_json(previous["cell"])
+        started = dt.datetime.now(dt.timezone.utc)
+        t0 = time.monotonic()
+        run = {**previous["run"], "exit_code": None, "log": log_path.name, "rerun_of": previous["started_at"]}
+        doc = self._run_container(cell, plan, image_id, previous["run"]["command"], run, log_path, started)
+        doc["cell"] = {"id": cell.id, **cell.to_json()}
+        run["wall_s"] = time.monotonic() - t0
+        doc["run"] = run
+        jsonio.write_atomic(result_path, doc)
+        return doc
+
+    def _run_container(
+        self,
+        cell: Cell,
+        plan: Plan,
+        image_id: str,
+        command: list[str],
+        run: dict[str, Any],
+        log_path: Path,
+        started: dt.datetime,
+    ) -> dict[str, Any]:
+        run["command"] = command
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        scratch = Path(tempfile.mkdtemp(prefix=".cell-", dir=log_path.parent.parent))
+        scratch.chmod(0o777)  # the suite runs as uid 10001 and writes its result here
+        environment = (
+            {"CUBLAS_WORKSPACE_CONFIG": ":4096:8"} if any(k["deterministic"] for k in plan.knob_sets) else {}
+        )
+        container = None
+        try:
+            container = self.client.containers.create(
+                image_id, command=command, user=CONTAINER_USER, network_mode="none", read_only=True,
+                cap_drop=["ALL"], security_opt=["no-new-privileges:true"], privileged=False,
+                tmpfs={"/tmp": "rw,nosuid,nodev,size=2g"}, shm_size="1g",
+                volumes={str(scratch): {"bind": "/results", "mode": "rw"}},
+                environment=environment, device_requests=self._device_requests(cell, plan),
+                labels={f"{images.LABEL_NS}.cell": cell.id},
+            )  # fmt: skip
+            t_start = time.monotonic()
+            container.start()
+            run["container_start_s"] = round(time.monotonic() - t_start, 3)
+            container.reload()
+            run["container"] = _security_facts(container.attrs)
+            exit_code, timed_out = self._wait(container, log_path)
+            run["exit_code"] = exit_code
+            container.reload()
+            doc = _read(scratch / "result.json")
+            reason = None
+            if timed_out:
+                reason = f"timed out after {self.timeout_s:.0f} s; the container was killed"
+            elif container.attrs["State"].get("OOMKilled"):
+                reason = "the container ran out of memory and was killed"
+            elif doc is None:
+                reason = f"the suite exited with code {exit_code} and wrote no result"
+            if reason is not None or doc is None:
+                tail = log_path.read_text(errors="replace")[-LOG_TAIL_CHARS:] if log_path.exists() else ""
+                return failed_result(
+                    cell, plan, _suite_version(), "run", reason or "no result", tail, started
+                )
+            if doc.get("failure") and not doc["failure"].get("log_tail"):
+                doc["failure"]["log_tail"] = log_path.read_text(errors="replace")[-LOG_TAIL_CHARS:]
+            return doc
+        except docker.errors.APIError as exc:
+            message = str(exc)
+            if "could not select device driver" in message or "nvidia-container-cli" in message:
+                message = NO_GPU_RUNTIME.format(error=exc.explanation or message)
+            jsonio.write_text_atomic(log_path, message + "\n")
+            return failed_result(cell, plan, _suite_version(), "start", message, "", started)
+        finally:
+            if container is not None:
+                with contextlib.suppress(docker.errors.APIError):
+                    container.remove(force=True)
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    def _device_requests(self, cell: Cell, plan: Plan) -> list[Any]:
+        if cell.torch.endswith("+cpu") or plan.suite["device"] == "cpu":
+            return []
+        if self.gpus == "all":
+            return [DeviceRequest(count=-1, capabilities=[["gpu"]])]
+        return [DeviceRequest(device_ids=self.gpus.split(","), capabilities=[["gpu"]])]
+
+    def _wait(self, container: Any, log_path: Path) -> tuple[int | None, bool]:
+        """Wait for the container within the time limit, copying its output to the log as it comes."""
+
+        def follow() -> None:
+            with log_path.open("wb") as log:
+                for chunk in container.logs(stream=True, follow=True):
+                    log.write(chunk)
+                    log.flush()
+                    for line in chunk.decode(errors="replace").splitlines():
+                        self.progress(line)
+
+        reader = threading.Thread(target=follow, daemon=True)
+        reader.start()
+        try:
+            status = container.wait(timeout=self.timeout_s)
+        except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
+            container.kill()
+            reader.join(timeout=10)
+            return None, True
+        reader.join(timeout=30)
+        return int(status.get("StatusCode", -1)), False
+
+
+def _write_context(fileobj: Any, rendered: images.RenderedImage) -> None:
+    with tarfile.open(fileobj=fileobj, mode="w") as tar:
+        dockerfile = rendered.dockerfile.encode()
+        info = tarfile.TarInfo("Dockerfile")
+        info.size = len(dockerfile)
+        tar.addfile(info, io.BytesIO(dockerfile))
+        for name, path in sorted(rendered.context.items()):
+            tar.add(path, arcname=name, recursive=False)
+
+
+def _security_facts(attrs: dict[str, Any]) -> dict[str, Any]:
+    """The container's settings as the engine reports them, not as we asked."""
+    host = attrs.get("HostConfig", {})
+    return {
+        "id": attrs.get("Id", "")[:12], "user": attrs.get("Config", {}).get("User"),
+        "read_only_rootfs": host.get("ReadonlyRootfs"), "network_mode": host.get("NetworkMode"),
+        "cap_drop": host.get("CapDrop"), "security_opt": host.get("SecurityOpt"), "privileged": host.get("Privileged"),
+        "gpus": bool(host.get("DeviceRequests")),
+    }  # fmt: skip
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _suite_version() -> str:
+    return str(suite_listing.listing()["suite_version"])

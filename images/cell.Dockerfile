@@ -1,0 +1,8 @@
+# ---- final stage: the cell image
+FROM python AS cell
+COPY --from=torch /opt/venv /opt/venv
+${cudnn_layer}COPY harness/ /opt/harness/harness/
+ENV PYTHONPATH=/opt/harness PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+USER 10001:10001
+WORKDIR /tmp
+ENTRYPOINT ["/opt/venv/bin/python", "-m", "harness.suite"]
