@@ -1,0 +1,318 @@
+"""The docker backend against a real engine: build, cache, run, provenance, secrets, failures.
+
+Needs a running Docker engine. Without one these tests skip on a developer machine and FAIL in CI
+(CI=true), where .ci/run installs and starts the engine. The base image is a Debian bookworm minbase
+made with debootstrap and imported (cached as a tarball between runs); torch comes from a local
+wheelhouse (pip download torch==2.13.0), so no registry is needed.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from harness import results
+from tests.conftest import run_cli
+
+docker = pytest.importorskip("docker")
+
+CACHE = Path(os.environ.get("HARNESS_TEST_CACHE", Path.home() / ".cache" / "cudnn-harness"))
+BASE = "harness-test-base:bookworm"
+PY = f"{sys.version_info.major}.{sys.version_info.minor}"
+MATRIX = f"""
+schema_version: 1
+name: docker-cpu
+backend: docker
+axes:
+  torch: ["2.13.0+cpu"]
+  cudnn: [bundled, disabled]
+  base_image: ["{BASE}"]
+  python: ["3.11"]
+suite: {{workloads: [relu, conv2d_r50_3x3], dtypes: [fp32], time_budget_s: 0.05}}
+baseline: {{cudnn: bundled}}
+"""
+
+
+@pytest.fixture(scope="module")
+def engine():
+    try:
+        client = docker.from_env(timeout=600)
+        client.ping()
+    except docker.errors.DockerException as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI needs a running Docker engine (.ci/run starts one): {exc}")
+        pytest.skip(f"no Docker engine: {exc}")
+    return client
+
+
+@pytest.fixture(scope="module")
+def base_image(engine):
+    """A local Debian base with python3.11; made once with debootstrap, then kept as a tarball."""
+    try:
+        engine.images.get(BASE)
+        return BASE
+    except docker.errors.ImageNotFound:
+        pass
+    tarball = CACHE / "bookworm-minbase.tar"
+    if not tarball.exists():
+        root = CACHE / "bookworm-root"
+        shutil.rmtree(root, ignore_errors=True)
+        subprocess.run(
+            [
+                "debootstrap",
+                "--variant=minbase",
+                "--include=python3,python3-venv,python3-pip,ca-certificates",
+                "bookworm",
+                str(root),
+            ],
+            check=True,
+            capture_output=True,
+        )
+        subprocess.run(["tar", "-C", str(root), "-cf", str(tarball), "."], check=True)
+        shutil.rmtree(root, ignore_errors=True)
+    with tarball.open("rb") as f:
+        engine.images.import_image(src=f, repository=BASE.split(":")[0], tag=BASE.split(":")[1])
+    return BASE
+
+
+@pytest.fixture(scope="module")
+def wheelhouse() -> Path:
+    """torch 2.13.0 (CPU) and its dependencies for Python 3.11, the base image's Python."""
+    path = CACHE / "wheelhouse-torch-2.13.0-cp311"
+    if not list(path.glob("torch-2.13.0*.whl")):
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "torch==2.13.0",
+                "-d",
+                str(path),
+                "--python-version",
+                "3.11",
+                "--only-binary=:all:",
+            ],
+            check=True,
+        )
+    return path
+
+
+@pytest.fixture(scope="module")
+def built(engine, base_image, wheelhouse, tmp_path_factory):
+    """The two cells built from scratch tags (layer cache allowed), then built again."""
+    root = tmp_path_factory.mktemp("docker")
+    matrix = root / "matrix.yaml"
+    matrix.write_text(MATRIX)
+    for image in engine.images.list(name="cudnn-harness-cell"):
+        if any("torch2.13.0-cpu_cudnn-" in tag for tag in image.tags):
+            engine.images.remove(image.id, force=True)
+    args = ("--matrix", str(matrix), "--wheelhouse", str(wheelhouse), "--log-dir", str(root / "logs"))
+    first = run_cli("images", *args, timeout=1800)
+    second = run_cli("images", *args, timeout=600)
+    return root, matrix, first, second
+
+
+def test_two_cells_build_and_an_unchanged_rebuild_builds_nothing(built):
+    _, _, first, second = built
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    assert "2 built, 0 cached, 0 failed" in first.stdout
+    assert second.returncode == 0
+    assert "0 built, 2 cached, 0 failed" in second.stdout
+
+
+def test_images_carry_provenance_labels(engine, built):
+    images = [
+        i
+        for i in engine.images.list(name="cudnn-harness-cell")
+        if any("torch2.13.0-cpu_cudnn-" in t for t in i.tags)
+    ]
+    assert len(images) == 2
+    for image in images:
+        labels = image.labels
+        assert labels["io.cudnn-harness.cell"] in image.tags[0]
+        assert json.loads(labels["io.cudnn-harness.cell-spec"])["torch"] == "2.13.0+cpu"
+        assert len(labels["io.cudnn-harness.matrix-sha256"]) == 64
+        assert labels["org.opencontainers.image.base.name"] == BASE
+        assert image.attrs["Config"]["User"] == "10001:10001"
+
+
+@pytest.fixture(scope="module")
+def ran(built, wheelhouse):
+    root, matrix, _, _ = built
+    done = run_cli(
+        "qualify",
+        "--matrix",
+        str(matrix),
+        "--wheelhouse",
+        str(wheelhouse),
+        "--out",
+        str(root / "results"),
+        "--report-out",
+        str(root / "report"),
+        timeout=1800,
+    )
+    return root, done
+
+
+def test_the_suite_runs_in_least_privilege_containers(ran):
+    root, done = ran
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    loaded = results.load(root / "results")
+    assert loaded.quarantined == () and len(loaded.documents) == 2
+    for doc in loaded.documents:
+        assert doc["status"] == "ok" and doc["device"] == "cpu"
+        run = doc["run"]
+        assert run["backend"] == "docker" and run["exit_code"] == 0
+        assert run["container"] == {
+            **run["container"],
+            "user": "10001:10001",
+            "read_only_rootfs": True,
+            "network_mode": "none",
+            "cap_drop": ["ALL"],
+            "privileged": False,
+            "gpus": False,
+            "security_opt": ["no-new-privileges:true"],
+        }
+        assert run["image"]["id"].startswith("sha256:") and run["image"]["base"] == BASE
+        assert run["image"]["base_id"].startswith("sha256:")
+        assert doc["environment"]["python"]["executable"] == "/opt/venv/bin/python"
+        assert doc["environment"]["torch"]["version"] == "2.13.0+cpu"
+        assert (root / "results" / "logs" / f"{doc['cell']['id']}.log").exists()
+    assert "| relu " in (root / "report" / "report.md").read_text()
+
+
+def test_rerun_uses_the_exact_image(ran, tmp_path):
+    root, _ = ran
+    result = next((root / "results").glob("torch*bundled*.json"))
+    before = json.loads(result.read_text())
+    done = run_cli("rerun", str(result), "--out", str(tmp_path), timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    after = json.loads((tmp_path / result.name).read_text())
+    assert after["status"] == "ok" and after["run"]["image"]["id"] == before["run"]["image"]["id"]
+    assert after["run"]["rerun_of"] == before["started_at"]
+    assert results.check(tmp_path / result.name)[1] == []
+
+
+def test_a_failed_build_fails_its_cell_and_the_others_run(engine, base_image, wheelhouse, tmp_path):
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text(
+        MATRIX.replace('torch: ["2.13.0+cpu"]', 'torch: ["2.13.0+cpu", "9.9.9+cpu"]')
+        .replace("cudnn: [bundled, disabled]", "cudnn: [bundled]")
+        .replace("baseline: {cudnn: bundled}", 'baseline: {torch: "2.13.0+cpu"}')
+    )
+    done = run_cli(
+        "run",
+        "--matrix",
+        str(matrix),
+        "--wheelhouse",
+        str(wheelhouse),
+        "--out",
+        str(tmp_path / "r"),
+        timeout=1800,
+    )
+    assert done.returncode == 1
+    docs = {d["cell"]["torch"]: d for d in results.load(tmp_path / "r").documents}
+    assert docs["2.13.0+cpu"]["status"] == "ok"
+    failed = docs["9.9.9+cpu"]
+    assert failed["status"] == "failed" and failed["failure"]["stage"] == "build"
+    assert "torch==9.9.9+cpu" in failed["failure"]["log_tail"]
+
+
+def test_no_ca_bundle_or_wheel_in_any_layer_or_the_history(engine, base_image, wheelhouse, tmp_path):
+    marker = secrets.token_hex(16)
+    ca = tmp_path / "corporate-ca.pem"
+    ca.write_text(f"-----BEGIN CERTIFICATE-----\n{marker}\n-----END CERTIFICATE-----\n")
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text(MATRIX.replace("cudnn: [bundled, disabled]", "cudnn: [bundled]"))
+    done = run_cli(
+        "images",
+        "--matrix",
+        str(matrix),
+        "--wheelhouse",
+        str(wheelhouse),
+        "--ca-bundle",
+        str(ca),
+        "--log-dir",
+        str(tmp_path / "logs"),
+        timeout=1800,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    reference = next(
+        line.split()[1] for line in done.stdout.splitlines() if line.startswith("torch2.13.0-cpu")
+    )
+    image = engine.images.get(reference)
+    history = json.dumps(engine.api.history(image.id))
+    assert marker not in history and "harness-build" not in history
+    wheelhouse_files = {p.name for p in wheelhouse.glob("*.whl")}
+    archive = io.BytesIO(b"".join(image.save()))
+    names_seen = 0
+    with tarfile.open(fileobj=archive) as outer:
+        for member in outer.getmembers():
+            if not member.name.endswith("layer.tar"):
+                continue
+            with tarfile.open(fileobj=outer.extractfile(member)) as layer:
+                for entry in layer.getmembers():
+                    names_seen += 1
+                    assert "harness-build" not in entry.name, entry.name
+                    assert Path(entry.name).name not in wheelhouse_files, entry.name
+                    if entry.isfile() and entry.size < 1_000_000:
+                        assert marker.encode() not in layer.extractfile(entry).read(), entry.name
+    assert names_seen > 1000  # the scan really read the image
+    engine.images.remove(image.id, force=True)
+
+
+def test_gpu_cells_without_a_gpu_runtime_fail_with_what_to_install(ran):
+    root, _ = ran
+    from harness.backends.docker import DockerBackend
+    from harness.images import BuildOptions
+    from harness.matrix import Cell, CudnnSource, Plan
+
+    doc = json.loads(next((root / "results").glob("torch*bundled*.json")).read_text())
+    plan = Plan.from_json(json.loads((root / "results" / "plan.json").read_text()))
+    gpu_cell = Cell("2.13.0+cu130", CudnnSource("bundled"), BASE, "3.11")
+    backend = DockerBackend(BuildOptions())
+    if "nvidia" in json.dumps(backend.client.info().get("Runtimes", {})):
+        pytest.skip("this engine has a GPU runtime")
+    run: dict = {}
+    failed = backend._run_container(
+        gpu_cell,
+        plan,
+        doc["run"]["image"]["id"],
+        ["list"],
+        run,
+        root / "gpu" / "x.log",
+        __import__("datetime").datetime.now(__import__("datetime").timezone.utc),
+    )
+    assert failed["status"] == "failed" and failed["failure"]["stage"] == "start"
+    assert "NVIDIA Container Toolkit" in failed["failure"]["reason"]
+
+
+def test_no_engine_is_a_clear_error(tmp_path):
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text(MATRIX)
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "images", "--matrix", str(matrix)],
+        capture_output=True,
+        text=True,
+        env={
+            **os.environ,
+            "DOCKER_HOST": f"unix://{tmp_path}/no.sock",
+            "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
+        },
+    )
+    assert (
+        done.returncode == 3
+        and "cannot reach the Docker engine" in done.stderr
+        and "Traceback" not in done.stderr
+    )

