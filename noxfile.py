@@ -1,7 +1,7 @@
 """Sessions are thin calls into ``python -m harness``; everything also works without nox.
 
     nox -s qualify              the main job: plan, run and report matrix.yaml (or -- --matrix FILE)
-    nox -s plan|run|report      one step at a time; arguments after -- go to the CLI
+    nox -s plan|images|run|report   one step at a time; arguments after -- go to the CLI
     nox -s tests                the test suite
     nox -s lint                 ruff
 
@@ -35,6 +35,13 @@ def plan(session: nox.Session) -> None:
     """Validate the matrix and list its cells."""
     _install(session, torch=False)
     session.run("python", "-m", "harness", "plan", *session.posargs)
+
+
+@nox.session(**VENV)
+def images(session: nox.Session) -> None:
+    """Render and build one image per cell (docker backend; --dry-run prints the Dockerfiles)."""
+    _install(session, torch=False)
+    session.run("python", "-m", "harness", "images", *session.posargs)
 
 
 @nox.session(**VENV)

@@ -316,3 +316,24 @@ def test_no_engine_is_a_clear_error(tmp_path):
         and "cannot reach the Docker engine" in done.stderr
         and "Traceback" not in done.stderr
     )
+
+
+def test_a_cell_past_its_time_limit_is_killed_and_recorded(built, wheelhouse, tmp_path):
+    _, matrix, _, _ = built
+    done = run_cli(
+        "run",
+        "--matrix",
+        str(matrix),
+        "--wheelhouse",
+        str(wheelhouse),
+        "--out",
+        str(tmp_path / "r"),
+        "--timeout-s",
+        "1",
+        timeout=600,
+    )
+    assert done.returncode == 1
+    docs = [json.loads(p.read_text()) for p in (tmp_path / "r").glob("torch*.json")]
+    assert len(docs) == 2
+    assert all(d["status"] == "failed" and "timed out after 1 s" in d["failure"]["reason"] for d in docs)
+    assert not list((tmp_path / "r").glob(".cell-*"))  # scratch output folders are gone

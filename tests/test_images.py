@@ -142,3 +142,10 @@ baseline: {cudnn: bundled, torch: "2.11.0+cu130"}
     assert done.returncode == 2
     assert "a CPU build of torch loads no cuDNN" in done.stderr
     assert "system needs its full version" in done.stderr
+
+
+def test_an_index_token_stays_in_the_build_stage():
+    url = "https://build-bot:s3cr3t-token@pypi.corp.example/simple"
+    text = images.render(cell("bundled"), images.BuildOptions(index_url=url)).dockerfile
+    assert url in text.split("FROM python AS cell")[0]
+    assert "s3cr3t-token" not in final_stage(text)
