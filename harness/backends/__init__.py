@@ -9,8 +9,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
+from harness import jsonio
 from harness.matrix import Cell, Plan
 
 
@@ -23,6 +24,7 @@ class Backend(Protocol):
 
 
 RESULT_SCHEMA_VERSION = 1  # the result format these backends write (schemas/result.schema.json)
+LOG_TAIL_CHARS = 4000
 
 
 def failed_result(
@@ -59,3 +61,31 @@ def suite_arguments(cell: Cell, plan: Plan, out: str, expect: dict[str, object])
     if suite.get("workloads"):
         arguments += ["--workloads", ",".join(suite["workloads"])]
     return arguments
+
+
+def read_suite_result(path: Path) -> dict[str, Any] | None:
+    """The document the suite wrote, or None where it wrote none (or something that is not one)."""
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def log_tail(log_path: Path) -> str:
+    try:
+        return log_path.read_text(errors="replace")[-LOG_TAIL_CHARS:]
+    except OSError:
+        return ""
+
+
+def finish_result(
+    doc: dict[str, Any], cell: Cell, run: dict[str, Any], result_path: Path, log_path: Path
+) -> dict[str, Any]:
+    """Name the cell, add the backend's run record and the log's tail to a failure; write atomically."""
+    doc["cell"] = {"id": cell.id, **cell.to_json()}
+    doc["run"] = run
+    if doc.get("failure") and not doc["failure"].get("log_tail"):
+        doc["failure"]["log_tail"] = log_tail(log_path)
+    jsonio.write_atomic(result_path, doc)
+    return doc

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import io
-import json
 import shutil
 import tarfile
 import tempfile
@@ -25,7 +24,7 @@ from typing import Any
 
 import harness
 from harness import images, jsonio, suite_listing
-from harness.backends import failed_result, suite_arguments
+from harness.backends import failed_result, finish_result, log_tail, read_suite_result, suite_arguments
 from harness.errors import BackendUnavailable
 from harness.matrix import Cell, Plan
 
@@ -37,7 +36,6 @@ try:
 except ImportError:  # the local backend and the report need no docker SDK
     docker = None
 
-LOG_TAIL_CHARS = 4000
 CONTAINER_USER = "10001:10001"
 NO_GPU_RUNTIME = (
     "the Docker engine cannot attach GPUs ({error}). Install the NVIDIA Container Toolkit "
@@ -134,7 +132,7 @@ class DockerBackend:
             except docker.errors.ImageNotFound:
                 build.error = "the build ended without an image"
         if build.error is not None:
-            build.log_tail = log_path.read_text(errors="replace")[-LOG_TAIL_CHARS:]
+            build.log_tail = log_tail(log_path)
         return build
 
     def image_facts(self, build: Build) -> dict[str, Any]:
@@ -174,11 +172,8 @@ class DockerBackend:
             command = suite_arguments(cell, plan, "/results/result.json", expect)
             run["image"] = self.image_facts(build)
             doc = self._run_container(cell, plan, build.image_id or "", command, run, log_path, started)
-        doc["cell"] = {"id": cell.id, **cell.to_json()}
         run["wall_s"] = time.monotonic() - t0
-        doc["run"] = run
-        jsonio.write_atomic(result_path, doc)
-        return doc
+        return finish_result(doc, cell, run, result_path, log_path)
 
     def rerun(
         self, previous: dict[str, Any], result_path: Path, log_path: Path, plan: Plan
@@ -197,11 +192,8 @@ class DockerBackend:
         t0 = time.monotonic()
         run = {**previous["run"], "exit_code": None, "log": log_path.name, "rerun_of": previous["started_at"]}
         doc = self._run_container(cell, plan, image_id, previous["run"]["command"], run, log_path, started)
-        doc["cell"] = {"id": cell.id, **cell.to_json()}
         run["wall_s"] = time.monotonic() - t0
-        doc["run"] = run
-        jsonio.write_atomic(result_path, doc)
-        return doc
+        return finish_result(doc, cell, run, result_path, log_path)
 
     def _run_container(
         self,
@@ -238,7 +230,7 @@ class DockerBackend:
             exit_code, timed_out = self._wait(container, log_path)
             run["exit_code"] = exit_code
             container.reload()
-            doc = _read(scratch / "result.json")
+            doc = read_suite_result(scratch / "result.json")
             reason = None
             if timed_out:
                 reason = f"timed out after {self.timeout_s:.0f} s; the container was killed"
@@ -247,12 +239,7 @@ class DockerBackend:
             elif doc is None:
                 reason = f"the suite exited with code {exit_code} and wrote no result"
             if reason is not None or doc is None:
-                tail = log_path.read_text(errors="replace")[-LOG_TAIL_CHARS:] if log_path.exists() else ""
-                return failed_result(
-                    cell, plan, _suite_version(), "run", reason or "no result", tail, started
-                )
-            if doc.get("failure") and not doc["failure"].get("log_tail"):
-                doc["failure"]["log_tail"] = log_path.read_text(errors="replace")[-LOG_TAIL_CHARS:]
+                return failed_result(cell, plan, _suite_version(), "run", reason or "no result", "", started)
             return doc
         except docker.errors.APIError as exc:
             message = str(exc)
@@ -315,14 +302,6 @@ def _security_facts(attrs: dict[str, Any]) -> dict[str, Any]:
         "cap_drop": host.get("CapDrop"), "security_opt": host.get("SecurityOpt"), "privileged": host.get("Privileged"),
         "gpus": bool(host.get("DeviceRequests")),
     }  # fmt: skip
-
-
-def _read(path: Path) -> dict[str, Any] | None:
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return doc if isinstance(doc, dict) else None
 
 
 def _suite_version() -> str:

@@ -23,12 +23,11 @@ from typing import Any, TextIO
 
 import harness
 from harness import jsonio, suite_listing
-from harness.backends import cudnn_dirs, failed_result, suite_arguments
+from harness.backends import cudnn_dirs, failed_result, finish_result, read_suite_result, suite_arguments
 from harness.errors import BackendUnavailable
 from harness.matrix import Cell, Plan
 from harness.suite_listing import PACKAGE_ROOT
 
-LOG_TAIL_CHARS = 4000
 POLL_S = 0.2
 _PROBE = Path(__file__).with_name("interpreter_probe.py")
 
@@ -91,19 +90,15 @@ class LocalBackend:
                     *suite_arguments(cell, plan, str(raw_path), expect),
                 ]
                 exit_code, timed_out = self._execute(command, env, log_path)
-                doc = _read_suite_result(raw_path)
+                doc = read_suite_result(raw_path)
                 if doc is None or timed_out:
-                    tail = _tail(log_path)
                     reason = (
                         f"timed out after {self.timeout_s:.0f} s"
                         if timed_out
                         else f"the suite exited with code {exit_code} and wrote no result"
                     )
-                    doc = failed_result(cell, plan, self.suite_version, "run", reason, tail, started)
-                elif doc.get("failure") and not doc["failure"].get("log_tail"):
-                    doc["failure"]["log_tail"] = _tail(log_path)
-        doc["cell"] = {"id": cell.id, **cell.to_json()}
-        doc["run"] = {
+                    doc = failed_result(cell, plan, self.suite_version, "run", reason, "", started)
+        run = {
             "backend": self.name,
             "command": command,
             "env_overrides": env,
@@ -113,8 +108,7 @@ class LocalBackend:
             "harness_version": harness.__version__,
             "matrix_sha256": plan.matrix_sha256,
         }
-        jsonio.write_atomic(result_path, doc)
-        return doc
+        return finish_result(doc, cell, run, result_path, log_path)
 
     def _realize(self, cell: Cell, plan: Plan, scratch: Path) -> tuple[dict[str, str], dict[str, Any]]:
         """Environment overrides and the suite's cuDNN expectation for this cell."""
@@ -174,21 +168,6 @@ class LocalBackend:
     def _relay(self, follow: TextIO) -> None:
         for line in follow.readlines():
             self.progress(line.rstrip())
-
-
-def _read_suite_result(path: Path) -> dict[str, Any] | None:
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return doc if isinstance(doc, dict) else None
-
-
-def _tail(log_path: Path) -> str:
-    try:
-        return log_path.read_text(errors="replace")[-LOG_TAIL_CHARS:]
-    except OSError:
-        return ""
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:
