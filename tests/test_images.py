@@ -149,3 +149,18 @@ def test_an_index_token_stays_in_the_build_stage():
     text = images.render(cell("bundled"), images.BuildOptions(index_url=url)).dockerfile
     assert url in text.split("FROM python AS cell")[0]
     assert "s3cr3t-token" not in final_stage(text)
+
+
+def test_a_base_pinned_by_digest_is_used_as_written(write_matrix):
+    digest = "nvidia/cuda:13.0.1-base-ubuntu24.04@sha256:" + "ab" * 32
+    rendered = images.render(cell("bundled", base_image=digest), images.BuildOptions())
+    assert f"FROM {digest} AS python" in rendered.dockerfile
+    assert (
+        images.labels(
+            rendered,
+            __import__("harness.matrix").matrix.Plan(
+                "p", "docker", (rendered.cell,), rendered.cell.id, (), {}, 5.0
+            ),
+        )["org.opencontainers.image.base.name"]
+        == digest
+    )
