@@ -19,7 +19,8 @@ SUITE = REPO / "harness" / "suite"
 
 
 def test_suite_imports_only_torch_stdlib_and_itself():
-    allowed = set(sys.stdlib_module_names) | {"torch", "__future__"}
+    # torch and the standard library; NVML (nvidia-ml-py) and torchvision only where present (optional)
+    allowed = set(sys.stdlib_module_names) | {"torch", "__future__", "pynvml", "torchvision"}
     for path in SUITE.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             names = []
@@ -121,16 +122,9 @@ def test_suite_lists_its_catalog_without_torch_import():
         timeout=60,
     )
     catalog = json.loads(done.stdout)
-    assert {
-        "conv2d_r50_1x1",
-        "conv2d_r50_3x3",
-        "conv2d_r50_7x7s2",
-        "batchnorm2d",
-        "maxpool2d",
-        "relu",
-        "gelu",
-        "sdpa",
-        "lstm",
-        "gemm",
-    } == {w["id"] for w in catalog["workloads"]}
+    ids = {w["id"] for w in catalog["workloads"]}
+    first_suite = {"conv2d_r50_1x1", "conv2d_r50_3x3", "conv2d_r50_7x7s2", "batchnorm2d", "maxpool2d", "relu",
+                   "gelu", "sdpa", "lstm", "gemm"}  # fmt: skip
+    assert first_suite <= ids  # the first suite's ids stay, naming the same computations
+    assert len(ids) == len(catalog["workloads"]) >= 70
     assert "| torch" not in done.stderr  # importtime lists every module imported

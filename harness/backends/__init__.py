@@ -60,6 +60,10 @@ def suite_arguments(cell: Cell, plan: Plan, out: str, expect: dict[str, object])
     ]  # fmt: skip
     if suite.get("workloads"):
         arguments += ["--workloads", ",".join(suite["workloads"])]
+    if suite.get("min_time_s"):
+        arguments += ["--min-time-s", str(suite["min_time_s"])]
+    if suite.get("numerics") is False:
+        arguments.append("--no-numerics")
     return arguments
 
 

@@ -15,7 +15,7 @@ import warnings
 from typing import Any
 
 from harness.suite import RESULT_SCHEMA_VERSION, SUITE_VERSION
-from harness.suite.catalog import CATALOG
+from harness.suite.catalog import CATALOG, for_profile
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,11 +28,18 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--cell", default="{}", help="the cell spec as JSON, echoed into the result")
     run.add_argument("--expect-cudnn", default='{"source": "bundled"}', help="what cuDNN must be loaded")
     run.add_argument("--workloads", default="", help="comma-separated ids (default: all)")
-    run.add_argument("--dtypes", default="fp32,bf16")
+    run.add_argument("--dtypes", default="fp32,bf16", help="any of fp32,tf32,bf16,fp16")
     run.add_argument("--knobs", default='[{"cudnn_benchmark": false, "deterministic": false, "tf32": false}]')
-    run.add_argument("--profile", choices=("smoke", "default"), default="smoke")
+    run.add_argument("--profile", choices=("smoke", "default", "full"), default="smoke")
     run.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
-    run.add_argument("--time-budget-s", type=float, default=2.0)
+    run.add_argument("--time-budget-s", type=float, default=2.0, help="sampling time limit per measurement")
+    run.add_argument(
+        "--min-time-s",
+        type=float,
+        default=0.0,
+        help="measured time before the noise target may stop sampling (nvbench: 0.5)",
+    )
+    run.add_argument("--no-numerics", action="store_true", help="skip the fp64 reference and repeat checks")
     args = parser.parse_args(argv)
     if args.command == "list":
         return _list(args.json)
@@ -59,7 +66,7 @@ def _list(as_json: bool) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    workloads = [w for w in args.workloads.split(",") if w] or list(CATALOG)
+    workloads = [w for w in args.workloads.split(",") if w] or for_profile(args.profile)
     unknown = [w for w in workloads if w not in CATALOG]
     if unknown:
         print(
@@ -83,7 +90,7 @@ def _run(args: argparse.Namespace) -> int:
         import torch  # imported here so 'list' works without torch
 
         from harness.suite import cudnn_probe, environment
-        from harness.suite.measure import Timer, measure
+        from harness.suite.measure import Timer
 
         device = args.device
         if device == "auto":
@@ -107,13 +114,17 @@ def _run(args: argparse.Namespace) -> int:
         if not doc["cudnn"]["verified"]:
             doc["failure"] = {"stage": "cudnn-check", "reason": doc["cudnn"]["verification"], "log_tail": ""}
         else:
+            from harness.suite.gpu_state import GpuState
+
+            gpu = GpuState(torch.cuda.current_device()) if device == "cuda" else None
+            doc["environment"]["gpu_state"] = gpu.static() if gpu is not None else None
             timer = Timer(device)
             knob_sets, dtypes = json.loads(args.knobs), args.dtypes.split(",")
             total = len(knob_sets) * len(workloads) * len(dtypes)
             for knobs in knob_sets:
                 for workload in workloads:
                     for dtype in dtypes:
-                        entry = _measure_one(workload, dtype, knobs, args, device, timer, measure)
+                        entry = _measure_one(workload, dtype, knobs, args, device, timer, gpu)
                         doc["measurements"].append(entry)
                         _progress(len(doc["measurements"]), total, entry)
             doc["status"] = "ok"
@@ -137,41 +148,95 @@ def _measure_one(
     args: argparse.Namespace,
     device: str,
     timer: Any,
-    measure: Any,
+    gpu: Any,
 ) -> dict[str, Any]:
+    import contextlib
+
     import torch
+
+    from harness.suite import gpu_state, numerics, peaks
+    from harness.suite.measure import measure
 
     spec = CATALOG[workload]
     entry: dict[str, Any] = {"workload": workload, "dtype": dtype, "knobs": knobs}
     if dtype not in spec.dtypes:
         return {**entry, "status": "unsupported", "error": f"{workload} is not defined for {dtype}"}
-    _apply_knobs(knobs)
+    _apply_knobs(knobs, tf32=knobs["tf32"] or dtype == "tf32")
     module = importlib.import_module(f"harness.suite.workloads.{spec.module}")
     start = time.perf_counter()
     try:
-        built = module.build(workload, args.profile, device, dtype)
+        built = module.build(spec, args.profile, device, dtype)
         entry["params"] = built.params
-        with torch.inference_mode():
-            entry.update(measure(built.fn, timer, args.time_budget_s))
-    except (RuntimeError, NotImplementedError, TypeError) as exc:
+        mode = contextlib.nullcontext() if built.grad else torch.inference_mode()
+        with mode:
+            before = gpu.snapshot() if gpu is not None else {}
+            entry.update(measure(built.fn, timer, args.time_budget_s, args.min_time_s, gpu))
+            if gpu is not None:
+                entry["gpu_state"] = gpu_state.delta(before, gpu.snapshot())
+            if device == "cuda":
+                entry["peak_memory_bytes"] = _peak_memory(built.fn)
+            if not args.no_numerics and spec.module != "training":
+                entry["numerics"] = _numerics(module, spec, args.profile, device, dtype, built, numerics)
+    except Exception as exc:  # one measurement failing is data; the rest of the suite goes on
         text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        status = (
-            "unsupported" if "not implemented" in text.lower() or "not supported" in text.lower() else "error"
+        lowered = text.lower()
+        unsupported = any(
+            s in lowered for s in ("not implemented", "not supported", "no available kernel", "needs ")
         )
-        return {**entry, "status": status, "error": f"{type(exc).__name__}: {text}"[:500]}
+        return {**entry, "status": "unsupported" if unsupported else "error",
+                "error": f"{type(exc).__name__}: {text}"[:500]}  # fmt: skip
     finally:
         if device == "cuda":
             torch.cuda.empty_cache()
     median = entry["stats"]["median"]
     entry["status"] = "ok"
     entry["wall_s"] = time.perf_counter() - start
+    peak = peaks.for_gpu(torch.cuda.get_device_name() if device == "cuda" else None)
     if built.flops:
         entry["flops"] = built.flops
         entry["tflops"] = built.flops / median / 1e12
+        if peak and dtype in peak:
+            entry["pct_of_peak_flops"] = 100 * entry["tflops"] / peak[dtype]
     if built.bytes:
         entry["bytes"] = built.bytes
         entry["gbps"] = built.bytes / median / 1e9
+        if peak:
+            entry["pct_of_peak_bandwidth"] = 100 * entry["gbps"] / peak["gbps"]
     return entry
+
+
+def _peak_memory(fn: Any) -> int:
+    """Bytes one call allocates at its peak, beyond what was allocated before it."""
+    import torch
+
+    torch.cuda.synchronize()
+    baseline = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    fn()
+    torch.cuda.synchronize()
+    return max(0, torch.cuda.max_memory_allocated() - baseline)
+
+
+def _numerics(
+    module: Any, spec: Any, profile: str, device: str, dtype: str, built: Any, numerics: Any
+) -> dict[str, Any]:
+    import torch
+
+    reference = None
+    note = None
+    try:
+        ref_built = module.build(spec, profile, device, "fp64")
+        reference = ref_built.fn
+    except (RuntimeError, NotImplementedError) as exc:
+        note = f"no fp64 reference: {str(exc).splitlines()[0][:200]}"
+    try:
+        found = numerics.check(built.fn, reference, dtype)
+    except torch.OutOfMemoryError:
+        found = numerics.check(built.fn, None, dtype)
+        note = "the fp64 reference did not fit in GPU memory"
+    if note:
+        found["reference_error"] = note
+    return found
 
 
 def _progress(index: int, total: int, entry: dict[str, Any]) -> None:
@@ -186,7 +251,7 @@ def _progress(index: int, total: int, entry: dict[str, Any]) -> None:
     )
 
 
-def _apply_knobs(knobs: dict[str, bool]) -> None:
+def _apply_knobs(knobs: dict[str, bool], tf32: bool) -> None:
     import torch
 
     torch.backends.cudnn.benchmark = knobs["cudnn_benchmark"]
@@ -194,8 +259,8 @@ def _apply_knobs(knobs: dict[str, bool]) -> None:
     torch.use_deterministic_algorithms(knobs["deterministic"], warn_only=True)
     with warnings.catch_warnings():  # newer torch prefers fp32_precision; the old flags still rule
         warnings.simplefilter("ignore")
-        torch.backends.cuda.matmul.allow_tf32 = knobs["tf32"]
-        torch.backends.cudnn.allow_tf32 = knobs["tf32"]
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
 
 
 def _write_atomic(path: str, doc: dict[str, Any]) -> None:

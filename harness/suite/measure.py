@@ -32,6 +32,7 @@ TARGET_REL_NOISE = 0.005  # nvbench's default stdrel target
 WARMUP_MIN_CALLS = 3
 WARMUP_MIN_S = 0.05
 L2_FLUSH_BYTES = 256 * 1024 * 1024  # at least 2x the L2 of any current GPU (H100: 50 MB)
+HARD_TIMEOUT_S = 15.0
 BLOCK_CYCLES = 400_000  # GPU sleep before each sample: ~200 µs at 2 GHz, enough to enqueue one call
 
 
@@ -74,8 +75,15 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def measure(fn: Callable[[], Any], timer: Timer, time_budget_s: float) -> dict[str, Any]:
-    """First-call time, warm-up, then samples until a stopping rule fires."""
+def measure(
+    fn: Callable[[], Any], timer: Timer, time_budget_s: float, min_time_s: float = 0.0, gpu: Any = None
+) -> dict[str, Any]:
+    """First-call time, warm-up, then samples until a stopping rule fires.
+
+    ``min_time_s``: measured time to accumulate before the noise target may stop sampling (nvbench's
+    min-time, 0.5 s there). ``gpu``: a GpuState; each sample then records the SM clock after it, and a
+    sample under the throttle clock is discarded and counted.
+    """
     if timer.cuda:
         torch.cuda.synchronize()
     first_call_s = timer.time_call(fn, flush=False)  # includes autotuning and lazy loading
@@ -86,17 +94,37 @@ def measure(fn: Callable[[], Any], timer: Timer, time_budget_s: float) -> dict[s
         warmup_calls += 1
 
     samples: list[float] = []
+    clocks: list[int | None] = []
+    throttled = 0
+    clocked = gpu is not None and gpu.available
     start = time.perf_counter()
     stop_reason = "max_samples"
     with _gc_paused():
         while len(samples) < MAX_SAMPLES:
-            samples.append(timer.time_call(fn))
-            if len(samples) >= MIN_SAMPLES and rel_stdev(samples) < TARGET_REL_NOISE:
-                stop_reason = "noise_target"
+            sample = timer.time_call(fn)
+            clock = gpu.sm_clock_mhz() if clocked else None
+            if clock is not None and gpu.min_sm_mhz is not None and clock < gpu.min_sm_mhz:
+                throttled += 1
+                time.sleep(0.05)  # let the clock recover, as nvbench does
+            else:
+                samples.append(sample)
+                clocks.append(clock)
+            elapsed = time.perf_counter() - start
+            if elapsed >= max(HARD_TIMEOUT_S, time_budget_s):
+                stop_reason = "timeout"  # nvbench's 15 s: even with fewer samples than the minimum
                 break
-            if len(samples) >= MIN_SAMPLES and time.perf_counter() - start >= time_budget_s:
+            if len(samples) >= MIN_SAMPLES and elapsed >= time_budget_s:
                 stop_reason = "time_budget"
                 break
+            if (
+                len(samples) >= MIN_SAMPLES
+                and sum(samples) >= min_time_s
+                and rel_stdev(samples) < TARGET_REL_NOISE
+            ):
+                stop_reason = "noise_target"
+                break
+    if not samples:
+        raise RuntimeError(f"every sample ran under the throttle clock ({throttled} discarded)")
     return {
         "timer": timer.name,
         "l2_flushed": timer.cuda,
@@ -105,6 +133,8 @@ def measure(fn: Callable[[], Any], timer: Timer, time_budget_s: float) -> dict[s
         "first_call_s": first_call_s,
         "warmup_calls": warmup_calls,
         "samples_s": samples,
+        "sm_clock_mhz": clocks if clocked else None,
+        "throttled_discarded": throttled,
         "stop_reason": stop_reason,
         "sampling_wall_s": time.perf_counter() - start,
         "stats": summarize(samples),

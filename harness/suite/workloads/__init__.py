@@ -1,4 +1,8 @@
-"""Workload builders. Each module has ``build(workload_id, profile, device, dtype) -> Built``."""
+"""Workload builders. Each module has ``build(spec, profile, device, dtype) -> Built``.
+
+Inputs are made on the CPU from fixed seeds and then moved, so every cell sees bit-identical data,
+and the same builder called with ``dtype="fp64"`` gives the reference the numerics are checked against.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,9 @@ from typing import Any
 
 import torch
 
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+# tf32 is fp32 storage with TF32 tensor-core math allowed (the suite sets the flags around it).
+DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16,
+          "fp64": torch.float64}  # fmt: skip
 
 
 @dataclass
@@ -20,13 +26,21 @@ class Built:
     flops: float | None = None  # floating-point operations per call
     bytes: float | None = None  # minimum bytes moved per call (inputs read + outputs written)
     keep: list[Any] = field(default_factory=list)  # tensors the call closes over
+    grad: bool = False  # the call runs autograd (not timed under inference_mode)
 
 
-def randn(*shape: int, device: str, dtype: torch.dtype, seed: int = 0) -> torch.Tensor:
+def randn(*shape: int, device: str, dtype: torch.dtype, seed: int = 0, scale: float = 1.0) -> torch.Tensor:
     """Inputs made on the CPU from a fixed seed, so every cell sees bit-identical data."""
     generator = torch.Generator().manual_seed(seed)
-    return torch.randn(*shape, generator=generator, dtype=torch.float32).to(device=device, dtype=dtype)
+    values = torch.randn(*shape, generator=generator, dtype=torch.float32) * scale
+    return values.to(device=device, dtype=dtype)
 
 
-def pick(profile: str, smoke: Any, default: Any) -> Any:
-    return smoke if profile == "smoke" else default
+def pick(profile: str, smoke: Any, default: Any, full: Any = None) -> Any:
+    if profile == "smoke":
+        return smoke
+    return full if profile == "full" and full is not None else default
+
+
+def element_size(dtype: str) -> int:
+    return torch.empty((), dtype=DTYPES[dtype]).element_size()

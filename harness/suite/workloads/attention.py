@@ -1,18 +1,50 @@
-"""scaled_dot_product_attention with PyTorch's default backend choice (cuDNN is one of them)."""
+"""scaled_dot_product_attention, by backend (flash, memory-efficient, cuDNN, math) and sequence length."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 
-from harness.suite.workloads import DTYPES, Built, pick, randn
+from harness.suite.catalog import WorkloadSpec
+from harness.suite.workloads import DTYPES, Built, element_size, pick, randn
 
 
-def build(workload_id: str, profile: str, device: str, dtype: str) -> Built:
-    batch, heads, seq, dim = pick(profile, (1, 2, 64, 32), (8, 16, 1024, 64))
+def _backend_context(name: str) -> Any:
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    backends = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
+                "cudnn": SDPBackend.CUDNN_ATTENTION, "math": SDPBackend.MATH}  # fmt: skip
+    return sdpa_kernel([backends[name]])
+
+
+def build(spec: WorkloadSpec, profile: str, device: str, dtype: str) -> Built:
+    backend, passes = spec.params["backend"], spec.params["pass"]
+    if dtype == "fp64" and backend != "auto":
+        backend = "math"  # the fp64 reference: only the math backend computes in fp64
+    batch, heads, dim = pick(profile, (1, 2, 32), (4, 16, 64), (4, 16, 128))
+    seq = pick(profile, 64, spec.params["seq"])
     t = DTYPES[dtype]
     q, k, v = (randn(batch, heads, seq, dim, device=device, dtype=t, seed=s) for s in (4, 5, 6))
-    flops = 4.0 * batch * heads * seq * seq * dim
-    moved = (torch.finfo(t).bits // 8) * 4 * q.numel()
-    params = {"batch": batch, "heads": heads, "seq_len": seq, "head_dim": dim, "causal": False}
-    return Built(lambda: F.scaled_dot_product_attention(q, k, v), params, flops, moved, [q, k, v])
+    flops = 4.0 * batch * heads * seq * seq * dim * (2.5 if passes == "bwd" else 1.0)
+    moved = element_size(dtype) * 4 * q.numel()
+    params = {"backend": backend, "batch": batch, "heads": heads, "seq_len": seq, "head_dim": dim,
+              "causal": False, "pass": passes}  # fmt: skip
+
+    def attend(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+        if backend == "auto":
+            return F.scaled_dot_product_attention(a, b, c)
+        with _backend_context(backend):
+            return F.scaled_dot_product_attention(a, b, c)
+
+    if passes == "fwd":
+        return Built(lambda: attend(q, k, v), params, flops, moved, [q, k, v])
+    leaves = [x.detach().requires_grad_(True) for x in (q, k, v)]
+    out = attend(*leaves)  # the backward kernel belongs to the backend that ran the forward
+    grad_out = randn(batch, heads, seq, dim, device=device, dtype=t, seed=7)
+
+    def backward() -> Any:
+        return torch.autograd.grad(out, leaves, grad_out, retain_graph=True)
+
+    return Built(backward, params, flops, 2 * moved, [*leaves, out, grad_out], grad=True)

@@ -1,33 +1,32 @@
-"""Memory-bound layers around the convolutions: batch norm, max pool, activations."""
+"""Pooling and activations around the convolutions: memory-bound, mostly outside cuDNN."""
 
 from __future__ import annotations
 
-import torch
 import torch.nn.functional as F
 
-from harness.suite.workloads import DTYPES, Built, pick, randn
+from harness.suite.catalog import WorkloadSpec
+from harness.suite.workloads import DTYPES, Built, element_size, pick, randn
+
+ACTIVATIONS = {"relu": F.relu, "sigmoid": F.sigmoid, "tanh": F.tanh, "gelu": F.gelu, "silu": F.silu}
 
 
-def build(workload_id: str, profile: str, device: str, dtype: str) -> Built:
+def build(spec: WorkloadSpec, profile: str, device: str, dtype: str) -> Built:
+    op = spec.params["op"]
     t = DTYPES[dtype]
-    size = torch.finfo(t).bits // 8
-    batch = pick(profile, 2, 32)
-    channels = 64
-    hw = pick(profile, 28, 112 if workload_id == "maxpool2d" else 56)
-    x = randn(batch, channels, hw, hw, device=device, dtype=t, seed=3)
-    params = {"batch": batch, "channels": channels, "input_hw": hw, "layout": "NCHW"}
+    size = element_size(dtype)
+    batch = pick(profile, 2, 32, 64)
+    hw = pick(profile, 28, 112 if op == "maxpool2d" else 56)
+    x = randn(batch, 64, hw, hw, device=device, dtype=t, seed=3)
     n = x.numel()
-    if workload_id == "batchnorm2d":
-        weight = torch.ones(channels, device=device, dtype=t)
-        bias = torch.zeros(channels, device=device, dtype=t)
-
-        def fn() -> torch.Tensor:
-            return F.batch_norm(x, None, None, weight, bias, training=True, momentum=0.1, eps=1e-5)
-
-        return Built(fn, params, None, size * 2 * n, [x, weight, bias])
-    if workload_id == "maxpool2d":
-        out = n // 4
+    params = {"op": op, "shape": list(x.shape)}
+    if op == "maxpool2d":
         params.update(kernel=3, stride=2, padding=1)
-        return Built(lambda: F.max_pool2d(x, 3, stride=2, padding=1), params, None, size * (n + out), [x])
-    op = {"relu": F.relu, "gelu": F.gelu}[workload_id]
-    return Built(lambda: op(x), params, None, size * 2 * n, [x])
+        return Built(lambda: F.max_pool2d(x, 3, stride=2, padding=1), params, None, size * (n + n // 4), [x])
+    if op == "avgpool2d":
+        params.update(kernel=2, stride=2)
+        return Built(lambda: F.avg_pool2d(x, 2, stride=2), params, None, size * (n + n // 4), [x])
+    if op == "adaptive_avgpool2d":
+        params.update(output_size=1)
+        return Built(lambda: F.adaptive_avg_pool2d(x, 1), params, None, size * n, [x])
+    fn = ACTIVATIONS[op]
+    return Built(lambda: fn(x), params, None, size * 2 * n, [x])

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import torch
+from harness.suite.catalog import WorkloadSpec
+from harness.suite.workloads import DTYPES, Built, element_size, pick, randn
 
-from harness.suite.workloads import DTYPES, Built, pick, randn
 
-
-def build(workload_id: str, profile: str, device: str, dtype: str) -> Built:
-    n = pick(profile, 256, 4096)
+def build(spec: WorkloadSpec, profile: str, device: str, dtype: str) -> Built:
+    n = pick(profile, 256, 4096, 8192)
     t = DTYPES[dtype]
     a = randn(n, n, device=device, dtype=t, seed=9)
     b = randn(n, n, device=device, dtype=t, seed=10)
-    moved = (torch.finfo(t).bits // 8) * 3 * n * n
-    return Built(lambda: a @ b, {"m": n, "n": n, "k": n}, 2.0 * n**3, moved, [a, b])
+    return Built(lambda: a @ b, {"m": n, "n": n, "k": n}, 2.0 * n**3, element_size(dtype) * 3 * n * n, [a, b])

@@ -1,26 +1,49 @@
-"""A multi-layer LSTM forward pass (cuDNN's RNN path on the GPU).
+"""Multi-layer LSTM, GRU and vanilla RNN forward passes (cuDNN's RNN path on the GPU), packed or not.
 
 In bf16 the time includes cuDNN re-packing the weights at every call: torch's
 ``flatten_parameters`` does nothing for bf16 (``torch.backends.cudnn.CUDNN_TENSOR_DTYPES`` lacks it),
-so every bf16 ``nn.LSTM`` on cuDNN pays this, and torch warns about it in the cell's log.
+so every bf16 RNN module on cuDNN pays this, and torch warns about it in the cell's log.
 """
 
 from __future__ import annotations
 
 import torch
+from torch.nn.utils.rnn import pack_padded_sequence
 
+from harness.suite.catalog import WorkloadSpec
 from harness.suite.workloads import DTYPES, Built, pick, randn
 
+GATES = {"lstm": 4, "gru": 3, "rnn": 1}
+MODULES = {"lstm": torch.nn.LSTM, "gru": torch.nn.GRU, "rnn": torch.nn.RNN}
 
-def build(workload_id: str, profile: str, device: str, dtype: str) -> Built:
-    seq, batch, hidden = pick(profile, (16, 4, 64), (64, 32, 512))
+
+def build(spec: WorkloadSpec, profile: str, device: str, dtype: str) -> Built:
+    cell, packed = spec.params["cell"], spec.params["packed"]
+    seq, batch, hidden = pick(profile, (16, 4, 64), (64, 32, 512), (128, 64, 1024))
     layers = 2
     t = DTYPES[dtype]
-    torch.manual_seed(7)  # the LSTM's own initialisation
-    lstm = torch.nn.LSTM(hidden, hidden, num_layers=layers).to(device=device, dtype=t)
-    lstm.flatten_parameters()  # .to() leaves the weights in pieces; cuDNN would re-pack them every call
+    torch.manual_seed(7)  # the module's own initialisation
+    module = MODULES[cell](hidden, hidden, num_layers=layers).to(device=device, dtype=t)
+    module.flatten_parameters()  # .to() leaves the weights in pieces; cuDNN would re-pack them every call
     x = randn(seq, batch, hidden, device=device, dtype=t, seed=8)
-    # 4 gates, each an input and a hidden matrix product per step and layer
-    flops = 2.0 * layers * seq * batch * 4 * hidden * (2 * hidden)
-    params = {"seq_len": seq, "batch": batch, "hidden": hidden, "layers": layers}
-    return Built(lambda: lstm(x), params, flops, None, [lstm, x])
+    params = {
+        "cell": cell,
+        "seq_len": seq,
+        "batch": batch,
+        "hidden": hidden,
+        "layers": layers,
+        "packed": packed,
+    }
+    lengths = None
+    if packed:  # a variable-length batch: lengths from seq down to seq/4
+        lengths = torch.linspace(seq, max(seq // 4, 1), batch).round().to(torch.int64)
+        params["lengths_sum"] = int(lengths.sum())
+    steps = float(lengths.sum()) if lengths is not None else float(seq * batch)
+    flops = 2.0 * layers * steps * GATES[cell] * hidden * (2 * hidden)
+
+    def forward() -> torch.Tensor:
+        inp = pack_padded_sequence(x, lengths, enforce_sorted=True) if lengths is not None else x
+        out = module(inp)[0]
+        return out.data if lengths is not None else out
+
+    return Built(forward, params, flops, None, [module, x])

@@ -1,0 +1,95 @@
+"""GPU state through NVML (nvidia-ml-py, imported as pynvml), when it is installed.
+
+Per sample: the SM clock right after the sample, so a throttled sample can be discarded (nvbench's
+rule: below 75 % of the default application clock). Around a measurement: clock-event (throttle)
+reasons and the power/thermal violation counters, as deltas.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+try:
+    import pynvml
+except ImportError:  # the suite runs without NVML; clocks are then not recorded
+    pynvml = None
+
+THROTTLE_FRACTION = 0.75
+
+
+class GpuState:
+    def __init__(self, index: int) -> None:
+        self.handle = None
+        self.min_sm_mhz: float | None = None
+        if pynvml is None:
+            return
+        try:
+            pynvml.nvmlInit()
+            self.handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            default = pynvml.nvmlDeviceGetDefaultApplicationsClock(self.handle, pynvml.NVML_CLOCK_SM)
+            self.min_sm_mhz = THROTTLE_FRACTION * default
+        except pynvml.NVMLError:
+            self.handle = None
+
+    @property
+    def available(self) -> bool:
+        return self.handle is not None
+
+    def sm_clock_mhz(self) -> int | None:
+        if self.handle is None:
+            return None
+        try:
+            return int(pynvml.nvmlDeviceGetClockInfo(self.handle, pynvml.NVML_CLOCK_SM))
+        except pynvml.NVMLError:
+            return None
+
+    def snapshot(self) -> dict[str, Any]:
+        """Counters and state worth diffing around a measurement."""
+        if self.handle is None:
+            return {}
+        found: dict[str, Any] = {}
+        for name, call in (
+            ("clock_event_reasons", lambda: pynvml.nvmlDeviceGetCurrentClocksEventReasons(self.handle)),
+            ("temperature_c", lambda: pynvml.nvmlDeviceGetTemperature(self.handle, pynvml.NVML_TEMPERATURE_GPU)),
+            ("power_w", lambda: pynvml.nvmlDeviceGetPowerUsage(self.handle) / 1000),
+            ("power_violation_ns", lambda: pynvml.nvmlDeviceGetViolationStatus(self.handle, pynvml.NVML_PERF_POLICY_POWER).violationTime),
+            ("thermal_violation_ns", lambda: pynvml.nvmlDeviceGetViolationStatus(self.handle, pynvml.NVML_PERF_POLICY_THERMAL).violationTime),
+        ):  # fmt: skip
+            try:
+                found[name] = call()
+            except pynvml.NVMLError:
+                found[name] = None
+        return found
+
+    def static(self) -> dict[str, Any]:
+        """What decides the numbers and does not change during a run."""
+        if self.handle is None:
+            return {"nvml": False}
+        found: dict[str, Any] = {"nvml": True}
+        calls = {
+            "power_limit_w": lambda: pynvml.nvmlDeviceGetEnforcedPowerLimit(self.handle) / 1000,
+            "persistence_mode": lambda: bool(pynvml.nvmlDeviceGetPersistenceMode(self.handle)),
+            "ecc_enabled": lambda: bool(pynvml.nvmlDeviceGetEccMode(self.handle)[0]),
+            "mig_enabled": lambda: bool(pynvml.nvmlDeviceGetMigMode(self.handle)[0]),
+            "default_sm_clock_mhz": lambda: pynvml.nvmlDeviceGetDefaultApplicationsClock(self.handle, pynvml.NVML_CLOCK_SM),
+            "max_sm_clock_mhz": lambda: pynvml.nvmlDeviceGetMaxClockInfo(self.handle, pynvml.NVML_CLOCK_SM),
+            "max_mem_clock_mhz": lambda: pynvml.nvmlDeviceGetMaxClockInfo(self.handle, pynvml.NVML_CLOCK_MEM),
+            "driver_version": lambda: pynvml.nvmlSystemGetDriverVersion(),
+        }  # fmt: skip
+        for name, call in calls.items():
+            try:
+                found[name] = call()
+            except pynvml.NVMLError:
+                found[name] = None
+        return found
+
+
+def delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    if not before or not after:
+        return {}
+    out: dict[str, Any] = {"clock_event_reasons_after": after.get("clock_event_reasons"),
+                           "temperature_c": [before.get("temperature_c"), after.get("temperature_c")]}  # fmt: skip
+    for name in ("power_violation_ns", "thermal_violation_ns"):
+        if before.get(name) is not None and after.get(name) is not None:
+            out[name] = after[name] - before[name]
+    return out

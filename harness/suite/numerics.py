@@ -1,0 +1,65 @@
+"""Numerics of one measurement: error against an fp64 reference, NaNs, digests, bitwise repeatability.
+
+The reference is the same workload built in fp64 from the same inputs (they are made in fp32 from
+fixed seeds, so the fp64 copy holds the very same values). The error is the relative RMSE of every
+output against the reference; the tolerance per dtype is a sanity bound (measurement.md §9.5), not
+the cross-cell gate, which compares cells with each other.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+REL_RMSE_TOLERANCE = {"fp32": 1e-5, "tf32": 5e-3, "bf16": 1.6e-2, "fp16": 1e-3}
+
+
+def tensors(result: Any) -> list[torch.Tensor]:
+    """Every tensor in a workload's result (a tensor, or nested tuples and lists of them)."""
+    if isinstance(result, torch.Tensor):
+        return [result]
+    if isinstance(result, (tuple, list)):
+        return [t for item in result for t in tensors(item)]
+    return []
+
+
+def digest(outputs: list[torch.Tensor]) -> str:
+    h = hashlib.sha256()
+    for t in outputs:
+        h.update(str(t.dtype).encode() + str(tuple(t.shape)).encode())
+        h.update(t.detach().contiguous().cpu().view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return h.hexdigest()
+
+
+def check(fn: Callable[[], Any], reference: Callable[[], Any] | None, dtype: str) -> dict[str, Any]:
+    """Run ``fn`` twice and ``reference`` once; compare."""
+    first = [t.detach().clone() for t in tensors(fn())]
+    second = tensors(fn())
+    found: dict[str, Any] = {
+        "digest": digest(first),
+        "bitwise_repeatable": len(first) == len(second) and all(torch.equal(a, b) for a, b in zip(first, second, strict=True)),
+        "nan_count": int(sum(torch.isnan(t).sum() for t in first if t.is_floating_point())),
+        "inf_count": int(sum(torch.isinf(t).sum() for t in first if t.is_floating_point())),
+        "tolerance_rel_rmse": REL_RMSE_TOLERANCE.get(dtype),
+    }  # fmt: skip
+    if reference is None:
+        return found
+    expected = [t.detach() for t in tensors(reference())]
+    if len(expected) != len(first) or any(a.shape != b.shape for a, b in zip(first, expected, strict=True)):
+        found["reference_error"] = "the fp64 reference has other outputs"
+        return found
+    squared_error = squared_ref = 0.0
+    max_abs = 0.0
+    for out, ref in zip(first, expected, strict=True):
+        diff = out.to(torch.float64) - ref.to(torch.float64)
+        squared_error += float((diff * diff).sum())
+        squared_ref += float((ref.to(torch.float64) ** 2).sum())
+        max_abs = max(max_abs, float(diff.abs().max())) if diff.numel() else max_abs
+    rel_rmse = (squared_error / squared_ref) ** 0.5 if squared_ref > 0 else float(squared_error > 0)
+    found.update(rel_rmse=rel_rmse, max_abs_error=max_abs)
+    if found["tolerance_rel_rmse"] is not None:
+        found["within_tolerance"] = rel_rmse <= found["tolerance_rel_rmse"] and found["nan_count"] == 0
+    return found

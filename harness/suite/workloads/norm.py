@@ -1,0 +1,47 @@
+"""Batch, layer, group and instance normalization, forward and backward."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from harness.suite.catalog import WorkloadSpec
+from harness.suite.workloads import DTYPES, Built, element_size, pick, randn
+
+
+def build(spec: WorkloadSpec, profile: str, device: str, dtype: str) -> Built:
+    kind, passes = spec.params["kind"], spec.params["pass"]
+    t = DTYPES[dtype]
+    if kind == "layer":  # a transformer activation: (batch * seq, hidden)
+        shape = pick(profile, (2, 64, 256), (16, 1024, 1024), (32, 2048, 1024))
+        channels = shape[-1]
+    else:  # a CNN activation: (batch, channels, H, W)
+        shape = pick(profile, (2, 64, 28, 28), (32, 64, 56, 56), (64, 64, 56, 56))
+        channels = shape[1]
+    x = randn(*shape, device=device, dtype=t, seed=5)
+    weight = torch.ones(channels, device=device, dtype=t)
+    bias = torch.zeros(channels, device=device, dtype=t)
+
+    def forward(inp: torch.Tensor) -> torch.Tensor:
+        if kind == "batch":
+            return F.batch_norm(inp, None, None, weight, bias, training=True, momentum=0.1, eps=1e-5)
+        if kind == "layer":
+            return F.layer_norm(inp, (channels,), weight, bias, eps=1e-5)
+        if kind == "group":
+            return F.group_norm(inp, 32, weight, bias, eps=1e-5)
+        return F.instance_norm(inp, weight=weight, bias=bias, eps=1e-5)
+
+    params: dict[str, Any] = {"kind": kind, "pass": passes, "shape": list(shape)}
+    moved = element_size(dtype) * 2 * x.numel()
+    if passes == "fwd":
+        return Built(lambda: forward(x), params, None, moved, [x, weight, bias])
+    leaf = x.detach().requires_grad_(True)
+    out = forward(leaf)
+    grad_out = randn(*shape, device=device, dtype=t, seed=6)
+
+    def backward() -> Any:
+        return torch.autograd.grad(out, leaf, grad_out, retain_graph=True)[0]
+
+    return Built(backward, params, None, 1.5 * moved, [leaf, out, grad_out], grad=True)
