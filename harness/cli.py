@@ -7,6 +7,7 @@ Exit codes: 0 fine, 1 a run or cell failed, 2 bad input, 3 this machine cannot r
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -94,6 +95,12 @@ def _run_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--python", help="interpreter with torch for the local backend (default: this one)")
     parser.add_argument("--timeout-s", type=float, default=3600.0, help="time limit per cell (default 3600)")
     parser.add_argument("--gpus", default="all", help="docker backend: 'all' or device ids, e.g. 0,1")
+    parser.add_argument(
+        "--only",
+        action="append",
+        metavar="TEXT",
+        help="run only the cells whose id contains TEXT (repeatable)",
+    )
     _build_args(parser)
 
 
@@ -177,6 +184,13 @@ def _run(args: argparse.Namespace) -> int:
 def _run_plan(plan: Plan, args: argparse.Namespace) -> list[runner.CellOutcome]:
     out = args.out or Path("results") / plan.name
     backend = _backend(plan, args)
+    if args.only:
+        chosen = tuple(c for c in plan.cells if any(text in c.id for text in args.only))
+        if not chosen:
+            raise InputError(
+                [Problem("--only", "", f"no cell id contains {' or '.join(args.only)}; see 'plan'")]
+            )
+        plan = dataclasses.replace(plan, cells=chosen)
     print(f"running {len(plan.cells)} cells of {plan.name!r} into {out}/ (logs in {out}/logs/)")
     return runner.run(plan, backend, out)
 

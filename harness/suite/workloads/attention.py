@@ -23,7 +23,7 @@ def build(spec: WorkloadSpec, profile: str, device: str, dtype: str) -> Built:
     backend, passes = spec.params["backend"], spec.params["pass"]
     if dtype == "fp64" and backend != "auto":
         backend = "math"  # the fp64 reference: only the math backend computes in fp64
-    batch, heads, dim = pick(profile, (1, 2, 32), (4, 16, 64), (4, 16, 128))
+    batch, heads, dim = pick(profile, (1, 2, 32), (8, 16, 64), (8, 16, 128))
     seq = pick(profile, 64, spec.params["seq"])
     t = DTYPES[dtype]
     q, k, v = (randn(batch, heads, seq, dim, device=device, dtype=t, seed=s) for s in (4, 5, 6))
