@@ -30,7 +30,9 @@ def digest(outputs: list[torch.Tensor]) -> str:
     h = hashlib.sha256()
     for t in outputs:
         h.update(str(t.dtype).encode() + str(tuple(t.shape)).encode())
-        h.update(t.detach().contiguous().cpu().view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        # reshape(-1) gives stride 1 even where a channels_last tensor counts as contiguous with size-1 dims
+        flat = t.detach().cpu().contiguous().reshape(-1)
+        h.update(flat.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
     return h.hexdigest()
 
 
