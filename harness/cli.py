@@ -7,7 +7,6 @@ Exit codes: 0 fine, 1 a run or cell failed, 2 bad input, 3 this machine cannot r
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -184,15 +183,17 @@ def _run(args: argparse.Namespace) -> int:
 def _run_plan(plan: Plan, args: argparse.Namespace) -> list[runner.CellOutcome]:
     out = args.out or Path("results") / plan.name
     backend = _backend(plan, args)
+    cells = plan.cells
     if args.only:
-        chosen = tuple(c for c in plan.cells if any(text in c.id for text in args.only))
-        if not chosen:
+        cells = tuple(c for c in plan.cells if any(text in c.id for text in args.only))
+        if not cells:
             raise InputError(
                 [Problem("--only", "", f"no cell id contains {' or '.join(args.only)}; see 'plan'")]
             )
-        plan = dataclasses.replace(plan, cells=chosen)
-    print(f"running {len(plan.cells)} cells of {plan.name!r} into {out}/ (logs in {out}/logs/)")
-    return runner.run(plan, backend, out)
+    print(
+        f"running {len(cells)} of {len(plan.cells)} cells of {plan.name!r} into {out}/ (logs in {out}/logs/)"
+    )
+    return runner.run(plan, backend, out, cells=cells)
 
 
 def _images(args: argparse.Namespace) -> int:

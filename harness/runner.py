@@ -9,7 +9,7 @@ from pathlib import Path
 
 from harness import jsonio
 from harness.backends import Backend
-from harness.matrix import Plan
+from harness.matrix import Cell, Plan
 from harness.results import PLAN_FILE
 
 
@@ -23,14 +23,22 @@ class CellOutcome:
 
 
 def run(
-    plan: Plan, backend: Backend, results_dir: Path, say: Callable[[str], None] = print
+    plan: Plan,
+    backend: Backend,
+    results_dir: Path,
+    say: Callable[[str], None] = print,
+    cells: tuple[Cell, ...] | None = None,
 ) -> list[CellOutcome]:
-    """Run the plan's cells in order; a failed cell is recorded and the next one runs."""
+    """Run the plan's cells (or ``cells`` of them) in order; a failed cell is recorded and the next one runs.
+
+    ``plan.json`` always describes the whole matrix, so a report can place any subset run into it.
+    """
     jsonio.write_atomic(results_dir / PLAN_FILE, plan.to_json())
+    cells = plan.cells if cells is None else cells
     outcomes = []
-    for index, cell in enumerate(plan.cells, 1):
+    for index, cell in enumerate(cells, 1):
         say(
-            f"[{index}/{len(plan.cells)}] {cell.id}: running on the {backend.name} backend "
+            f"[{index}/{len(cells)}] {cell.id}: running on the {backend.name} backend "
             f"(torch {cell.torch}, cuDNN {cell.cudnn.label})"
         )
         start = time.monotonic()
@@ -46,10 +54,10 @@ def run(
         )  # type: ignore[arg-type]
         if outcome.status == "ok":
             say(
-                f"[{index}/{len(plan.cells)}] {cell.id}: ok, {outcome.measurements} measurements "
+                f"[{index}/{len(cells)}] {cell.id}: ok, {outcome.measurements} measurements "
                 f"in {outcome.wall_s:.1f} s"
             )
         else:
-            say(f"[{index}/{len(plan.cells)}] {cell.id}: FAILED: {outcome.reason}")
+            say(f"[{index}/{len(cells)}] {cell.id}: FAILED: {outcome.reason}")
         outcomes.append(outcome)
     return outcomes

@@ -184,3 +184,15 @@ def test_the_shadow_makes_python_see_the_chosen_cudnn_and_nothing_else(tmp_path)
     assert not (
         site / "nvidia" / "cudnn" / "lib" / "libcudnn.so.9.19.0"
     ).is_symlink()  # the original is untouched
+
+
+def test_only_runs_a_subset_and_the_plan_keeps_every_cell(tmp_path, write_matrix):
+    path = write_matrix(SMOKE)
+    done = run_cli("run", "--matrix", str(path), "--out", str(tmp_path / "r"), "--only", "disabled")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "running 1 of 4 cells" in done.stdout
+    assert [p.name.split("_")[1] for p in (tmp_path / "r").glob("torch*.json")] == ["cudnn-disabled"]
+    plan = json.loads((tmp_path / "r" / "plan.json").read_text())
+    assert len(plan["cells"]) == 4 and plan["baseline"] in {c["id"] for c in plan["cells"]}
+    report = run_cli("report", "--results", str(tmp_path / "r"), "--out", str(tmp_path / "rep"))
+    assert report.returncode == 1 and "## Missing cells" in (tmp_path / "rep" / "report.md").read_text()

@@ -79,3 +79,22 @@ def test_a_damaged_plan_file_is_bad_input_not_a_traceback(tmp_path):
         )
     done = run_cli("report", "--results", str(tmp_path / "nowhere"))
     assert done.returncode == 2 and "no plan.json here" in done.stderr
+
+
+SUITE_REPORT = GPU_REPORT.parent / "gpu-suite-default"
+
+
+def test_the_default_suite_results_are_valid_and_render(tmp_path):
+    for path in sorted((SUITE_REPORT / "results").glob("torch*.json")):
+        document, problems = results.check(path)
+        assert problems == [], problems[:3]
+        ok = [m for m in document["measurements"] if m["status"] == "ok"]
+        assert len(ok) >= 250 and len({m["workload"] for m in ok}) >= 60
+        assert {m["dtype"] for m in ok} == {"fp32", "tf32", "bf16", "fp16"}
+        assert all(m["numerics"]["nan_count"] == 0 for m in ok if "numerics" in m)
+        assert document["environment"]["gpu_state"]["nvml"] is True
+        assert all(len(m["sm_clock_mhz"]) == m["stats"]["n"] for m in ok)
+    done = run_cli("report", "--results", str(SUITE_REPORT / "results"), "--out", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    section = lambda p: p.read_text().split("## Results")[1]  # noqa: E731
+    assert section(SUITE_REPORT / "report.md") == section(tmp_path / "report.md")
