@@ -172,6 +172,7 @@ def test_the_suite_runs_in_least_privilege_containers(ran):
     assert loaded.quarantined == () and len(loaded.documents) == 2
     for doc in loaded.documents:
         assert doc["status"] == "ok" and doc["device"] == "cpu"
+        assert [m["status"] for m in doc["measurements"]] == ["ok"] * 2, doc["measurements"]
         run = doc["run"]
         assert run["backend"] == "docker" and run["exit_code"] == 0
         assert run["container"] == {

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import statistics
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.suite import cudnn_probe, measure
+from harness.suite import cudnn_probe, measure, numerics
 from tests.conftest import REPO, harness_env
 
 SUITE = REPO / "harness" / "suite"
@@ -128,3 +130,24 @@ def test_suite_lists_its_catalog_without_torch_import():
     assert first_suite <= ids  # the first suite's ids stay, naming the same computations
     assert len(ids) == len(catalog["workloads"]) >= 70
     assert "| torch" not in done.stderr  # importtime lists every module imported
+
+
+def test_the_digest_needs_no_numpy_and_matches_the_raw_bytes():
+    t = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    expected = hashlib.sha256(b"torch.float32" + b"(3, 4)" + struct.pack("<12f", *range(12))).hexdigest()
+    assert numerics.digest([t]) == expected
+    assert numerics.digest([t.t().contiguous().t()]) == expected  # layout does not change the digest
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; sys.modules['numpy'] = None\n"
+            "import torch\nfrom harness.suite.numerics import digest\n"
+            "print(digest([torch.ones(2, 3)]))",
+        ],
+        env=harness_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0 and len(done.stdout.strip()) == 64, done.stderr

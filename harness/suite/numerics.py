@@ -8,6 +8,7 @@ the cross-cell gate, which compares cells with each other.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 from collections.abc import Callable
 from typing import Any
@@ -30,9 +31,10 @@ def digest(outputs: list[torch.Tensor]) -> str:
     h = hashlib.sha256()
     for t in outputs:
         h.update(str(t.dtype).encode() + str(tuple(t.shape)).encode())
-        # reshape(-1) gives stride 1 even where a channels_last tensor counts as contiguous with size-1 dims
-        flat = t.detach().cpu().contiguous().reshape(-1)
-        h.update(flat.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        # reshape(-1) gives stride 1 even where a channels_last tensor counts as contiguous with size-1 dims;
+        # the bytes are read through ctypes because the cell's Python need not have numpy
+        flat = t.detach().cpu().contiguous().reshape(-1).view(torch.uint8)
+        h.update(ctypes.string_at(flat.data_ptr(), flat.numel()) if t.numel() else b"")
     return h.hexdigest()
 
 
