@@ -69,8 +69,40 @@ def long_form(loaded: LoadedResults) -> pd.DataFrame:
                     "timer": m.get("timer"),
                     "tflops": m.get("tflops"),
                     "gbps": m.get("gbps"),
+                    **_numerics_columns(m.get("numerics")),
                 }
             )
+    return pd.DataFrame(rows)
+
+
+def _numerics_columns(numerics: dict[str, Any] | None) -> dict[str, Any]:
+    if not numerics:
+        return {}
+    return {"rel_rmse": numerics.get("rel_rmse"), "within_tolerance": numerics.get("within_tolerance"),
+            "bitwise_repeatable": numerics.get("bitwise_repeatable"), "nan_count": numerics.get("nan_count"),
+            "digest": numerics.get("digest")}  # fmt: skip
+
+
+def numerics_summary(frame: pd.DataFrame, plan: Plan) -> pd.DataFrame:
+    """Per cell: how many measurements were checked, repeatable, within tolerance, NaN-free, equal to the baseline."""
+    if "digest" not in frame or frame["digest"].isna().all():
+        return pd.DataFrame()
+    checked = frame[frame["digest"].notna()]
+    baseline = checked[checked["cell_id"] == plan.baseline_id].set_index(KEYS)["digest"]
+    rows = []
+    for cell in plan.cells:
+        mine = checked[checked["cell_id"] == cell.id]
+        if mine.empty:
+            continue
+        same = mine.set_index(KEYS)["digest"].reindex(baseline.index)
+        comparable = same.notna()
+        rows.append({
+            "cell_id": cell.id, "checked": len(mine),
+            "not_repeatable": int(mine["bitwise_repeatable"].eq(False).sum()),
+            "outside_tolerance": int(mine["within_tolerance"].eq(False).sum()),
+            "with_nan": int((mine["nan_count"].fillna(0) > 0).sum()),
+            "same_digest_as_baseline": f"{int((same[comparable] == baseline[comparable]).sum())}/{int(comparable.sum())}",
+        })  # fmt: skip
     return pd.DataFrame(rows)
 
 

@@ -40,6 +40,7 @@ def render(plan: Plan, loaded: LoadedResults, results_dir: Path, out_dir: Path) 
         _cells_section(plan, by_id, link_base),
         _problems_section(by_id, failed, missing, loaded),
         _results_section(plan, frame),
+        _numerics_section(plan, frame),
         _environment_section(plan, by_id),
     ]
     markdown = out_dir / "report.md"
@@ -168,6 +169,48 @@ def _results_section(plan: Plan, frame: pd.DataFrame) -> str:
         + _table(rows, headers)
         + notes
     )
+
+
+def _numerics_section(plan: Plan, frame: pd.DataFrame) -> str:
+    summary = compare.numerics_summary(frame, plan)
+    if summary.empty:
+        return ""
+    text = (
+        "## Numerics\n\nEvery measurement's outputs against the same workload built in fp64 (relative RMSE, with a "
+        "per-dtype sanity tolerance), two calls compared bit for bit, NaNs counted, and an output digest compared "
+        "with the baseline cell's.\n\n"
+        + _table(
+            summary.values.tolist(),
+            [
+                "cell",
+                "checked",
+                "not bitwise repeatable",
+                "outside tolerance",
+                "with NaN",
+                "same digest as baseline",
+            ],
+        )
+    )
+    flagged = frame[frame["bitwise_repeatable"].eq(False) | frame["within_tolerance"].eq(False)
+                    | frame["nan_count"].fillna(0).gt(0)]  # fmt: skip
+    if not flagged.empty:
+        rows = [[r.cell_id, r.workload, r.dtype, r.knobs, f"{r.rel_rmse:.2e}" if r.rel_rmse == r.rel_rmse else "",
+                 "no" if r.bitwise_repeatable is False else "yes", "no" if r.within_tolerance is False else "yes",
+                 int(r.nan_count or 0)] for r in flagged.itertuples()]  # fmt: skip
+        text += "\n\n### Flagged measurements\n\n" + _table(
+            rows,
+            [
+                "cell",
+                "workload",
+                "dtype",
+                "knobs",
+                "rel. RMSE vs fp64",
+                "bitwise repeatable",
+                "within tolerance",
+                "NaN",
+            ],
+        )
+    return text
 
 
 def _environment_section(plan: Plan, by_id: dict[str, Any]) -> str:
