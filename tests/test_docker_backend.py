@@ -42,6 +42,21 @@ baseline: {{cudnn: bundled}}
 """
 
 
+def run_matrix(matrix: Path, wheelhouse: Path, out: Path, *extra: str):
+    """``python -m harness run`` of a docker matrix, offline from the wheelhouse."""
+    return run_cli(
+        "run",
+        "--matrix",
+        str(matrix),
+        "--wheelhouse",
+        str(wheelhouse),
+        "--out",
+        str(out),
+        *extra,
+        timeout=1800,
+    )
+
+
 @pytest.fixture(scope="module")
 def engine():
     try:
@@ -212,16 +227,7 @@ def test_a_failed_build_fails_its_cell_and_the_others_run(engine, base_image, wh
         .replace("cudnn: [bundled, disabled]", "cudnn: [bundled]")
         .replace("baseline: {cudnn: bundled}", 'baseline: {torch: "2.13.0+cpu"}')
     )
-    done = run_cli(
-        "run",
-        "--matrix",
-        str(matrix),
-        "--wheelhouse",
-        str(wheelhouse),
-        "--out",
-        str(tmp_path / "r"),
-        timeout=1800,
-    )
+    done = run_matrix(matrix, wheelhouse, tmp_path / "r")
     assert done.returncode == 1
     docs = {d["cell"]["torch"]: d for d in results.load(tmp_path / "r").documents}
     assert docs["2.13.0+cpu"]["status"] == "ok"
@@ -321,18 +327,7 @@ def test_no_engine_is_a_clear_error(tmp_path):
 
 def test_a_cell_past_its_time_limit_is_killed_and_recorded(built, wheelhouse, tmp_path):
     _, matrix, _, _ = built
-    done = run_cli(
-        "run",
-        "--matrix",
-        str(matrix),
-        "--wheelhouse",
-        str(wheelhouse),
-        "--out",
-        str(tmp_path / "r"),
-        "--timeout-s",
-        "1",
-        timeout=600,
-    )
+    done = run_matrix(matrix, wheelhouse, tmp_path / "r", "--timeout-s", "1")
     assert done.returncode == 1
     docs = [json.loads(p.read_text()) for p in (tmp_path / "r").glob("torch*.json")]
     assert len(docs) == 2
