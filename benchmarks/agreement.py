@@ -1,12 +1,18 @@
 """Our median against triton.testing.do_bench and torch.utils.benchmark, same process, same calls.
 
-Target: within 3 % of do_bench for every workload. Needs a CUDA GPU (and triton for do_bench):
+Target: within 3 % of do_bench for every workload. A thread samples the SM clock and the power draw
+through NVML while each method runs, to tell a clock difference from a timing difference.
+Needs a CUDA GPU, triton and nvidia-ml-py:
     python -m benchmarks.agreement
 """
 
 from __future__ import annotations
 
 import importlib
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -17,33 +23,71 @@ CASES = [("conv2d_r50_3x3", "bf16"), ("conv2d_r50_1x1", "fp32"), ("conv2d_r50_7x
          ("batchnorm2d", "fp32"), ("gemm", "bf16"), ("sdpa", "bf16"), ("lstm", "fp32"), ("maxpool2d", "fp32")]  # fmt: skip
 
 
+class ClockSampler:
+    """Mean SM clock (MHz) and power (W) while a block runs, sampled every 5 ms through NVML."""
+
+    def __init__(self) -> None:
+        import pynvml
+
+        pynvml.nvmlInit()
+        self.nvml, self.handle = pynvml, pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
+
+    def run(self, block: Callable[[], Any]) -> tuple[Any, float, float]:
+        clocks: list[int] = []
+        watts: list[float] = []
+        done = threading.Event()
+
+        def sample() -> None:
+            while not done.is_set():
+                clocks.append(self.nvml.nvmlDeviceGetClockInfo(self.handle, self.nvml.NVML_CLOCK_SM))
+                watts.append(self.nvml.nvmlDeviceGetPowerUsage(self.handle) / 1000)
+                time.sleep(0.005)
+
+        thread = threading.Thread(target=sample)
+        thread.start()
+        try:
+            result = block()
+        finally:
+            done.set()
+            thread.join()
+        return result, sum(clocks) / max(len(clocks), 1), sum(watts) / max(len(watts), 1)
+
+
 def main() -> None:
     import torch.utils.benchmark as tub
     import triton.testing
 
     torch.backends.cudnn.benchmark = False
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    sampler = ClockSampler()
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}")
     print(
         f"{'workload':18} {'dtype':5} {'ours µs':>9} {'do_bench':>9} {'ratio':>7} {'tub µs':>9} {'ratio':>7}"
+        f"   SM MHz / W: ours, do_bench"
     )
     worst = 0.0
     for workload, dtype in CASES:
         spec = CATALOG[workload]
-        built = importlib.import_module(f"harness.suite.workloads.{spec.module}").build(
-            spec, "default", "cuda", dtype
+        fn = (
+            importlib.import_module(f"harness.suite.workloads.{spec.module}")
+            .build(spec, "default", "cuda", dtype)
+            .fn
         )
         with torch.inference_mode():
-            ours = measure(built.fn, Timer("cuda"), time_budget_s=2.0, min_time_s=0.5)["stats"]["median"]
-            theirs = triton.testing.do_bench(built.fn, warmup=100, rep=1000, return_mode="median") / 1e3
-            tub_median = (
-                tub.Timer(stmt="fn()", globals={"fn": built.fn}).blocked_autorange(min_run_time=1.0).median
+            result, our_mhz, our_w = sampler.run(
+                lambda fn=fn: measure(fn, Timer("cuda"), 2.0, min_time_s=0.5)
             )
+            ours = result["stats"]["median"]
+            theirs_ms, their_mhz, their_w = sampler.run(
+                lambda fn=fn: triton.testing.do_bench(fn, warmup=100, rep=1000, return_mode="median")
+            )
+            theirs = theirs_ms / 1e3
+            tub_median = tub.Timer(stmt="fn()", globals={"fn": fn}).blocked_autorange(min_run_time=1.0).median
         ratio = ours / theirs
         worst = max(worst, abs(ratio - 1))
         print(
             f"{workload:18} {dtype:5} {ours * 1e6:9.1f} {theirs * 1e6:9.1f} {ratio:7.3f} {tub_median * 1e6:9.1f} "
-            f"{ours / tub_median:7.3f}"
+            f"{ours / tub_median:7.3f}   {our_mhz:5.0f} / {our_w:3.0f}, {their_mhz:5.0f} / {their_w:3.0f}"
         )
     print(
         f"largest |ours / do_bench - 1| = {worst:.2%} (target <= 3%: {'met' if worst <= 0.03 else 'NOT met'})"
