@@ -151,3 +151,15 @@ def test_the_digest_needs_no_numpy_and_matches_the_raw_bytes():
         timeout=120,
     )
     assert done.returncode == 0 and len(done.stdout.strip()) == 64, done.stderr
+
+
+def test_the_running_noise_matches_a_full_recomputation():
+    samples = [1.0, 1.2, 0.9, 1.1, 1.05, 0.95, 1.3, 1.0]
+    noise = measure._RunningNoise()
+    for i, value in enumerate(samples, 1):
+        noise.add(value)
+        if i >= 2:
+            part = samples[:i]
+            expected = statistics.stdev(part) / statistics.fmean(part)
+            assert noise.rel_stdev() == pytest.approx(expected, rel=1e-12)
+        assert noise.total == pytest.approx(sum(samples[:i]))

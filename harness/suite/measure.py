@@ -95,6 +95,7 @@ def measure(
 
     samples: list[float] = []
     clocks: list[int | None] = []
+    noise = _RunningNoise()  # the stopping rule in O(1) per sample, not a pass over every sample
     throttled = 0
     clocked = gpu is not None and gpu.available
     start = time.perf_counter()
@@ -109,6 +110,7 @@ def measure(
             else:
                 samples.append(sample)
                 clocks.append(clock)
+                noise.add(sample)
             elapsed = time.perf_counter() - start
             if elapsed >= max(HARD_TIMEOUT_S, time_budget_s):
                 stop_reason = "timeout"  # nvbench's 15 s: even with fewer samples than the minimum
@@ -118,8 +120,8 @@ def measure(
                 break
             if (
                 len(samples) >= MIN_SAMPLES
-                and sum(samples) >= min_time_s
-                and rel_stdev(samples) < TARGET_REL_NOISE
+                and noise.total >= min_time_s
+                and noise.rel_stdev() < TARGET_REL_NOISE
             ):
                 stop_reason = "noise_target"
                 break
@@ -141,9 +143,23 @@ def measure(
     }
 
 
-def rel_stdev(samples: list[float]) -> float:
-    mean = statistics.fmean(samples)
-    return statistics.stdev(samples) / mean if len(samples) > 1 and mean > 0 else math.inf
+class _RunningNoise:
+    """Running total, mean and relative standard deviation of the samples so far (Welford's method)."""
+
+    def __init__(self) -> None:
+        self.n, self.total, self.mean, self._m2 = 0, 0.0, 0.0, 0.0
+
+    def add(self, value: float) -> None:
+        self.n += 1
+        self.total += value
+        delta = value - self.mean
+        self.mean += delta / self.n
+        self._m2 += delta * (value - self.mean)
+
+    def rel_stdev(self) -> float:
+        if self.n < 2 or self.mean <= 0:
+            return math.inf
+        return math.sqrt(self._m2 / (self.n - 1)) / self.mean
 
 
 def summarize(samples: list[float]) -> dict[str, float | int]:
