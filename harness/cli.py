@@ -11,7 +11,9 @@ import json
 import sys
 from pathlib import Path
 
-from harness import __version__, compare, images, matrix, report, results, runner, suite_listing
+from tabulate import tabulate
+
+from harness import __version__, compare, images, jsonio, matrix, report, results, runner, suite_listing
 from harness.backends import Backend
 from harness.backends.local import LocalBackend
 from harness.errors import HarnessError, InputError, Problem
@@ -147,8 +149,6 @@ def _plan(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(plan.to_json(), indent=2))
         return 0
-    from tabulate import tabulate
-
     rows = [
         [c.id + (" *" if c.id == plan.baseline_id else ""), c.torch, c.cudnn.label, c.base_image, c.python]
         for c in plan.cells
@@ -220,8 +220,6 @@ def _images(args: argparse.Namespace) -> int:
             + (f": {build.error}" if build.error else ""),
             flush=True,
         )
-    from tabulate import tabulate
-
     print(tabulate(rows, headers=["cell", "image", "state", "seconds", "error"]))
     built = sum(1 for r in rows if r[2] == "built")
     print(f"{built} built, {sum(1 for r in rows if r[2] == 'cached')} cached, {failed} failed")
@@ -255,8 +253,6 @@ def _rerun(args: argparse.Namespace) -> int:
     )
     out = args.out or Path("results") / "rerun"
     cell_id = document["cell"]["id"]
-    from harness import jsonio
-
     jsonio.write_atomic(out / results.PLAN_FILE, plan.to_json())
     print(f"re-running {cell_id} in image {document['run']['image']['id']}", flush=True)
     doc = backend.rerun(document, out / f"{cell_id}.json", out / "logs" / f"{cell_id}.log", plan)

@@ -81,6 +81,8 @@ class DockerBackend:
         self.gpus = gpus
         self.progress = progress or (lambda line: None)
         self.builds: dict[str, Build] = {}
+        # what a result the suite could not write itself is stamped with; asked once, like the local backend
+        self.suite_version: str = suite_listing.listing()["suite_version"]
 
     # -- images ------------------------------------------------------------------------------
 
@@ -166,7 +168,7 @@ class DockerBackend:
         }
         if build.error is not None:
             jsonio.write_text_atomic(log_path, f"the image did not build: {build.error}\n")
-            doc = failed_result(cell, plan, _suite_version(), "build", build.error, build.log_tail, started)
+            doc = failed_result(cell, plan, self.suite_version, "build", build.error, build.log_tail, started)
         else:
             expect = build.image.expect_cudnn if cell.cudnn.kind != "disabled" else {"source": "disabled"}
             command = suite_arguments(cell, plan, "/results/result.json", expect)
@@ -239,14 +241,16 @@ class DockerBackend:
             elif doc is None:
                 reason = f"the suite exited with code {exit_code} and wrote no result"
             if reason is not None or doc is None:
-                return failed_result(cell, plan, _suite_version(), "run", reason or "no result", "", started)
+                return failed_result(
+                    cell, plan, self.suite_version, "run", reason or "no result", "", started
+                )
             return doc
         except docker.errors.APIError as exc:
             message = str(exc)
             if "could not select device driver" in message or "nvidia-container-cli" in message:
                 message = NO_GPU_RUNTIME.format(error=exc.explanation or message)
             jsonio.write_text_atomic(log_path, message + "\n")
-            return failed_result(cell, plan, _suite_version(), "start", message, "", started)
+            return failed_result(cell, plan, self.suite_version, "start", message, "", started)
         finally:
             if container is not None:
                 with contextlib.suppress(docker.errors.APIError):
@@ -302,7 +306,3 @@ def _security_facts(attrs: dict[str, Any]) -> dict[str, Any]:
         "cap_drop": host.get("CapDrop"), "security_opt": host.get("SecurityOpt"), "privileged": host.get("Privileged"),
         "gpus": bool(host.get("DeviceRequests")),
     }  # fmt: skip
-
-
-def _suite_version() -> str:
-    return str(suite_listing.listing()["suite_version"])
