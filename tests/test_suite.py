@@ -50,7 +50,10 @@ def test_measure_on_cpu_keeps_raw_samples_and_says_why_it_stopped():
     assert result["timer"] == "perf_counter" and not result["launch_latency_hidden"]
     assert len(result["samples_s"]) == result["stats"]["n"] >= measure.MIN_SAMPLES
     assert result["stop_reason"] in ("noise_target", "time_budget", "max_samples")
-    assert len(calls) == 1 + result["warmup_calls"] + result["stats"]["n"]
+    host_calls = len(calls) - (1 + result["warmup_calls"] + result["stats"]["n"])
+    assert host_calls >= measure.HOST_BLOCKS  # the host-time metric's blocks of back-to-back calls
+    assert 0 < result["host_time_per_call_s"] < 0.01
+    assert result["host_enqueue_s"] is None and result["launch_block_s"] is None  # GPU-only fields
 
 
 def test_cudnn_version_helpers():

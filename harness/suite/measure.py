@@ -8,7 +8,9 @@ events per sample, no block, GC on) drifted inside a full-suite run on our H100 
 tenths of the samples rose from 57.6 to 106 µs; reports/gpu-local-cudnn-sources-v0-timer); this
 one did not. benchmarks/timing_method.py compares the three timers in a fresh process, where the
 drift did not reproduce, so its cause in the long run is not pinned down. On the CPU each sample is
-a ``perf_counter`` pair.
+a ``perf_counter`` pair. The GPU sleep is sized per workload to cover the host's enqueue time
+(``Timer.fit_block``), and a second metric, host wall time per call over blocks of back-to-back
+calls, shows what the device time hides: host-side overhead.
 
 Sampling stops on the first of: relative noise under target (after a minimum count), the time
 budget, or the sample cap; which one is recorded. Raw samples are always kept.
@@ -33,7 +35,11 @@ WARMUP_MIN_CALLS = 3
 WARMUP_MIN_S = 0.05
 L2_FLUSH_BYTES = 256 * 1024 * 1024  # at least 2x the L2 of any current GPU (H100: 50 MB)
 HARD_TIMEOUT_S = 15.0
-BLOCK_CYCLES = 400_000  # GPU sleep before each sample: ~200 µs at 2 GHz, enough to enqueue one call
+BLOCK_MIN_S = 200e-6  # shortest GPU sleep before each sample: enough to enqueue one kernel-level call
+BLOCK_MAX_S = 0.1  # longest: a call whose enqueue takes longer is host-bound beyond what we can hide
+BLOCK_MARGIN = 1.5  # the sleep covers 1.5x the measured enqueue time
+HOST_BLOCK_MIN_S = 0.01  # host-time metric: each block of calls lasts at least this long
+HOST_BLOCKS = 3
 
 
 class Timer:
@@ -43,10 +49,74 @@ class Timer:
         self.cuda = device.startswith("cuda")
         self.name = "cuda_event" if self.cuda else "perf_counter"
         self.hide_launch_latency = self.cuda and hide_launch_latency
+        self.block_cycles = 0
         if self.cuda:
             self._flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device)
             self._start = torch.cuda.Event(enable_timing=True)
             self._end = torch.cuda.Event(enable_timing=True)
+            self.sleep_cycles_per_s = self._calibrate_sleep() if self.hide_launch_latency else 0.0
+            self.block_cycles = int(BLOCK_MIN_S * self.sleep_cycles_per_s)
+
+    def _calibrate_sleep(self) -> float:
+        """Cycles of ``torch.cuda._sleep`` per second on this GPU (as Inductor calibrates it)."""
+        cycles = 2_000_000
+        torch.cuda._sleep(cycles)  # first launch loads the kernel
+        torch.cuda.synchronize()
+        best = math.inf
+        for _ in range(3):
+            self._start.record()
+            torch.cuda._sleep(cycles)
+            self._end.record()
+            self._end.synchronize()
+            best = min(best, self._start.elapsed_time(self._end) / 1e3)
+        return cycles / best
+
+    def fit_block(self, fn: Callable[[], Any]) -> float:
+        """Size the GPU sleep before each sample to cover ``fn``'s host enqueue time; return that time.
+
+        A fixed sleep hides the launch of a single kernel, but a call that enqueues hundreds of
+        kernels (an RNN, a training step) outruns it and the GPU then waits on the host inside the
+        timed region: the timing becomes host-bound and differs from process to process. nvbench's
+        blocking kernel waits for the host instead; a calibrated sleep is the closest Python gets.
+        """
+        if not self.hide_launch_latency:
+            return 0.0
+        enqueue = []
+        for _ in range(3):
+            torch.cuda._sleep(int(BLOCK_MAX_S * self.sleep_cycles_per_s))  # keep the GPU busy meanwhile
+            start = time.perf_counter()
+            fn()
+            enqueue.append(time.perf_counter() - start)
+            torch.cuda.synchronize()
+        enqueue_s = statistics.median(enqueue)
+        block_s = min(BLOCK_MAX_S, max(BLOCK_MIN_S, BLOCK_MARGIN * enqueue_s))
+        self.block_cycles = int(block_s * self.sleep_cycles_per_s)
+        return enqueue_s
+
+    @property
+    def block_s(self) -> float:
+        return self.block_cycles / self.sleep_cycles_per_s if self.block_cycles else 0.0
+
+    def host_time_per_call(self, fn: Callable[[], Any], per_call_guess_s: float) -> float:
+        """Host wall time per call, synchronized only at the ends of blocks of back-to-back calls.
+
+        torch.utils.benchmark's blocked measurement: where framework or dispatcher overhead
+        regresses, this moves while the device time does not. Warm L2, no sleep.
+        """
+        calls = max(1, min(1000, math.ceil(HOST_BLOCK_MIN_S / max(per_call_guess_s, 1e-7))))
+        per_call = []
+        for _ in range(HOST_BLOCKS):
+            self._sync()
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            self._sync()
+            per_call.append((time.perf_counter() - start) / calls)
+        return statistics.median(per_call)
+
+    def _sync(self) -> None:
+        if self.cuda:
+            torch.cuda.synchronize()
 
     def time_call(self, fn: Callable[[], Any], flush: bool = True) -> float:
         if not self.cuda:
@@ -55,8 +125,8 @@ class Timer:
             return time.perf_counter() - start
         if flush:
             self._flush.zero_()
-        if self.hide_launch_latency:
-            torch.cuda._sleep(BLOCK_CYCLES)
+        if self.block_cycles:
+            torch.cuda._sleep(self.block_cycles)
         self._start.record()
         fn()
         self._end.record()
@@ -92,6 +162,7 @@ def measure(
     while warmup_calls < WARMUP_MIN_CALLS or time.perf_counter() - warm_start < WARMUP_MIN_S:
         timer.time_call(fn, flush=False)
         warmup_calls += 1
+    enqueue_s = timer.fit_block(fn) if timer.cuda else None
 
     samples: list[float] = []
     clocks: list[int | None] = []
@@ -127,6 +198,8 @@ def measure(
                 break
     if not samples:
         raise RuntimeError(f"every sample ran under the throttle clock ({throttled} discarded)")
+    sampling_wall_s = time.perf_counter() - start
+    stats = summarize(samples)
     return {
         "timer": timer.name,
         "l2_flushed": timer.cuda,
@@ -138,8 +211,11 @@ def measure(
         "sm_clock_mhz": clocks if clocked else None,
         "throttled_discarded": throttled,
         "stop_reason": stop_reason,
-        "sampling_wall_s": time.perf_counter() - start,
-        "stats": summarize(samples),
+        "sampling_wall_s": sampling_wall_s,
+        "stats": stats,
+        "host_enqueue_s": enqueue_s,
+        "launch_block_s": timer.block_s if timer.cuda else None,
+        "host_time_per_call_s": timer.host_time_per_call(fn, stats["median"]),
     }
 
 
