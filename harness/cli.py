@@ -1,12 +1,14 @@
 """``python -m harness plan|run|validate|report|qualify``: the one place that prints and picks exit codes.
 
-Exit codes: 0 fine, 1 a run or cell failed, 2 bad input, 3 this machine cannot run what was asked,
-130 interrupted.
+Exit codes: 0 fine (qualify/report/compare: no regression), 1 a regression (or, for run, a failed
+cell), 2 bad input, 3 an infrastructure failure (runs that could not complete, or this machine
+cannot run what was asked), 130 interrupted. A regression outranks an infrastructure failure.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -71,18 +73,49 @@ def _parser() -> argparse.ArgumentParser:
     rerun.add_argument("--gpus", default="all")
     rerun.set_defaults(handler=_rerun)
 
-    rep = sub.add_parser("report", help="validate and merge results into reports/")
-    rep.add_argument("--results", type=Path, help="results folder (default: results/<matrix name>)")
+    rep = sub.add_parser("report", help="validate and merge results into reports/, with verdicts")
+    rep.add_argument(
+        "--results",
+        type=Path,
+        action="append",
+        help="results folder (repeatable: shards or machines of one matrix merge; default: results/<matrix name>)",
+    )
     _matrix_arg(rep)
     rep.add_argument("--out", type=Path, help="report folder (default: reports/<plan name>)")
+    _strict_arg(rep)
     rep.set_defaults(handler=_report)
+
+    cmp = sub.add_parser(
+        "compare", help="ad-hoc comparison of two runs (result files or folders): A is the baseline"
+    )
+    cmp.add_argument("a", type=Path, metavar="A", help="baseline: a result file or a results folder")
+    cmp.add_argument("b", type=Path, metavar="B", help="candidate: a result file or a results folder")
+    cmp.add_argument(
+        "--only",
+        metavar="TEXT",
+        help="in folders, take only result files whose name contains TEXT (e.g. a cell id)",
+    )
+    cmp.add_argument("--threshold-pct", type=float, default=matrix.DEFAULT_REGRESSION_PCT)
+    cmp.add_argument("--alpha", type=float, default=matrix.DEFAULT_ALPHA)
+    cmp.add_argument(
+        "--out", type=Path, help="also write the full report (Markdown, HTML, CSV, verdict.json) here"
+    )
+    _strict_arg(cmp)
+    cmp.set_defaults(handler=_compare)
 
     qualify = sub.add_parser("qualify", help="plan + run + report; exit 0 only if every cell ran")
     _matrix_arg(qualify)
     _run_args(qualify)
     qualify.add_argument("--report-out", type=Path, help="report folder (default: reports/<plan name>)")
+    _strict_arg(qualify)
     qualify.set_defaults(handler=_qualify)
     return parser
+
+
+def _strict_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--strict", action="store_true", help="exit 1 also on inconclusive or missing comparisons"
+    )
 
 
 def _matrix_arg(parser: argparse.ArgumentParser) -> None:
@@ -265,64 +298,111 @@ def _rerun(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    results_dir = args.results
-    if results_dir is None:
-        results_dir = Path("results") / _load_plan(args.matrix).name
+    dirs = args.results or [Path("results") / _load_plan(args.matrix).name]
+    plans = [_stored_plan(d) for d in dirs]
+    plan = plans[0]
+    for other, folder in zip(plans[1:], dirs[1:], strict=True):
+        if other.name != plan.name or other.baseline_id != plan.baseline_id:
+            raise InputError([Problem(str(folder), "plan.json", f"is matrix {other.name!r} with baseline "
+                              f"{other.baseline_id}, but {dirs[0]} is {plan.name!r} with baseline {plan.baseline_id}; "
+                              "only shards of one matrix merge into one report")])  # fmt: skip
+    cells = {c.id: c for p in plans for c in p.cells}
+    if len(cells) != len(plan.cells):  # shards may cover different cells of one matrix: report them all
+        plan = dataclasses.replace(plan, cells=tuple(cells.values()))
+    return _render(plan, dirs, args.out or Path("reports") / plan.name, args.strict)
+
+
+def _stored_plan(results_dir: Path) -> Plan:
     plan_file = results_dir / results.PLAN_FILE
     if not plan_file.is_file():
-        raise InputError(
-            [
-                Problem(
-                    str(results_dir),
-                    "",
-                    f"no {results.PLAN_FILE} here; is this a results folder "
-                    "written by 'python -m harness run'?",
-                )
-            ]
-        )
+        raise InputError([Problem(str(results_dir), "", f"no {results.PLAN_FILE} here; is this a results folder "
+                                  "written by 'python -m harness run'?")])  # fmt: skip
     try:
         plan = Plan.from_json(json.loads(plan_file.read_text()))
         plan.cell(plan.baseline_id)
     except (ValueError, KeyError, TypeError, AttributeError, StopIteration) as exc:
-        raise InputError(
-            [
-                Problem(
-                    str(plan_file),
-                    "",
-                    f"not a plan written by 'python -m harness run' ({exc!r}); "
-                    "re-run the matrix to recreate it",
-                )
-            ]
-        ) from None
-    return _render(plan, results_dir, args.out or Path("reports") / plan.name)
+        raise InputError([Problem(str(plan_file), "", f"not a plan written by 'python -m harness run' ({exc!r}); "
+                                  "re-run the matrix to recreate it")]) from None  # fmt: skip
+    return plan
 
 
-def _render(plan: Plan, results_dir: Path, out_dir: Path) -> int:
-    loaded = results.load(results_dir)
+def _loaded_or_refuse(dirs_or_files: list[Path], loaded: results.LoadedResults) -> None:
     for q in loaded.quarantined:
-        print(f"quarantined {results_dir}/{results.QUARANTINE}/{q.name}: {q.problems[0]}", file=sys.stderr)
-    rendered = report.render(plan, loaded, results_dir, out_dir)
+        print(f"quarantined {q.name}: {q.problems[0]}", file=sys.stderr)
+    problems = compare.comparability_problems(loaded)
+    if problems:
+        raise InputError([Problem(", ".join(map(str, dirs_or_files)), "", p) for p in problems])
+
+
+def _render(plan: Plan, dirs: list[Path], out_dir: Path, strict: bool) -> int:
+    loaded = results.load_many(dirs)
+    _loaded_or_refuse(dirs, loaded)
+    view = report.View.from_plan(plan)
+    analysis = report.analyze(view, loaded, strict=strict)
+    rendered = report.render(view, analysis, loaded, out_dir, dirs)
     print(
-        f"report: {rendered.markdown} and {rendered.csv} "
+        f"report: {rendered.markdown}, {rendered.html}, {rendered.csv}, {rendered.verdict_json} "
         f"({len(loaded.documents)} results, {len(loaded.quarantined)} quarantined)"
     )
-    table = compare.medians(compare.long_form(loaded), plan)
-    print(f"{len(table)} workload x dtype x knob rows compared across {len(table.columns)} cells")
-    return 1 if rendered.failed_cells or rendered.missing_cells else 0
+    for line in analysis.gate.lines:
+        print(line)
+    return analysis.gate.exit_code
+
+
+def _compare(args: argparse.Namespace) -> int:
+    sides = {"A": args.a, "B": args.b}
+    found: dict[str, list[Path]] = {}
+    for side, path in sides.items():
+        if path.is_dir():  # shards in subfolders count; plans, verdicts and quarantined files do not
+            found[side] = sorted(
+                p for p in path.rglob("*.json")
+                if p.name not in (results.PLAN_FILE, "verdict.json") and results.QUARANTINE not in p.parts
+                and (args.only is None or args.only in p.name)
+            )  # fmt: skip
+        elif path.is_file():
+            found[side] = [path]
+        else:
+            raise InputError([Problem(str(path), side, "no such file or folder")])
+        if not found[side]:
+            raise InputError([Problem(str(path), side, "holds no result files")])
+    documents, files, group_of = [], [], {}
+    for side, paths in found.items():
+        for path in paths:
+            document, problems = results.check(path)
+            if problems:  # an ad-hoc compare moves nothing: it refuses instead of quarantining
+                raise InputError(problems)
+            documents.append(document)
+            files.append(str(path))
+            group_of[str(path)] = side
+    loaded = results.LoadedResults(tuple(documents), tuple(files), ())
+    _loaded_or_refuse(list(sides.values()), loaded)
+    labels = {side: f"{side}: {sides[side]}" for side in sides}
+    view = report.View("compare", "A", ("A", "B"), labels, args.threshold_pct, args.alpha, 0,
+                       f"ad-hoc comparison, threshold {args.threshold_pct:g}%")  # fmt: skip
+    analysis = report.analyze(view, loaded, group_of_file=group_of, strict=args.strict)
+    shown = analysis.timing[analysis.timing["verdict"].notna()]
+    rows = [[r.workload, r.dtype, r.knobs, f"{r.ratio:.3f}" if r.ratio == r.ratio and r.ratio is not None else "",
+             f"[{r.ci_low:.3f}, {r.ci_high:.3f}]" if r.ci_low == r.ci_low and r.ci_low is not None else "",
+             f"{r.p_value:.2g}" if r.p_value == r.p_value and r.p_value is not None else "", r.verdict]
+            for r in shown.itertuples()]  # fmt: skip
+    print(
+        tabulate(
+            rows,
+            headers=["workload", "dtype", "knobs", "B/A time", "99% interval", "p", "verdict"],
+            disable_numparse=True,
+        )
+    )
+    if args.out:
+        rendered = report.render(view, analysis, loaded, args.out, list(sides.values()))
+        print(f"report: {rendered.markdown}, {rendered.html}, {rendered.verdict_json}")
+    for line in analysis.gate.lines:
+        print(line)
+    return analysis.gate.exit_code
 
 
 def _qualify(args: argparse.Namespace) -> int:
     plan = _load_plan(args.matrix)
     out = args.out or Path("results") / plan.name
     args.out = out
-    outcomes = _run_plan(plan, args)
-    status = _render(plan, out, args.report_out or Path("reports") / plan.name)
-    failed = [o for o in outcomes if o.status != "ok"]
-    if failed:
-        print(
-            f"verdict: {len(failed)} of {len(outcomes)} cells could not run: "
-            + "; ".join(f"{o.cell_id}: {o.reason}" for o in failed)
-        )
-        return 3
-    print(f"verdict: all {len(outcomes)} cells ran")
-    return status
+    _run_plan(plan, args)
+    return _render(plan, [out], args.report_out or Path("reports") / plan.name, args.strict)

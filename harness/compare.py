@@ -34,7 +34,9 @@ def long_form(loaded: LoadedResults) -> pd.DataFrame:
     for doc, file in zip(loaded.documents, loaded.files, strict=True):
         cell = doc["cell"]
         common = {
+            "group": cell["id"],
             "cell_id": cell["id"],
+            "round": (doc.get("run") or {}).get("round", 1),
             "cell": cell_label(cell),
             "torch": cell["torch"],
             "cudnn_source": CudnnSource.from_json(cell["cudnn"]).label,
@@ -69,6 +71,7 @@ def long_form(loaded: LoadedResults) -> pd.DataFrame:
                     "timer": m.get("timer"),
                     "tflops": m.get("tflops"),
                     "gbps": m.get("gbps"),
+                    "host_s": m.get("host_time_per_call_s"),
                     **_numerics_columns(m.get("numerics")),
                 }
             )
@@ -107,12 +110,27 @@ def numerics_summary(frame: pd.DataFrame, plan: Plan) -> pd.DataFrame:
 
 
 def medians(frame: pd.DataFrame, plan: Plan) -> pd.DataFrame:
-    """Median seconds per workload x dtype x knobs (rows), one column per cell in plan order."""
+    """Median over rounds of the per-round median seconds, per workload x dtype x knobs (rows), one
+    column per cell in plan order. The lower median, so every number is one result file's value."""
     if frame.empty or "median_s" not in frame:
         return pd.DataFrame()
     ok = frame[frame["status"] == "ok"]
-    table = ok.pivot_table(index=KEYS, columns="cell_id", values="median_s", aggfunc="first", sort=False)
+    table = ok.pivot_table(index=KEYS, columns="cell_id", values="median_s", aggfunc=_median_low, sort=False)
     return table[[c.id for c in plan.cells if c.id in table.columns]]
+
+
+def median_files(frame: pd.DataFrame) -> dict[tuple[str, str, str, str], str]:
+    """(cell_id, workload, dtype, knobs) -> the result file holding the value ``medians`` shows."""
+    ok = frame[frame["status"] == "ok"].sort_values("median_s")
+    out = {}
+    for (cell_id, *key), rows in ok.groupby(["cell_id", *KEYS], sort=False):
+        out[(cell_id, *key)] = rows["file"].iloc[(len(rows) - 1) // 2]
+    return out  # type: ignore[return-value]
+
+
+def _median_low(values: pd.Series) -> float:
+    ordered = sorted(values)
+    return ordered[(len(ordered) - 1) // 2]
 
 
 def speedups(table: pd.DataFrame, baseline_id: str) -> pd.DataFrame:
@@ -122,5 +140,46 @@ def speedups(table: pd.DataFrame, baseline_id: str) -> pd.DataFrame:
     return table.rdiv(table[baseline_id], axis=0)
 
 
-def threshold_pct(plan: Plan, workload: str) -> float:
-    return plan.per_workload_pct.get(workload, plan.regression_pct)
+def samples(loaded: LoadedResults) -> dict[tuple[str, str, str, str], list[float]]:
+    """(file, workload, dtype, knobs) -> that measurement's raw samples in seconds."""
+    out = {}
+    for doc, file in zip(loaded.documents, loaded.files, strict=True):
+        for m in doc["measurements"]:
+            if m["status"] == "ok":
+                out[(file, m["workload"], m["dtype"], knob_label(m["knobs"]))] = m["samples_s"]
+    return out
+
+
+def comparability_key(doc: dict[str, Any]) -> dict[str, str]:
+    """What must be equal for two results to be compared: suite version, profile, GPU model, driver."""
+    env = doc.get("environment") or {}
+    gpu = env.get("gpu") or {}
+    host = env.get("host") or {}
+    return {
+        "suite version": str(doc.get("suite_version")),
+        "suite profile": str(doc.get("profile")),
+        "device": gpu.get("name") or f"CPU {host.get('cpu_model') or 'unknown'}",
+        "driver": gpu.get("driver_version") or "none",
+    }
+
+
+def comparability_problems(loaded: LoadedResults) -> list[str]:
+    """Why these results must not be merged into one comparison (empty when they may be)."""
+    seen: dict[str, dict[str, list[str]]] = {}
+    for doc, file in zip(loaded.documents, loaded.files, strict=True):
+        if doc["status"] != "ok":
+            continue  # a failed run has no numbers to compare
+        for field, value in comparability_key(doc).items():
+            seen.setdefault(field, {}).setdefault(value, []).append(file)
+    problems = []
+    for field, values in seen.items():
+        if len(values) > 1:
+            listing = "; ".join(
+                f"{value!r} in {', '.join(files[:3])}{' …' if len(files) > 3 else ''}"
+                for value, files in values.items()
+            )
+            problems.append(
+                f"results differ in {field} ({listing}): timings from different {field}s are not comparable; "
+                "report them separately or re-run one side"
+            )
+    return problems

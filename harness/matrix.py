@@ -32,6 +32,8 @@ DEFAULT_SUITE = {
     "min_time_s": 0.5,
 }
 DEFAULT_REGRESSION_PCT = 5.0
+DEFAULT_ALPHA = 0.002  # asv's threshold for the Mann-Whitney U test; needs 7 rounds per side
+DEFAULT_ROUNDS = 1
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,8 @@ class Plan:
     per_workload_pct: dict[str, float] = field(default_factory=dict)
     matrix_sha256: str = ""
     source: str = ""
+    rounds: int = DEFAULT_ROUNDS
+    alpha: float = DEFAULT_ALPHA
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -128,7 +132,12 @@ class Plan:
             "baseline": self.baseline_id,
             "knob_sets": list(self.knob_sets),
             "suite": self.suite,
-            "thresholds": {"regression_pct": self.regression_pct, "per_workload": self.per_workload_pct},
+            "thresholds": {
+                "regression_pct": self.regression_pct,
+                "per_workload": self.per_workload_pct,
+                "alpha": self.alpha,
+            },
+            "rounds": self.rounds,
         }
 
     @classmethod
@@ -144,7 +153,12 @@ class Plan:
             per_workload_pct=dict(raw["thresholds"]["per_workload"]),
             matrix_sha256=raw.get("matrix_sha256", ""),
             source=raw.get("source", ""),
+            rounds=int(raw.get("rounds", DEFAULT_ROUNDS)),
+            alpha=float(raw["thresholds"].get("alpha", DEFAULT_ALPHA)),
         )
+
+    def threshold_pct(self, workload: str) -> float:
+        return self.per_workload_pct.get(workload, self.regression_pct)
 
     def cell(self, cell_id: str) -> Cell:
         return next(c for c in self.cells if c.id == cell_id)
@@ -226,6 +240,8 @@ def load(path: Path, known_workloads: Iterable[str] | None = None) -> Plan:
         per_workload_pct={k: float(v) for k, v in thresholds.get("per_workload", {}).items()},
         matrix_sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
         source=source,
+        rounds=int(data.get("rounds", DEFAULT_ROUNDS)),
+        alpha=float(thresholds.get("alpha", DEFAULT_ALPHA)),
     )
 
 

@@ -34,7 +34,7 @@ class Quarantined:
 @dataclass(frozen=True)
 class LoadedResults:
     documents: tuple[dict[str, Any], ...]
-    files: tuple[str, ...]  # the file each document came from, same order
+    files: tuple[str, ...]  # the path of the file each document came from, same order
     quarantined: tuple[Quarantined, ...]
 
 
@@ -110,12 +110,22 @@ def load(results_dir: Path) -> LoadedResults:
             quarantined.append(quarantine(path, problems))
         else:
             documents.append(document)
-            files.append(path.name)
+            files.append(str(path))
     for problems_file in sorted((results_dir / QUARANTINE).glob("*.problems.txt")):
         name = problems_file.name.removesuffix(".problems.txt")
         if all(q.name != name for q in quarantined):
             quarantined.append(Quarantined(name, tuple(problems_file.read_text().splitlines())))
     return LoadedResults(tuple(documents), tuple(files), tuple(quarantined))
+
+
+def load_many(results_dirs: list[Path]) -> LoadedResults:
+    """Results of several folders (shards, machines) as one set; each folder is checked as ``load`` does."""
+    parts = [load(d) for d in results_dirs]
+    return LoadedResults(
+        tuple(d for p in parts for d in p.documents),
+        tuple(f for p in parts for f in p.files),
+        tuple(q for p in parts for q in p.quarantined),
+    )
 
 
 def quarantine(path: Path, problems: list[Problem]) -> Quarantined:

@@ -204,7 +204,7 @@ def test_the_suite_runs_in_least_privilege_containers(ran):
         assert run["image"]["base_id"].startswith("sha256:")
         assert doc["environment"]["python"]["executable"] == "/opt/venv/bin/python"
         assert doc["environment"]["torch"]["version"] == "2.13.0+cpu"
-        assert (root / "results" / "logs" / f"{doc['cell']['id']}.log").exists()
+        assert (root / "results" / "logs" / f"{doc['cell']['id']}.r1.log").exists()
     assert "| relu " in (root / "report" / "report.md").read_text()
 
 

@@ -64,7 +64,7 @@ def test_qualify_runs_every_cell_and_reports_failed_ones(smoke_run):
     for cell in plan.cells:
         doc = by_source[cell.id]
         assert doc["run"]["backend"] == "local"
-        assert (root / "results" / "logs" / f"{cell.id}.log").exists()
+        assert (root / "results" / "logs" / f"{cell.id}.r1.log").exists()
         if cell.torch == "1.0.0+cu999":
             assert doc["status"] == "failed"
             assert "asks for torch 1.0.0+cu999" in doc["failure"]["reason"]

@@ -18,8 +18,10 @@ from harness.matrix import Cell, Plan
 class Backend(Protocol):
     name: str
 
-    def run_cell(self, cell: Cell, plan: Plan, result_path: Path, log_path: Path) -> dict[str, object]:
-        """Run the suite for ``cell``; write and return its result document."""
+    def run_cell(
+        self, cell: Cell, plan: Plan, result_path: Path, log_path: Path, round_index: int = 1
+    ) -> dict[str, object]:
+        """Run the suite for ``cell`` (its ``round_index``-th independent process); write and return its result."""
         ...
 
 

@@ -154,7 +154,9 @@ class DockerBackend:
 
     # -- runs --------------------------------------------------------------------------------
 
-    def run_cell(self, cell: Cell, plan: Plan, result_path: Path, log_path: Path) -> dict[str, Any]:
+    def run_cell(
+        self, cell: Cell, plan: Plan, result_path: Path, log_path: Path, round_index: int = 1
+    ) -> dict[str, Any]:
         started = dt.datetime.now(dt.timezone.utc)
         t0 = time.monotonic()
         build = self.build(cell, plan, log_path.with_name(f"{cell.id}.build.log"))
@@ -165,6 +167,7 @@ class DockerBackend:
             "log": log_path.name,
             "harness_version": harness.__version__,
             "matrix_sha256": plan.matrix_sha256,
+            "round": round_index,
         }
         if build.error is not None:
             jsonio.write_text_atomic(log_path, f"the image did not build: {build.error}\n")

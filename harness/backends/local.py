@@ -70,7 +70,9 @@ class LocalBackend:
             ) from None
         return info
 
-    def run_cell(self, cell: Cell, plan: Plan, result_path: Path, log_path: Path) -> dict[str, Any]:
+    def run_cell(
+        self, cell: Cell, plan: Plan, result_path: Path, log_path: Path, round_index: int = 1
+    ) -> dict[str, Any]:
         started = dt.datetime.now(dt.timezone.utc)
         t0 = time.monotonic()
         with tempfile.TemporaryDirectory(prefix="harness-cell-") as scratch:
@@ -107,6 +109,7 @@ class LocalBackend:
             "log": log_path.name,
             "harness_version": harness.__version__,
             "matrix_sha256": plan.matrix_sha256,
+            "round": round_index,
         }
         return finish_result(doc, cell, run, result_path, log_path)
 

@@ -1,0 +1,129 @@
+"""Compare two sides (baseline, candidate) of one workload: ratio, confidence interval, test, verdict.
+
+The protocol is measurement.md section 9.4, after asv and nvbench. Each side is a list of per-process
+(per-round) medians, so process effects (cuDNN's algorithm choice, allocator layout) count as noise,
+as pyperf argues. With a single round per side the raw samples of that one process stand in, and
+the verdict says so: process-to-process variation is then not covered.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from scipy import stats as scistats
+
+Verdict = Literal["faster", "slower", "same", "inconclusive", "failed", "missing"]
+VERDICTS: tuple[Verdict, ...] = ("slower", "faster", "same", "inconclusive", "failed", "missing")
+CONFIDENCE = 0.99
+BOOTSTRAP_RESAMPLES = 2000
+RATIO_DIGITS = 3  # ratios are shown as 1.050; the threshold is applied at that precision
+SEED = 20261122  # a fixed seed: the same results always render the same intervals
+
+
+@dataclass(frozen=True)
+class Comparison:
+    verdict: Verdict
+    ratio: float | None  # candidate time / baseline time: > 1 is slower
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    basis: str  # "rounds" (per-process medians) or "samples" (one process per side)
+    reason: str
+
+
+def smallest_p(n_a: int, n_b: int) -> float:
+    """The smallest two-sided p-value an exact Mann-Whitney U test can give for these sizes."""
+    return 2 / math.comb(n_a + n_b, n_a)
+
+
+def compare(
+    baseline: list[float],
+    candidate: list[float],
+    threshold_pct: float,
+    alpha: float,
+    basis: str = "rounds",
+) -> Comparison:
+    """Classify candidate against baseline; both are per-round medians (or one round's samples)."""
+    a, b = np.asarray(baseline, dtype=float), np.asarray(candidate, dtype=float)
+    ratio = float(np.median(b) / np.median(a))
+    low, high = _ratio_interval(a, b)
+    p = _mann_whitney(a, b)
+    upper = 1 + threshold_pct / 100
+    lower = 1 / upper
+    shown = round(ratio, RATIO_DIGITS)
+    significant = p is not None and p < alpha
+    if significant and shown >= round(upper, RATIO_DIGITS):
+        verdict: Verdict = "slower"
+        reason = (
+            f"{(ratio - 1) * 100:.1f}% slower, p={p:.2g} < {alpha:g}, beyond the {threshold_pct:g}% threshold"
+        )
+    elif significant and shown <= round(lower, RATIO_DIGITS):
+        verdict = "faster"
+        reason = f"{(1 / ratio - 1) * 100:.1f}% faster, p={p:.2g} < {alpha:g}"
+    elif lower <= low and high <= upper:
+        verdict = "same"
+        reason = (
+            f"{CONFIDENCE:.0%} interval [{low:.3f}, {high:.3f}] lies within the {threshold_pct:g}% threshold"
+        )
+    else:
+        verdict = "inconclusive"
+        reason = _why_inconclusive(ratio, low, high, p, alpha, threshold_pct, len(a), len(b), basis)
+    return Comparison(verdict, ratio, low, high, p, basis, reason)
+
+
+def _why_inconclusive(
+    ratio: float,
+    low: float,
+    high: float,
+    p: float | None,
+    alpha: float,
+    pct: float,
+    n_a: int,
+    n_b: int,
+    basis: str,
+) -> str:
+    interval = f"{CONFIDENCE:.0%} interval [{low:.3f}, {high:.3f}] reaches beyond the {pct:g}% threshold"
+    if p is None:
+        return f"{interval}; no test possible with {n_a}+{n_b} values"
+    if p >= alpha and basis == "rounds" and smallest_p(n_a, n_b) >= alpha:
+        return (
+            f"ratio {ratio:.3f}, p={p:.2g}: with {n_a}+{n_b} rounds the smallest attainable p is "
+            f"{smallest_p(n_a, n_b):.2g}, not under {alpha:g}; run 7 or more rounds"
+        )
+    if p >= alpha:
+        return f"ratio {ratio:.3f} is not significant (p={p:.2g} >= {alpha:g}); {interval}"
+    return f"ratio {ratio:.3f} is significant (p={p:.2g}) but inside the threshold, and the {interval}"
+
+
+def _mann_whitney(a: np.ndarray, b: np.ndarray) -> float | None:
+    if len(a) < 1 or len(b) < 1 or len(a) + len(b) < 3:
+        return None
+    if np.all(a == a[0]) and np.all(b == a[0]):
+        return 1.0  # identical constants: no evidence of a difference (scipy would return nan)
+    method = "exact" if len(a) <= 50 and len(b) <= 50 else "asymptotic"
+    return float(scistats.mannwhitneyu(b, a, alternative="two-sided", method=method).pvalue)
+
+
+def _ratio_interval(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    """Percentile bootstrap interval of median(b) / median(a), resampling each side independently."""
+    if len(a) < 2 or len(b) < 2 or (np.all(a == a[0]) and np.all(b == b[0])):
+        ratio = float(np.median(b) / np.median(a))
+        return (ratio, ratio) if len(a) > 1 and len(b) > 1 else (0.0, math.inf)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=scistats.DegenerateDataWarning)
+        result = scistats.bootstrap(
+            (b, a),
+            lambda x, y, axis: np.median(x, axis=axis) / np.median(y, axis=axis),
+            vectorized=True,
+            paired=False,
+            confidence_level=CONFIDENCE,
+            n_resamples=BOOTSTRAP_RESAMPLES,
+            batch=200,
+            method="percentile",
+            random_state=np.random.default_rng(SEED),
+        )
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)

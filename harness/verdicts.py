@@ -1,0 +1,239 @@
+"""Verdicts per workload x dtype x knobs against the baseline, the numerics gate, and the release gate.
+
+Input is the long-form frame of ``compare.long_form``; a "group" is a cell of the matrix (or a side of
+an ad-hoc ``compare``), each with one or more rounds (independent processes). Output is data: the
+CLI prints it and picks the exit code, the report renders it, and ``verdict.json`` stores it
+(``schemas/verdict.schema.json``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from harness import stats
+from harness.compare import KEYS
+
+VERDICT_SCHEMA_VERSION = 1
+# Numerics gate, measurement.md 9.5 (TorchDynamo's `same`): the candidate's error against fp64 may
+# grow to multiplier x baseline error + tolerance / 10.
+NUMERICS_MULTIPLIER = {"fp32": 2.0, "tf32": 2.0, "bf16": 3.0, "fp16": 3.0}
+NUMERICS_TOLERANCE = {"fp32": 1e-4, "tf32": 1e-3, "bf16": 1e-2, "fp16": 1e-3}
+
+EXIT_PASS, EXIT_REGRESSION, EXIT_BAD_INPUT, EXIT_INFRASTRUCTURE = 0, 1, 2, 3
+
+
+def timing(
+    frame: pd.DataFrame,
+    baseline: str,
+    groups: Sequence[str],
+    threshold_pct: Callable[[str], float],
+    alpha: float,
+    samples: dict[tuple[str, str, str, str], list[float]],
+) -> pd.DataFrame:
+    """One row per (group, workload, dtype, knobs) with the verdict against ``baseline``."""
+    measured = frame[frame["workload"].notna()] if "workload" in frame else frame.iloc[0:0]
+    rows = []
+    base_all = measured[measured["group"] == baseline]
+    for group in groups:
+        if group == baseline:
+            continue
+        mine_all = measured[measured["group"] == group]
+        keys = list(dict.fromkeys([*_keys(base_all), *_keys(mine_all)]))
+        for key in keys:
+            base = _rows(base_all, key)
+            mine = _rows(mine_all, key)
+            rows.append(_one(group, key, base, mine, threshold_pct(key[0]), alpha, samples))
+    columns = ["group", *KEYS, "verdict", "ratio", "ci_low", "ci_high", "p_value", "basis", "rounds_baseline",
+               "rounds_candidate", "threshold_pct", "reason", "baseline_files", "candidate_files"]  # fmt: skip
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _keys(frame: pd.DataFrame) -> list[tuple[str, str, str]]:
+    return list(dict.fromkeys(zip(frame["workload"], frame["dtype"], frame["knobs"], strict=True)))
+
+
+def _rows(frame: pd.DataFrame, key: tuple[str, str, str]) -> pd.DataFrame:
+    return frame[(frame["workload"] == key[0]) & (frame["dtype"] == key[1]) & (frame["knobs"] == key[2])]
+
+
+def _one(
+    group: str,
+    key: tuple[str, str, str],
+    base: pd.DataFrame,
+    mine: pd.DataFrame,
+    pct: float,
+    alpha: float,
+    samples: dict[tuple[str, str, str, str], list[float]],
+) -> dict[str, Any]:
+    base_ok, mine_ok = base[base["status"] == "ok"], mine[mine["status"] == "ok"]
+    row: dict[str, Any] = {"group": group, **dict(zip(KEYS, key, strict=True)), "threshold_pct": pct,
+                           "rounds_baseline": len(base_ok), "rounds_candidate": len(mine_ok),
+                           "baseline_files": list(base_ok["file"]), "candidate_files": list(mine_ok["file"])}  # fmt: skip
+    if base_ok.empty and mine_ok.empty:
+        if set(base["status"]) | set(mine["status"]) <= {"unsupported"}:
+            return {**row, "verdict": None}  # not defined here on either side: not a comparison
+        return {**row, "verdict": "missing", "reason": "measured on neither side: " + _errors(base, mine)}
+    if base_ok.empty:
+        why = _errors(base, base.iloc[0:0]) if not base.empty else "the baseline has no such measurement"
+        return {**row, "verdict": "missing", "reason": f"no baseline to compare with: {why}"}
+    if mine_ok.empty:
+        if mine.empty:
+            return {**row, "verdict": "missing", "reason": "the candidate has no such measurement"}
+        return {
+            **row,
+            "verdict": "failed",
+            "reason": "ran in the baseline, not here: " + _errors(mine, mine.iloc[0:0]),
+        }
+    if len(base_ok) >= 2 and len(mine_ok) >= 2:
+        result = stats.compare(list(base_ok["median_s"]), list(mine_ok["median_s"]), pct, alpha, "rounds")
+    else:  # one process on a side: its raw samples stand in, process-to-process noise is not covered
+        a = [x for f in base_ok["file"] for x in samples[(f, *key)]]
+        b = [x for f in mine_ok["file"] for x in samples[(f, *key)]]
+        result = stats.compare(a, b, pct, alpha, "samples")
+    return {**row, "verdict": result.verdict, "ratio": result.ratio, "ci_low": result.ci_low,
+            "ci_high": result.ci_high, "p_value": result.p_value, "basis": result.basis, "reason": result.reason}  # fmt: skip
+
+
+def _errors(a: pd.DataFrame, b: pd.DataFrame) -> str:
+    texts = [str(e) for e in pd.concat([a, b])["error"].dropna().unique()]
+    return "; ".join(texts[:2]) or "no result"
+
+
+def numerics(frame: pd.DataFrame, baseline: str, groups: Sequence[str]) -> pd.DataFrame:
+    """Per (group, workload, dtype, knobs): error drift against fp64, digests, determinism, NaNs, gate."""
+    if "rel_rmse" not in frame:
+        return pd.DataFrame()
+    checked = frame[frame["digest"].notna()]
+    base_all = checked[checked["group"] == baseline]
+    rows = []
+    for group in groups:
+        if group == baseline:
+            continue
+        mine_all = checked[checked["group"] == group]
+        for key in _keys(mine_all):
+            base, mine = _rows(base_all, key), _rows(mine_all, key)
+            if base.empty:
+                continue
+            dtype = key[1]
+            a, b = base["rel_rmse"].max(), mine["rel_rmse"].max()  # the worst round counts
+            allowed = NUMERICS_MULTIPLIER[dtype] * a + NUMERICS_TOLERANCE[dtype] / 10
+            nan_a, nan_b = int(base["nan_count"].fillna(0).max()), int(mine["nan_count"].fillna(0).max())
+            verdict, reason = "ok", ""
+            if nan_b > nan_a:
+                verdict, reason = "worse", f"{nan_b} NaN outputs where the baseline has {nan_a}"
+            elif _known(a) and _known(b) and b > allowed:
+                verdict = "worse"
+                reason = f"error vs fp64 {b:.2e} > {NUMERICS_MULTIPLIER[dtype]:g} x {a:.2e} + {NUMERICS_TOLERANCE[dtype] / 10:g}"
+            elif not (_known(a) and _known(b)):
+                verdict, reason = "unchecked", "no fp64 reference on one side"
+            rows.append({
+                "group": group, **dict(zip(KEYS, key, strict=True)), "numerics": verdict, "reason": reason,
+                "rel_rmse_baseline": a, "rel_rmse_candidate": b, "allowed": allowed,
+                "same_digest": set(mine["digest"]) == set(base["digest"]) and len(set(base["digest"])) == 1,
+                "repeatable_baseline": bool(base["bitwise_repeatable"].all()),
+                "repeatable_candidate": bool(mine["bitwise_repeatable"].all()),
+                "nan_baseline": nan_a, "nan_candidate": nan_b,
+            })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _known(value: Any) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
+
+
+@dataclass(frozen=True)
+class Gate:
+    exit_code: int
+    outcome: str  # pass | pass-with-inconclusive | regression | infrastructure-failure
+    counts: dict[str, int]
+    numerics_worse: int
+    failed_runs: tuple[str, ...]
+    lines: tuple[str, ...]  # the summary a person reads
+
+
+def gate(
+    timing_rows: pd.DataFrame, numerics_rows: pd.DataFrame, failed_runs: Sequence[str], strict: bool = False
+) -> Gate:
+    """Exit 1 on a regression (timing, a workload that stopped running, or numerics), else 3 when a run
+    failed, else 0. A regression outranks an infrastructure failure: re-running will not clear it."""
+    judged = timing_rows[timing_rows["verdict"].notna()] if not timing_rows.empty else timing_rows
+    counts = {v: int((judged["verdict"] == v).sum()) if not judged.empty else 0 for v in stats.VERDICTS}
+    worse = int((numerics_rows["numerics"] == "worse").sum()) if not numerics_rows.empty else 0
+    lines = [
+        "verdicts: "
+        + ", ".join(f"{counts[v]} {v}" for v in stats.VERDICTS)
+        + f"; numerics: {worse} worse than the baseline"
+    ]
+    for verdict in ("slower", "failed", "inconclusive", "missing"):
+        for r in judged[judged["verdict"] == verdict].head(10).itertuples() if not judged.empty else []:
+            lines.append(f"  {verdict.upper()}: {r.group} {r.workload} {r.dtype} [{r.knobs}]: {r.reason}")
+    if worse:
+        for r in numerics_rows[numerics_rows["numerics"] == "worse"].head(10).itertuples():
+            lines.append(f"  NUMERICS: {r.group} {r.workload} {r.dtype} [{r.knobs}]: {r.reason}")
+    for run in failed_runs:
+        lines.append(f"  RUN FAILED: {run}")
+    regression = counts["slower"] + counts["failed"] + worse
+    unsure = counts["inconclusive"] + counts["missing"]
+    if regression or (strict and unsure):
+        code, outcome = EXIT_REGRESSION, "regression"
+    elif failed_runs:
+        code, outcome = EXIT_INFRASTRUCTURE, "infrastructure-failure"
+    elif unsure:
+        code, outcome = EXIT_PASS, "pass-with-inconclusive"
+    else:
+        code, outcome = EXIT_PASS, "pass"
+    lines.append(f"outcome: {outcome} (exit {code})" + (
+        f"; {unsure} rows are inconclusive or missing: NOT evidence of no change (--strict fails on them)"
+        if unsure and code == EXIT_PASS else ""))  # fmt: skip
+    return Gate(code, outcome, counts, worse, tuple(failed_runs), tuple(lines))
+
+
+def document(
+    *,
+    name: str,
+    baseline: str,
+    groups: Sequence[str],
+    labels: dict[str, str],
+    alpha: float,
+    default_pct: float,
+    timing_rows: pd.DataFrame,
+    numerics_rows: pd.DataFrame,
+    result: Gate,
+    rounds: dict[str, int],
+) -> dict[str, Any]:
+    """The machine-readable verdict (schemas/verdict.schema.json)."""
+    return {
+        "schema_version": VERDICT_SCHEMA_VERSION,
+        "name": name,
+        "outcome": result.outcome,
+        "exit_code": result.exit_code,
+        "baseline": baseline,
+        "groups": [{"id": g, "label": labels.get(g, g), "rounds_ok": rounds.get(g, 0)} for g in groups],
+        "settings": {
+            "alpha": alpha,
+            "regression_pct": default_pct,
+            "confidence": stats.CONFIDENCE,
+            "test": "Mann-Whitney U, two-sided, on per-round medians (raw samples when one round)",
+            "interval": "percentile bootstrap of the ratio of medians",
+        },
+        "counts": result.counts,
+        "numerics_worse": result.numerics_worse,
+        "failed_runs": list(result.failed_runs),
+        "comparisons": _records(
+            timing_rows[timing_rows["verdict"].notna()] if not timing_rows.empty else timing_rows
+        ),
+        "numerics": _records(numerics_rows),
+    }
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    records = frame.to_dict(orient="records")
+    return [
+        {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()}
+        for r in records
+    ]
