@@ -286,13 +286,15 @@ def _rerun(args: argparse.Namespace) -> int:
     )
     out = args.out or Path("results") / "rerun"
     cell_id = document["cell"]["id"]
+    # the re-run keeps the round of the result it repeats, so its files sit beside the originals' names
+    result_path = out / runner.result_name(cell_id, document["run"].get("round", 1))
     jsonio.write_atomic(out / results.PLAN_FILE, plan.to_json())
     print(f"re-running {cell_id} in image {document['run']['image']['id']}", flush=True)
-    doc = backend.rerun(document, out / f"{cell_id}.json", out / "logs" / f"{cell_id}.log", plan)
+    doc = backend.rerun(document, result_path, out / "logs" / result_path.with_suffix(".log").name, plan)
     print(
         f"{cell_id}: {doc['status']}"
         + (f": {doc['failure']['reason']}" if doc["failure"] else "")
-        + f" -> {out / (cell_id + '.json')}"
+        + f" -> {result_path}"
     )
     return 0 if doc["status"] == "ok" else 1
 

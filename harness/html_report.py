@@ -86,7 +86,9 @@ def _table(section: Section) -> str:
             sort = _sort_key(value)
             attribute = f" data-sort='{sort}'" if sort is not None else ""
             css = (
-                f" class='v-{value.split()[-1]}'" if isinstance(value, str) and value[:1] and value[:1] in "▼▲=?✗–" else ""
+                f" class='v-{value.split()[-1]}'"
+                if isinstance(value, str) and value[:1] and value[:1] in "▼▲=?✗–"
+                else ""
             )
             cells.append(f"<td{attribute}{css}>{_cell(value)}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")

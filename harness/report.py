@@ -170,8 +170,9 @@ def _header(view: View, analysis: Analysis, loaded: LoadedResults, sources: list
         f"{int(100 * 0.99)}% bootstrap interval and a two-sided Mann-Whitney U test. A row is **slower** only when "
         f"p < {view.alpha:g} and the ratio reaches the threshold ({view.default_pct:g}% unless set per workload); "
         "**same** when the whole interval lies inside the threshold; otherwise **inconclusive**, which is not a pass. "
-        "With one round per side the raw samples of that one process are tested instead (basis `samples`), which "
-        "does not cover process-to-process variation.",
+        "With one round per side the ratio and interval come from that one process's raw samples (basis "
+        "`samples`) and the row stays inconclusive: one process cannot separate a change from process-to-process "
+        "variation.",
         "",
         "```",
         *gate.lines,
@@ -258,23 +259,25 @@ def _verdict_sections(
         ("workload", "dtype", "knobs", "vs", "baseline", "candidate", "time ratio", "99% interval", "p",
          "rounds", "verdict", "why"), tuple(rows))  # fmt: skip
     out = [section]
-    host = _host_section(view, analysis, letters)
+    host = _host_section(view, analysis, out_dir, letters)
     if host:
         out.append(host)
     return out
 
 
-def _host_section(view: View, analysis: Analysis, letters: dict[str, str]) -> Section | None:
+def _host_section(view: View, analysis: Analysis, out_dir: Path, letters: dict[str, str]) -> Section | None:
     frame = analysis.frame
     if "host_s" not in frame or frame["host_s"].isna().all():
         return None
-    ok = frame[(frame["status"] == "ok") & frame["host_s"].notna()]
-    table = ok.groupby(["group", *KEYS], sort=False)[["host_s", "median_s"]].median().reset_index()
-    rows = [(r.workload, r.dtype, r.knobs, letters.get(r.group, r.group), _duration(r.median_s), _duration(r.host_s),
-             f"{r.host_s / r.median_s:.2f}") for r in table.itertuples()]  # fmt: skip
+    ok = frame[(frame["status"] == "ok") & frame["host_s"].notna()].sort_values("host_s")
+    rows = []
+    for (group, *key), runs in ok.groupby(["group", *KEYS], sort=False):
+        run = runs.iloc[(len(runs) - 1) // 2]  # the lower median over rounds: one file's own value
+        rows.append((*key, letters.get(group, group), _link(_duration(run["median_s"]), run["file"], out_dir),
+                     _link(_duration(run["host_s"]), run["file"], out_dir), f"{run['host_s'] / run['median_s']:.2f}"))  # fmt: skip
     return Section("Host time per call", "Host wall time per call over blocks of back-to-back calls (warm L2, "
-                   "synchronized only at block ends), beside the device time. A ratio well above 1 marks a "
-                   "host-bound workload, where framework overhead rather than cuDNN sets the pace.",
+                   "synchronized only at block ends), beside the device time of the same round. A ratio well above 1 "
+                   "marks a host-bound workload, where framework overhead rather than cuDNN sets the pace.",
                    ("workload", "dtype", "knobs", "group", "device time", "host time", "host / device"),
                    tuple(rows), level=3)  # fmt: skip
 

@@ -21,6 +21,7 @@ from harness.errors import Problem
 from harness.matrix import Cell
 
 MAX_BYTES = 64 * 1024 * 1024
+MAX_SAMPLE_S = 86400.0
 PLAN_FILE = "plan.json"
 QUARANTINE = "quarantine"
 
@@ -80,6 +81,30 @@ def _facts(doc: dict[str, Any], source: str) -> list[Problem]:
         if m["status"] != "ok":
             continue
         field, samples, s = f"measurements[{i}]", m["samples_s"], m["stats"]
+        bad = _bad_items(samples, lambda x: isinstance(x, (int, float)) and not isinstance(x, bool)
+                         and 0 < x <= MAX_SAMPLE_S)  # fmt: skip
+        if bad is not None:
+            found.append(
+                Problem(
+                    source,
+                    f"{field}.samples_s[{bad}]",
+                    f"{samples[bad]!r} is not a time in (0, {MAX_SAMPLE_S:g}] s",
+                )
+            )
+            continue
+        clocks = m.get("sm_clock_mhz") or []
+        bad = _bad_items(
+            clocks,
+            lambda x: x is None or (isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= 10000),
+        )
+        if bad is not None:
+            found.append(
+                Problem(
+                    source,
+                    f"{field}.sm_clock_mhz[{bad}]",
+                    f"{clocks[bad]!r} is not a clock in MHz (0..10000 or null)",
+                )
+            )
         if s["n"] != len(samples):
             found.append(
                 Problem(source, f"{field}.stats.n", f"is {s['n']} but there are {len(samples)} samples")
@@ -97,6 +122,11 @@ def _facts(doc: dict[str, Any], source: str) -> list[Problem]:
                 )
             )
     return found
+
+
+def _bad_items(values: list[Any], good: Any) -> int | None:
+    """Index of the first item that is not ``good`` (the schema leaves big arrays' items to this check)."""
+    return next((i for i, value in enumerate(values) if not good(value)), None)
 
 
 def load(results_dir: Path) -> LoadedResults:

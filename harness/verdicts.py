@@ -43,6 +43,8 @@ def timing(
         if group == baseline:
             continue
         mine_all = measured[measured["group"] == group]
+        if mine_all.empty:
+            continue  # no run of this group produced measurements: the gate reports its failed runs
         keys = list(dict.fromkeys([*_keys(base_all), *_keys(mine_all)]))
         for key in keys:
             base = _rows(base_all, key)

@@ -56,7 +56,8 @@ def test_qualify_runs_every_cell_and_reports_failed_ones(smoke_run):
     root, path, done = smoke_run
     plan = matrix.load(path)
     assert done.returncode == 3, done.stdout + done.stderr  # two cells could not run on this machine
-    assert "verdict: 2 of 4 cells could not run" in done.stdout
+    assert "outcome: infrastructure-failure (exit 3)" in done.stdout
+    assert done.stdout.count("RUN FAILED:") == 2
     loaded = results.load(root / "results")
     assert loaded.quarantined == ()
     by_source = {d["cell"]["id"]: d for d in loaded.documents}
@@ -84,18 +85,22 @@ def test_qualify_runs_every_cell_and_reports_failed_ones(smoke_run):
 def test_the_report_shows_every_cell_and_the_failures(smoke_run):
     root, _, _ = smoke_run
     text = (root / "report" / "report.md").read_text()
-    assert "## Failed cells" in text and "asks for torch 1.0.0+cu999" in text
+    assert "## Failed runs" in text and "asks for torch 1.0.0+cu999" in text
     assert "| relu " in text and "| conv2d_r50_3x3 " in text
+    assert "**Outcome: infrastructure-failure** (exit code 3)" in text
     csv = (root / "report" / "results.csv").read_text().splitlines()
-    assert (
-        csv[0].startswith("cell_id,") and len(csv) == 1 + 2 * 2 + 2
-    )  # 2 cells x 2 workloads + 2 failed cells
+    assert csv[0].startswith("group,") and len(csv) == 1 + 2 * 2 + 2  # 2 cells x 2 workloads + 2 failed cells
+    verdict = json.loads((root / "report" / "verdict.json").read_text())
+    assert verdict["outcome"] == "infrastructure-failure" and verdict["exit_code"] == 3
+    assert len(verdict["failed_runs"]) == 2
+    # one round per side: the disabled cell is judged on the raw samples of its one process
+    assert {c["basis"] for c in verdict["comparisons"]} == {"samples"}
 
 
 def test_rerunning_the_report_is_stable(smoke_run):
     root, _, _ = smoke_run
     done = run_cli("report", "--results", str(root / "results"), "--out", str(root / "report2"))
-    assert done.returncode == 1  # cells failed, so the report says so in its exit code
+    assert done.returncode == 3  # runs failed and nothing regressed: an infrastructure failure
     strip = lambda p: [ln for ln in p.read_text().splitlines() if not ln.startswith("Rendered")]  # noqa: E731
     assert (
         strip(root / "report" / "report.md")[2:] != []
@@ -195,4 +200,5 @@ def test_only_runs_a_subset_and_the_plan_keeps_every_cell(tmp_path, write_matrix
     plan = json.loads((tmp_path / "r" / "plan.json").read_text())
     assert len(plan["cells"]) == 4 and plan["baseline"] in {c["id"] for c in plan["cells"]}
     report = run_cli("report", "--results", str(tmp_path / "r"), "--out", str(tmp_path / "rep"))
-    assert report.returncode == 1 and "## Missing cells" in (tmp_path / "rep" / "report.md").read_text()
+    text = (tmp_path / "rep" / "report.md").read_text()
+    assert report.returncode == 3 and "## Failed runs" in text and ": no result file" in text

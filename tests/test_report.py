@@ -1,73 +1,151 @@
-"""The report rendered from the committed GPU results: what a reader must find in it."""
+"""Reports and verdicts rendered from the committed GPU results: what a reader and a release gate must find."""
 
 from __future__ import annotations
 
-import csv
 import json
+import shutil
 from pathlib import Path
 
-from harness import compare, report, results
-from harness.matrix import Plan
-from tests.conftest import GPU_REPORT, run_cli
+import pandas as pd
+import pytest
+
+from harness import report, results, schemas
+from tests.conftest import GPU_REPORT, REPO, run_cli
+
+VERDICTS = REPO / "reports" / "gpu-verdicts"
+SHARDS = sorted(VERDICTS.glob("results-shard*"))
+AA = REPO / "reports" / "gpu-verdicts-aa"
 
 
-def render(tmp_path: Path) -> tuple[Plan, str, list[dict]]:
-    results_dir = GPU_REPORT / "results"
-    plan = Plan.from_json(json.loads((results_dir / "plan.json").read_text()))
-    rendered = report.render(plan, results.load(results_dir), results_dir, tmp_path)
-    assert rendered.failed_cells == () and rendered.missing_cells == ()
-    with rendered.csv.open() as f:
-        rows = list(csv.DictReader(f))
-    return plan, rendered.markdown.read_text(), rows
+@pytest.fixture(scope="module")
+def verdict_report(tmp_path_factory) -> tuple[Path, object]:
+    out = tmp_path_factory.mktemp("verdicts")
+    args = [a for shard in SHARDS for a in ("--results", str(shard))]
+    done = run_cli("report", *args, "--out", str(out))
+    return out, done
+
+
+def section(text: str, title: str) -> str:
+    return text.split(f"## {title}")[1].split("\n## ")[0].split("\n### ")[0]
 
 
 def test_report_names_the_cudnn_each_cell_loaded(tmp_path):
-    plan, text, _ = render(tmp_path)
-    assert len(plan.cells) == 3
-    cells = text.split("## Cells")[1].split("##")[0]
-    bundled, system, disabled = (line for line in cells.splitlines() if line.startswith("| torch2.11.0"))
+    done = run_cli("report", "--results", str(GPU_REPORT / "results"), "--out", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    cells = section((tmp_path / "report.md").read_text(), "Groups (cells)")
+    bundled, system, disabled = (ln for ln in cells.splitlines() if "| torch2.11.0" in ln)
     assert "| 9.19.0 " in bundled and "site-packages/nvidia/cudnn/lib" in bundled and "(baseline)" in bundled
     assert "| 9.14.0 " in system and "/usr/lib/x86_64-linux-gnu" in system
     assert "cuDNN disabled" in disabled
+    text = (tmp_path / "report.md").read_text()
     assert "NVIDIA H100 80GB HBM3" in text and "580.159.04" in text
 
 
-def test_report_compares_every_workload_against_the_baseline(tmp_path):
-    plan, text, rows = render(tmp_path)
-    table = text.split("## Results")[1]
-    lines = [ln for ln in table.splitlines() if ln.startswith("| conv2d_r50_3x3 ")]
-    assert len(lines) == 4  # fp32/bf16 x cudnn.benchmark off/on
-    assert all("×" in ln for ln in lines)
-    ok = [r for r in rows if r["status"] == "ok"]
-    assert len(ok) == 3 * 40
-    medians = compare.medians(compare.long_form(results.load(GPU_REPORT / "results")), plan)
-    ratios = compare.speedups(medians, plan.baseline_id)
-    assert (ratios[plan.baseline_id] == 1.0).all()
-    disabled = next(c.id for c in plan.cells if c.cudnn.kind == "disabled")
-    conv = ratios.loc[("conv2d_r50_3x3", "bf16", "benchmark=0 deterministic=0 tf32=0"), disabled]
-    assert conv < 0.5  # PyTorch's native conv is far slower than cuDNN's on the GPU
+def test_seven_rounds_call_the_real_regressions_and_exit_1(verdict_report):
+    out, done = verdict_report
+    assert done.returncode == 1, done.stdout + done.stderr
+    verdict = json.loads((out / "verdict.json").read_text())
+    assert schemas.problems("verdict", verdict, "verdict.json") == []
+    assert verdict["outcome"] == "regression" and verdict["exit_code"] == 1
+    assert all(g["rounds_ok"] == 7 for g in verdict["groups"])
+    by = {(c["group"].split("_")[1], c["workload"], c["dtype"]): c for c in verdict["comparisons"]}
+    sdpa = by[("cudnn-system-auto", "sdpa", "bf16")]  # NVIDIA's cuDNN 9.14 on attention, reproduced
+    assert sdpa["verdict"] == "slower" and sdpa["ratio"] > 1.4 and sdpa["p_value"] < 0.002
+    assert sdpa["ci_low"] > 1.05 and sdpa["rounds_baseline"] == sdpa["rounds_candidate"] == 7
+    for workload in ("conv2d_r50_3x3", "conv2d_r50_1x1_bwd_weight"):  # cuDNN off: PyTorch's native convs
+        assert by[("cudnn-disabled", workload, "bf16")]["verdict"] == "slower"
+    assert by[("cudnn-system-auto", "conv2d_r50_3x3", "bf16")]["verdict"] == "same"
+    assert "outcome: regression (exit 1)" in done.stdout
 
 
-def test_every_result_file_is_linked_from_the_report(tmp_path):
-    _, text, _ = render(tmp_path)
-    for path in (GPU_REPORT / "results").glob("torch*.json"):
-        assert f"({Path(report.os.path.relpath(GPU_REPORT / 'results', tmp_path)) / path.name})" in text
+def test_every_number_links_to_the_result_file_it_came_from(verdict_report):
+    out, _ = verdict_report
+    text = (out / "report.md").read_text()
+    for shard in SHARDS:
+        for path in shard.glob("torch*.json"):
+            assert f"({Path(report.os.path.relpath(path, out))})" in text
+    rows = [
+        ln for ln in section(text, "Verdicts against the baseline").splitlines() if ln.startswith("| sdpa ")
+    ]
+    assert rows and all(ln.count("](") >= 2 for ln in rows)  # baseline and candidate medians are links
 
 
-def test_committed_report_matches_a_fresh_render(tmp_path):
-    done = run_cli("report", "--results", str(GPU_REPORT / "results"), "--out", str(tmp_path))
-    assert done.returncode == 0, done.stderr
-    fresh = (tmp_path / "results.csv").read_text()
-    assert fresh == (GPU_REPORT / "results.csv").read_text()
-    section = lambda p: p.read_text().split("## Results")[1]  # noqa: E731  (no links or dates in it)
-    assert section(GPU_REPORT / "report.md") == section(tmp_path / "report.md")
+def test_committed_verdict_report_matches_a_fresh_render(verdict_report):
+    out, _ = verdict_report
+    fresh, committed = (pd.read_csv(d / "verdicts.csv").drop(columns=["baseline_files", "candidate_files"])
+                        for d in (out, VERDICTS))  # fmt: skip
+    pd.testing.assert_frame_equal(fresh, committed)
+    cells = lambda d: [[c.strip().split("](")[0] for c in ln.split(" | ")]  # noqa: E731  (links depend on --out)
+                       for ln in section((d / "report.md").read_text(), "Verdicts against the baseline").splitlines()
+                       if ln.startswith("| ")]  # fmt: skip
+    assert cells(out) == cells(VERDICTS)
+
+
+def test_an_a_a_comparison_of_the_same_cell_calls_no_regression(tmp_path):
+    done = run_cli("compare", str(VERDICTS), str(AA / "results"), "--only", "bundled", "--out", str(tmp_path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    verdict = json.loads((tmp_path / "verdict.json").read_text())
+    assert verdict["counts"]["slower"] == verdict["counts"]["faster"] == 0
+    assert verdict["counts"]["same"] == len(verdict["comparisons"]) >= 15
+    assert all(abs(c["ratio"] - 1) < 0.01 for c in verdict["comparisons"])
+
+
+def test_results_that_must_not_be_compared_are_refused(tmp_path):
+    other = tmp_path / "other-machine"
+    shutil.copytree(SHARDS[1], other)
+    for path in other.glob("torch*.json"):
+        doc = json.loads(path.read_text())
+        doc["environment"]["gpu"]["name"] = "NVIDIA H200"
+        doc["environment"]["gpu"]["driver_version"] = "590.1"
+        path.write_text(json.dumps(doc))
+    done = run_cli(
+        "report", "--results", str(SHARDS[0]), "--results", str(other), "--out", str(tmp_path / "r")
+    )
+    assert done.returncode == 2, done.stdout
+    assert "results differ in device" in done.stderr and "NVIDIA H200" in done.stderr
+    assert "results differ in driver" in done.stderr
+    assert not (tmp_path / "r").exists()  # nothing half-written
+    done = run_cli("compare", str(SHARDS[0]), str(other), "--only", "bundled")
+    assert done.returncode == 2 and "results differ in device" in done.stderr
+
+
+def test_a_different_suite_version_is_refused(tmp_path):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    source = next(SHARDS[0].glob("*bundled*.json"))
+    shutil.copy(source, a)
+    doc = json.loads(source.read_text())
+    doc["suite_version"] = "0.2"
+    b.write_text(json.dumps(doc))
+    done = run_cli("compare", str(a), str(b))
+    assert done.returncode == 2 and "results differ in suite version" in done.stderr
+
+
+def test_compare_refuses_bad_input_and_moves_nothing(tmp_path):
+    good = next(SHARDS[0].glob("*bundled*.json"))
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"schema_version": 1, "truncated')
+    done = run_cli("compare", str(good), str(broken))
+    assert done.returncode == 2 and "not valid JSON" in done.stderr and "Traceback" not in done.stderr
+    assert broken.exists()  # an ad-hoc compare refuses; it does not quarantine someone's file
+    done = run_cli("compare", str(good), str(tmp_path / "nowhere.json"))
+    assert done.returncode == 2 and "no such file or folder" in done.stderr
+
+
+def test_one_round_per_side_gives_numbers_but_no_verdict(tmp_path):
+    a, b = (next(SHARDS[0].glob(f"*{k}*.r1.json")) for k in ("bundled", "disabled"))
+    done = run_cli("compare", str(a), str(b))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "pass-with-inconclusive" in done.stdout and "one process per side" in done.stdout
+    assert run_cli("compare", str(a), str(b), "--strict").returncode == 1
 
 
 def test_table_cells_can_never_break_a_markdown_table():
-    text = report._table([["a|b", "line\nbreak", None]], ["h|1", "h2", "h3"])
+    text = report._table(
+        [["a|b", "line\nbreak", None, report.Link("x|y", "f (1).json")]], ["h|1", "h2", "h3", "h4"]
+    )
     header, _rule, row = text.splitlines()
-    assert row.count("|") - row.count("\\|") == header.count("|") - header.count("\\|") == 4
-    assert "line<br>break" in row
+    assert row.count("|") - row.count("\\|") == header.count("|") - header.count("\\|") == 5
+    assert "line<br>break" in row and "(f%20%281%29.json)" not in row and "f%20(1%29.json" in row
 
 
 def test_a_damaged_plan_file_is_bad_input_not_a_traceback(tmp_path):
@@ -84,7 +162,7 @@ def test_a_damaged_plan_file_is_bad_input_not_a_traceback(tmp_path):
 SUITE_REPORT = GPU_REPORT.parent / "gpu-suite-default"
 
 
-def test_the_default_suite_results_are_valid_and_render(tmp_path):
+def test_the_default_suite_results_are_valid(tmp_path):
     for path in sorted((SUITE_REPORT / "results").glob("torch*.json")):
         document, problems = results.check(path)
         assert problems == [], problems[:3]
@@ -94,7 +172,3 @@ def test_the_default_suite_results_are_valid_and_render(tmp_path):
         assert all(m["numerics"]["nan_count"] == 0 for m in ok if "numerics" in m)
         assert document["environment"]["gpu_state"]["nvml"] is True
         assert all(len(m["sm_clock_mhz"]) == m["stats"]["n"] for m in ok)
-    done = run_cli("report", "--results", str(SUITE_REPORT / "results"), "--out", str(tmp_path))
-    assert done.returncode == 0, done.stderr
-    section = lambda p: p.read_text().split("## Results")[1]  # noqa: E731
-    assert section(SUITE_REPORT / "report.md") == section(tmp_path / "report.md")

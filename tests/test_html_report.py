@@ -1,0 +1,113 @@
+"""The HTML report in a real browser: Debian's headless Chromium, driven through chromedriver."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, run_cli
+
+CHROMEDRIVER = shutil.which("chromedriver")
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+SHARDS = sorted((REPO / "reports" / "gpu-verdicts").glob("results-shard*"))
+
+if not (CHROMEDRIVER and CHROMIUM):
+    if os.environ.get("CI") == "true":
+        pytest.fail(
+            "CI needs chromium and chromedriver (apt-get install chromium chromium-driver)", pytrace=False
+        )
+    pytest.skip(
+        "no chromium/chromedriver here (apt-get install chromium chromium-driver)", allow_module_level=True
+    )
+
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory):
+    out = tmp_path_factory.mktemp("html")
+    args = [a for shard in SHARDS for a in ("--results", str(shard))]
+    done = run_cli("report", *args, "--out", str(out))
+    assert done.returncode == 1, done.stderr  # the committed GPU run holds real regressions
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    try:
+        driver.get((out / "report.html").as_uri())
+        yield driver
+    finally:
+        driver.quit()
+
+
+def test_the_page_loads_with_its_sections(page):
+    assert page.title.startswith("gpu-verdicts")
+    headings = [h.text for h in page.find_elements(By.TAG_NAME, "h2")]
+    assert "Verdicts against the baseline" in headings and "Environment of every run" in headings
+    assert "Outcome: regression" in page.find_element(By.TAG_NAME, "body").text
+    assert (
+        page.execute_script("return document.querySelectorAll('script[src], link[rel=stylesheet]').length")
+        == 0
+    )
+
+
+def verdict_table(page):
+    heading = next(
+        h for h in page.find_elements(By.TAG_NAME, "h2") if h.text == "Verdicts against the baseline"
+    )
+    return heading.find_element(By.XPATH, "following-sibling::table[1]")
+
+
+def column(table, name: str) -> list[str]:
+    headers = [th.text.rstrip(" ▲▼") for th in table.find_elements(By.CSS_SELECTOR, "thead th")]
+    index = headers.index(name) + 1
+    return [td.text for td in table.find_elements(By.CSS_SELECTOR, f"tbody tr td:nth-child({index})")]
+
+
+def test_a_click_sorts_a_table_by_number_both_ways(page):
+    table = verdict_table(page)
+    header = next(th for th in table.find_elements(By.CSS_SELECTOR, "thead th") if th.text == "time ratio")
+    before = column(table, "time ratio")
+    header.click()
+    ascending = [float(x) for x in column(table, "time ratio")]
+    assert ascending == sorted(ascending) and len(ascending) == len(before) >= 30
+    assert "sorted-asc" in header.get_attribute("class")
+    header.click()
+    descending = [float(x) for x in column(table, "time ratio")]
+    assert descending == sorted(ascending, reverse=True)
+    assert descending[0] > 7  # cuDNN disabled against enabled on a bf16 3x3 conv
+
+
+def test_durations_sort_by_value_not_by_text(page):
+    table = verdict_table(page)
+    header = next(
+        th for th in table.find_elements(By.CSS_SELECTOR, "thead th") if th.text.startswith("candidate")
+    )
+    header.click()
+    keys = page.execute_script(
+        "return Array.from(arguments[0].tBodies[0].rows).map(r => Number(r.cells[arguments[1]].dataset.sort))",
+        table, 5,
+    )  # fmt: skip
+    assert keys == sorted(keys) and keys[0] < 1e-4 < keys[-1]  # µs rows before ms rows
+
+
+def test_the_plots_show(page):
+    images = page.find_elements(By.TAG_NAME, "img")
+    assert len(images) >= 2  # the heatmap and sample distributions
+    for image in images:
+        assert page.execute_script("return arguments[0].complete && arguments[0].naturalWidth > 100", image)
+        assert image.get_attribute("src").startswith("data:image/png;base64,")
+    captions = [c.text for c in page.find_elements(By.TAG_NAME, "figcaption")]
+    assert captions[0].startswith("speedup heatmap") and any(c.startswith("samples: sdpa") for c in captions)
+
+
+def test_numbers_link_to_their_result_files(page):
+    links = [a.get_attribute("href") for a in verdict_table(page).find_elements(By.TAG_NAME, "a")]
+    assert links and all(href.startswith("file://") and href.endswith(".json") for href in links)
+    assert all(Path(href.removeprefix("file://")).is_file() for href in links[:20])

@@ -1,0 +1,135 @@
+"""Statistics, verdicts and the release gate on synthetic samples with known truth."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness import stats, verdicts
+from harness.compare import KEYS
+
+ROUNDS = 7
+
+
+def round_medians(
+    rng: np.random.Generator, factor: float, rounds: int = ROUNDS, base: float = 1e-3
+) -> list[float]:
+    """Per-process medians: 400 samples with 1% noise around a per-process offset of 0.02%."""
+    out = []
+    for _ in range(rounds):
+        process = base * factor * (1 + rng.normal(0, 0.0002))
+        out.append(float(np.median(process * (1 + rng.normal(0, 0.01, 400)))))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_a_comparisons_never_call_a_regression(seed):
+    rng = np.random.default_rng(seed)
+    result = stats.compare(round_medians(rng, 1.0), round_medians(rng, 1.0), 5.0, 0.002)
+    assert result.verdict == "same", result.reason
+    assert result.ci_low <= 1 <= result.ci_high or abs(result.ratio - 1) < 0.002
+
+
+@pytest.mark.parametrize(
+    ("slowdown", "expected"),
+    [(1.03, "same"), (1.05, "slower"), (1.10, "slower"), (1 / 1.10, "faster"), (1 / 1.03, "same")],
+)
+@pytest.mark.parametrize("seed", range(5))
+def test_planted_changes_against_a_5_percent_threshold(slowdown, expected, seed):
+    rng = np.random.default_rng(100 + seed)
+    result = stats.compare(round_medians(rng, 1.0), round_medians(rng, slowdown), 5.0, 0.002)
+    assert result.verdict == expected, result.reason
+    assert result.ratio == pytest.approx(slowdown, rel=0.002)
+    assert result.ci_low <= result.ratio <= result.ci_high
+
+
+def test_too_few_rounds_for_the_significance_level_is_inconclusive_and_says_why():
+    rng = np.random.default_rng(7)
+    result = stats.compare(round_medians(rng, 1.0, 3), round_medians(rng, 1.10, 3), 5.0, 0.002)
+    assert result.verdict == "inconclusive"
+    assert "smallest attainable p is 0.1" in result.reason
+    assert stats.smallest_p(7, 7) < 0.002 < stats.smallest_p(6, 6)
+    # a looser alpha that 3 rounds can reach makes the same data a regression
+    assert (
+        stats.compare(round_medians(rng, 1.0, 5), round_medians(rng, 1.10, 5), 5.0, 0.01).verdict == "slower"
+    )
+
+
+def test_one_process_per_side_gives_a_ratio_but_no_verdict():
+    rng = np.random.default_rng(3)
+    a, b = list(rng.normal(1e-3, 1e-5, 500)), list(rng.normal(2e-3, 1e-5, 500))
+    result = stats.compare(a, b, 5.0, 0.002, basis="samples")
+    assert result.verdict == "inconclusive" and result.ratio == pytest.approx(2.0, rel=0.01)
+    assert "one process per side" in result.reason
+
+
+def frame(rows: list[dict]) -> pd.DataFrame:
+    base = {"workload": "conv", "dtype": "fp32", "knobs": "benchmark=0", "status": "ok", "error": None}
+    return pd.DataFrame([{**base, **r} for r in rows])
+
+
+def timing_rows(base: list[float], cand: list[float], **extra) -> pd.DataFrame:
+    rows = [{"group": "A", "median_s": m, "file": f"a{i}", "round": i} for i, m in enumerate(base)]
+    rows += [{"group": "B", "median_s": m, "file": f"b{i}", "round": i, **extra} for i, m in enumerate(cand)]
+    return frame(rows)
+
+
+def test_a_workload_that_stops_running_in_the_candidate_is_a_failed_regression():
+    rng = np.random.default_rng(1)
+    rows = timing_rows(
+        round_medians(rng, 1.0), [None] * ROUNDS, status="error", error="CUDNN_STATUS_BAD_PARAM"
+    )
+    result = verdicts.timing(rows, "A", ("A", "B"), lambda _: 5.0, 0.002, {})
+    assert list(result["verdict"]) == ["failed"] and "CUDNN_STATUS_BAD_PARAM" in result["reason"][0]
+    gate = verdicts.gate(result, pd.DataFrame(), [])
+    assert gate.exit_code == 1 and gate.outcome == "regression"
+
+
+def test_exit_codes_keep_regressions_and_infrastructure_failures_apart():
+    rng = np.random.default_rng(2)
+    slower = verdicts.timing(timing_rows(round_medians(rng, 1.0), round_medians(rng, 1.2)), "A", ("A", "B"),
+                             lambda _: 5.0, 0.002, {})  # fmt: skip
+    same = verdicts.timing(timing_rows(round_medians(rng, 1.0), round_medians(rng, 1.0)), "A", ("A", "B"),
+                           lambda _: 5.0, 0.002, {})  # fmt: skip
+    unsure = verdicts.timing(timing_rows(round_medians(rng, 1.0, 3), round_medians(rng, 1.2, 3)), "A", ("A", "B"),
+                             lambda _: 5.0, 0.002, {})  # fmt: skip
+    none = pd.DataFrame()
+    assert verdicts.gate(same, none, []).exit_code == 0
+    assert verdicts.gate(slower, none, []).exit_code == 1
+    assert verdicts.gate(same, none, ["C round 1: container killed"]).exit_code == 3
+    assert (
+        verdicts.gate(slower, none, ["C round 1: container killed"]).exit_code == 1
+    )  # re-running won't clear it
+    gate = verdicts.gate(unsure, none, [])
+    assert gate.exit_code == 0 and gate.outcome == "pass-with-inconclusive"
+    assert any("NOT evidence of no change" in line for line in gate.lines)
+    assert verdicts.gate(unsure, none, [], strict=True).exit_code == 1
+
+
+def numerics_rows(dtype: str, base_rmse: float, cand_rmse: float, cand_nan: int = 0) -> pd.DataFrame:
+    common = {"digest": "0" * 64, "bitwise_repeatable": True, "within_tolerance": True}
+    return frame([
+        {"group": "A", "dtype": dtype, "rel_rmse": base_rmse, "nan_count": 0, "file": "a", **common},
+        {"group": "B", "dtype": dtype, "rel_rmse": cand_rmse, "nan_count": cand_nan, "file": "b",
+         **common, "digest": "1" * 64},
+    ])  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("dtype", "base", "cand", "nan", "expected"),
+    [
+        ("fp32", 1e-6, 1.9e-6, 0, "ok"),  # within 2x + 1e-5
+        ("fp32", 1e-6, 5e-5, 0, "worse"),  # beyond 2 x 1e-6 + 1e-5
+        ("bf16", 4e-3, 1.1e-2, 0, "ok"),  # bf16: 3 x 4e-3 + 1e-3
+        ("bf16", 4e-3, 2e-2, 0, "worse"),
+        ("fp32", 1e-6, 1e-6, 3, "worse"),  # new NaNs
+    ],
+)
+def test_the_numerics_gate_uses_the_dynamo_rule(dtype, base, cand, nan, expected):
+    result = verdicts.numerics(numerics_rows(dtype, base, cand, nan), "A", ("A", "B"))
+    assert list(result["numerics"]) == [expected]
+    assert not result["same_digest"][0]
+    assert verdicts.gate(pd.DataFrame(columns=["verdict", *KEYS]), result, []).exit_code == (
+        1 if expected == "worse" else 0
+    )
