@@ -15,7 +15,18 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from harness import __version__, compare, images, jsonio, matrix, report, results, runner, suite_listing
+from harness import (
+    __version__,
+    compare,
+    images,
+    jsonio,
+    matrix,
+    report,
+    results,
+    resume,
+    runner,
+    suite_listing,
+)
 from harness.backends import Backend
 from harness.backends.local import LocalBackend
 from harness.errors import HarnessError, InputError, Problem
@@ -135,6 +146,16 @@ def _run_args(parser: argparse.ArgumentParser) -> None:
         metavar="TEXT",
         help="run only the cells whose id contains TEXT (repeatable)",
     )
+    again = parser.add_mutually_exclusive_group()
+    again.add_argument(
+        "--rerun-failed",
+        action="store_true",
+        help="run only the runs whose earlier result in --out failed (default: keep every valid result "
+        "of the same image and suite version, and run what is missing)",
+    )
+    again.add_argument(
+        "--fresh", action="store_true", help="run everything again; earlier results move to superseded/"
+    )
     _build_args(parser)
 
 
@@ -223,10 +244,22 @@ def _run_plan(plan: Plan, args: argparse.Namespace) -> list[runner.CellOutcome]:
             raise InputError(
                 [Problem("--only", "", f"no cell id contains {' or '.join(args.only)}; see 'plan'")]
             )
+    mode = (
+        resume.Mode.RERUN_FAILED
+        if args.rerun_failed
+        else resume.Mode.FRESH
+        if args.fresh
+        else resume.Mode.RESUME
+    )
     print(
         f"running {len(cells)} of {len(plan.cells)} cells of {plan.name!r} into {out}/ (logs in {out}/logs/)"
+        + ("" if mode is resume.Mode.RESUME else f", {mode.value}")
     )
-    return runner.run(plan, backend, out, cells=cells)
+    outcomes = runner.run(plan, backend, out, cells=cells, mode=mode)
+    kept = sum(o.kept for o in outcomes)
+    if kept:
+        print(f"{kept} of {len(outcomes)} results kept from earlier runs into {out}/")
+    return outcomes
 
 
 def _images(args: argparse.Namespace) -> int:
@@ -358,7 +391,8 @@ def _compare(args: argparse.Namespace) -> int:
         if path.is_dir():  # shards in subfolders count; plans, verdicts and quarantined files do not
             found[side] = sorted(
                 p for p in path.rglob("*.json")
-                if p.name not in (results.PLAN_FILE, "verdict.json") and results.QUARANTINE not in p.parts
+                if p.name not in (results.PLAN_FILE, "verdict.json")
+                and results.QUARANTINE not in p.parts and resume.SUPERSEDED not in p.parts
                 and (args.only is None or args.only in p.name)
             )  # fmt: skip
         elif path.is_file():

@@ -3,6 +3,8 @@
 HarnessError             something went wrong; exit 1
 ├── InputError           bad input (matrix, result documents, arguments); exit 2, one line per Problem
 └── BackendUnavailable   the machine cannot realize what was asked (no torch, no cuDNN found); exit 3
+    └── RunStopped       the run cannot go on (the engine went away, the disk is full); what
+                         finished is kept and the next run resumes; exit 3
 """
 
 from __future__ import annotations
@@ -39,3 +41,7 @@ class InputError(HarnessError):
 
 class BackendUnavailable(HarnessError):
     exit_code = 3
+
+
+class RunStopped(BackendUnavailable):
+    """The whole run must stop; nothing was written for the run in flight."""

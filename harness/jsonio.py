@@ -18,12 +18,16 @@ def _umask() -> int:
 FILE_MODE = 0o666 & ~_umask()  # what open() would have given; mkstemp's 0600 hides results from others
 
 
-def write_atomic(path: Path, document: Any) -> None:
+def write_atomic(path: Path, document: Any, compact: bool = False) -> None:
+    """Write ``document`` as JSON; ``compact`` for big ones (result files with raw samples: 25% smaller)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
     try:
         with os.fdopen(fd, "w") as f:
-            json.dump(document, f, indent=1, sort_keys=True, allow_nan=False)
+            if compact:
+                json.dump(document, f, separators=(",", ":"), sort_keys=True, allow_nan=False)
+            else:
+                json.dump(document, f, indent=1, sort_keys=True, allow_nan=False)
             f.write("\n")
             f.flush()
             os.fsync(f.fileno())

@@ -7,8 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import jsonio
+from harness import jsonio, results, resume
 from harness.backends import Backend
+from harness.errors import RunStopped
 from harness.matrix import Cell, Plan
 from harness.results import PLAN_FILE
 
@@ -21,6 +22,7 @@ class CellOutcome:
     reason: str | None
     wall_s: float
     measurements: int
+    kept: bool = False  # from an earlier run into the same folder
 
 
 def schedule(cells: tuple[Cell, ...], rounds: int) -> list[tuple[int, Cell]]:
@@ -46,23 +48,62 @@ def run(
     results_dir: Path,
     say: Callable[[str], None] = print,
     cells: tuple[Cell, ...] | None = None,
+    mode: resume.Mode = resume.Mode.RESUME,
 ) -> list[CellOutcome]:
     """Run every round of the plan's cells (or ``cells`` of them); a failed run is recorded and the next one runs.
 
-    ``plan.json`` always describes the whole matrix, so a report can place any subset run into it.
+    Runs with a valid result of the same identity are kept, not repeated (see ``resume``), so an
+    interrupted run continues where it stopped. ``plan.json`` always describes the whole matrix, so a
+    report can place any subset run into it.
     """
-    jsonio.write_atomic(results_dir / PLAN_FILE, plan.to_json())
-    order = schedule(plan.cells if cells is None else cells, plan.rounds)
-    outcomes = []
-    started = time.monotonic()
+    with resume.locked(results_dir) as swept:
+        if swept:
+            say(f"removed what an interrupted run left: {', '.join(swept)}")
+        for line in backend.sweep(results_dir):
+            say(line)
+        jsonio.write_atomic(results_dir / PLAN_FILE, plan.to_json())
+        return _run_rounds(plan, backend, results_dir, say, plan.cells if cells is None else cells, mode)
+
+
+def _run_rounds(
+    plan: Plan,
+    backend: Backend,
+    results_dir: Path,
+    say: Callable[[str], None],
+    cells: tuple[Cell, ...],
+    mode: resume.Mode,
+) -> list[CellOutcome]:
+    order = schedule(cells, plan.rounds)
+    outcomes: list[CellOutcome] = []
+    started, ran = time.monotonic(), 0
     for index, (round_index, cell) in enumerate(order, 1):
         tag = f"[{index}/{len(order)}] {cell.id}" + (f" round {round_index}" if plan.rounds > 1 else "")
-        say(f"{tag}: running on the {backend.name} backend (torch {cell.torch}, cuDNN {cell.cudnn.label})")
-        start = time.monotonic()
         name = result_name(cell.id, round_index)
-        doc = backend.run_cell(
-            cell, plan, results_dir / name, results_dir / "logs" / name.replace(".json", ".log"), round_index
+        decision = resume.decide(results_dir / name, backend.identity(cell, plan), mode)
+        if not decision.run:
+            say(f"{tag}: {decision.note}")
+            if (results_dir / name).exists():
+                outcomes.append(_kept(results_dir / name, round_index))
+            continue
+        say(
+            f"{tag}: running on the {backend.name} backend (torch {cell.torch}, cuDNN {cell.cudnn.label})"
+            + (f"; {decision.note}" if decision.note else "")
         )
+        start = time.monotonic()
+        try:
+            doc = backend.run_cell(
+                cell,
+                plan,
+                results_dir / name,
+                results_dir / "logs" / name.replace(".json", ".log"),
+                round_index,
+            )
+        except OSError as exc:  # the results folder itself failed (disk full, gone): nothing can be kept
+            raise RunStopped(
+                f"cannot write into {results_dir} ({exc.strerror or exc}) during {cell.id} round {round_index}; "
+                "nothing partial was kept; fix that and run again to resume"
+            ) from None
+        ran += 1
         outcome = CellOutcome(
             cell.id,
             round_index,
@@ -72,7 +113,7 @@ def run(
             len(doc["measurements"]),
         )  # type: ignore[arg-type]
         if outcome.status == "ok":
-            eta = (time.monotonic() - started) / index * (len(order) - index)
+            eta = (time.monotonic() - started) / ran * (len(order) - index)
             say(
                 f"{tag}: ok, {outcome.measurements} measurements in {outcome.wall_s:.1f} s"
                 + (f" (about {eta:.0f} s left)" if index < len(order) else "")
@@ -81,3 +122,17 @@ def run(
             say(f"{tag}: FAILED: {outcome.reason}")
         outcomes.append(outcome)
     return outcomes
+
+
+def _kept(path: Path, round_index: int) -> CellOutcome:
+    document, _ = results.check(path)
+    assert document is not None  # decide() keeps only valid results
+    return CellOutcome(
+        document["cell"]["id"],
+        round_index,
+        document["status"],
+        (document.get("failure") or {}).get("reason"),
+        0.0,
+        len(document["measurements"]),
+        kept=True,
+    )

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any, Protocol
 
-from harness import jsonio
+from harness import jsonio, resume
 from harness.matrix import Cell, Plan
 
 
@@ -22,6 +22,14 @@ class Backend(Protocol):
         self, cell: Cell, plan: Plan, result_path: Path, log_path: Path, round_index: int = 1
     ) -> dict[str, object]:
         """Run the suite for ``cell`` (its ``round_index``-th independent process); write and return its result."""
+        ...
+
+    def identity(self, cell: Cell, plan: Plan) -> dict[str, str]:
+        """What a kept result must have been made with: suite version and settings, image or interpreter."""
+        ...
+
+    def sweep(self, results_dir: Path) -> list[str]:
+        """Clean up what a killed run into ``results_dir`` left running; say what was removed."""
         ...
 
 
@@ -91,7 +99,10 @@ def finish_result(
     """Name the cell, add the backend's run record and the log's tail to a failure; write atomically."""
     doc["cell"] = {"id": cell.id, **cell.to_json()}
     doc["run"] = run
+    partial_log = resume.partial(log_path)
+    if partial_log.exists():  # the log is complete now; under its final name it is never half of one
+        partial_log.replace(log_path)
     if doc.get("failure") and not doc["failure"].get("log_tail"):
         doc["failure"]["log_tail"] = log_tail(log_path)
-    jsonio.write_atomic(result_path, doc)
+    jsonio.write_atomic(result_path, doc, compact=True)
     return doc

@@ -13,6 +13,7 @@ import contextlib
 import datetime as dt
 import io
 import shutil
+import signal
 import tarfile
 import tempfile
 import threading
@@ -23,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import harness
-from harness import images, jsonio, suite_listing
+from harness import images, jsonio, resume, suite_listing
 from harness.backends import failed_result, finish_result, log_tail, read_suite_result, suite_arguments
-from harness.errors import BackendUnavailable
+from harness.errors import BackendUnavailable, RunStopped
 from harness.matrix import Cell, Plan
 
 try:
@@ -37,6 +38,7 @@ except ImportError:  # the local backend and the report need no docker SDK
     docker = None
 
 CONTAINER_USER = "10001:10001"
+RESULTS_LABEL = f"{images.LABEL_NS}.results"  # the results folder a container writes into
 NO_GPU_RUNTIME = (
     "the Docker engine cannot attach GPUs ({error}). Install the NVIDIA Container Toolkit "
     "(nvidia-container-toolkit), run 'nvidia-ctk runtime configure --runtime=docker' and restart "
@@ -154,6 +156,24 @@ class DockerBackend:
 
     # -- runs --------------------------------------------------------------------------------
 
+    def identity(self, cell: Cell, plan: Plan) -> dict[str, str]:
+        return {
+            "suite_version": self.suite_version,
+            "suite_settings_sha256": resume.suite_settings_sha256(plan),
+            "image": images.render(cell, self.options).reference,  # its tag is the hash of its inputs
+        }
+
+    def sweep(self, results_dir: Path) -> list[str]:
+        """Remove containers a killed orchestrator left running into ``results_dir`` (we hold its lock)."""
+        label = f"{RESULTS_LABEL}={results_dir.resolve()}"
+        removed = []
+        with _engine_errors("looking for containers left by an interrupted run"):
+            for container in self.client.containers.list(all=True, filters={"label": label}):
+                with contextlib.suppress(docker.errors.NotFound):
+                    container.remove(force=True)
+                removed.append(f"removed container {container.short_id} left running by an interrupted run")
+        return removed
+
     def run_cell(
         self, cell: Cell, plan: Plan, result_path: Path, log_path: Path, round_index: int = 1
     ) -> dict[str, Any]:
@@ -168,6 +188,7 @@ class DockerBackend:
             "harness_version": harness.__version__,
             "matrix_sha256": plan.matrix_sha256,
             "round": round_index,
+            "identity": self.identity(cell, plan),
         }
         if build.error is not None:
             jsonio.write_text_atomic(log_path, f"the image did not build: {build.error}\n")
@@ -175,7 +196,19 @@ class DockerBackend:
         else:
             expect = build.image.expect_cudnn if cell.cudnn.kind != "disabled" else {"source": "disabled"}
             command = suite_arguments(cell, plan, "/results/result.json", expect)
-            run["image"] = self.image_facts(build)
+            try:
+                run["image"] = self.image_facts(build)
+            except docker.errors.ImageNotFound:  # removed since it was built: build it again, once
+                self.progress(f"image {build.image.reference} is gone from the engine; building it again")
+                del self.builds[cell.id]
+                build = self.build(cell, plan, log_path.with_name(f"{cell.id}.build.log"))
+                if build.error is not None:
+                    doc = failed_result(
+                        cell, plan, self.suite_version, "build", build.error, build.log_tail, started
+                    )
+                    run["wall_s"] = time.monotonic() - t0
+                    return finish_result(doc, cell, run, result_path, log_path)
+                run["image"] = self.image_facts(build)
             doc = self._run_container(cell, plan, build.image_id or "", command, run, log_path, started)
         run["wall_s"] = time.monotonic() - t0
         return finish_result(doc, cell, run, result_path, log_path)
@@ -225,7 +258,7 @@ class DockerBackend:
                 tmpfs={"/tmp": "rw,nosuid,nodev,size=2g"}, shm_size="1g",
                 volumes={str(scratch): {"bind": "/results", "mode": "rw"}},
                 environment=environment, device_requests=self._device_requests(cell, plan),
-                labels={f"{images.LABEL_NS}.cell": cell.id},
+                labels={f"{images.LABEL_NS}.cell": cell.id, RESULTS_LABEL: str(log_path.parent.parent.resolve())},
             )  # fmt: skip
             t_start = time.monotonic()
             container.start()
@@ -242,12 +275,16 @@ class DockerBackend:
             elif container.attrs["State"].get("OOMKilled"):
                 reason = "the container ran out of memory and was killed"
             elif doc is None:
-                reason = f"the suite exited with code {exit_code} and wrote no result"
+                if not self._engine_alive():  # the engine stopped the container on its way down
+                    raise _engine_lost("the cell was running")
+                reason = f"the suite {_exit_words(exit_code)} and wrote no result"
             if reason is not None or doc is None:
                 return failed_result(
                     cell, plan, self.suite_version, "run", reason or "no result", "", started
                 )
             return doc
+        except requests.exceptions.ConnectionError:
+            raise _engine_lost("the cell was running") from None
         except docker.errors.APIError as exc:
             message = str(exc)
             if "could not select device driver" in message or "nvidia-container-cli" in message:
@@ -255,8 +292,8 @@ class DockerBackend:
             jsonio.write_text_atomic(log_path, message + "\n")
             return failed_result(cell, plan, self.suite_version, "start", message, "", started)
         finally:
-            if container is not None:
-                with contextlib.suppress(docker.errors.APIError):
+            if container is not None:  # if the engine is gone, the next run's sweep removes it
+                with contextlib.suppress(docker.errors.APIError, requests.exceptions.ConnectionError):
                     container.remove(force=True)
             shutil.rmtree(scratch, ignore_errors=True)
 
@@ -271,7 +308,7 @@ class DockerBackend:
         """Wait for the container within the time limit, copying its output to the log as it comes."""
 
         def follow() -> None:
-            with log_path.open("wb") as log:
+            with resume.partial(log_path).open("wb") as log:
                 for chunk in container.logs(stream=True, follow=True):
                     log.write(chunk)
                     log.flush()
@@ -283,11 +320,20 @@ class DockerBackend:
         try:
             status = container.wait(timeout=self.timeout_s)
         except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
+            # our time limit, unless the engine itself is gone
+            if not self._engine_alive():
+                raise _engine_lost("the cell was running") from None
             container.kill()
             reader.join(timeout=10)
             return None, True
         reader.join(timeout=30)
         return int(status.get("StatusCode", -1)), False
+
+    def _engine_alive(self) -> bool:
+        try:
+            return bool(self.client.ping())
+        except (docker.errors.DockerException, requests.exceptions.RequestException):
+            return False
 
 
 def _write_context(fileobj: Any, rendered: images.RenderedImage) -> None:
@@ -309,3 +355,29 @@ def _security_facts(attrs: dict[str, Any]) -> dict[str, Any]:
         "cap_drop": host.get("CapDrop"), "security_opt": host.get("SecurityOpt"), "privileged": host.get("Privileged"),
         "gpus": bool(host.get("DeviceRequests")),
     }  # fmt: skip
+
+
+def _exit_words(exit_code: int | None) -> str:
+    if exit_code is not None and exit_code > 128:  # the container's main process died of a signal
+        try:
+            name = signal.Signals(exit_code - 128).name
+        except ValueError:
+            name = f"signal {exit_code - 128}"
+        return f"was killed by {name} (exit code {exit_code}; e.g. 'docker kill' or the kernel)"
+    return f"exited with code {exit_code}"
+
+
+def _engine_lost(during: str) -> RunStopped:
+    return RunStopped(
+        f"the Docker engine went away while {during}; nothing was written for that run. "
+        "Start the engine and run the same command again: finished runs are kept and the rest resume"
+    )
+
+
+@contextlib.contextmanager
+def _engine_errors(during: str) -> Any:
+    """Turn a lost connection to the engine into RunStopped, so the run ends cleanly."""
+    try:
+        yield
+    except requests.exceptions.ConnectionError:
+        raise _engine_lost(during) from None

@@ -8,6 +8,7 @@ switch. The suite then checks, from inside the process, that the cuDNN it loaded
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import datetime as dt
 import json
 import os
@@ -22,13 +23,14 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import harness
-from harness import jsonio, suite_listing
+from harness import jsonio, resume, suite_listing
 from harness.backends import cudnn_dirs, failed_result, finish_result, read_suite_result, suite_arguments
 from harness.errors import BackendUnavailable
 from harness.matrix import Cell, Plan
 from harness.suite_listing import PACKAGE_ROOT
 
 POLL_S = 0.2
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 _PROBE = Path(__file__).with_name("interpreter_probe.py")
 
 
@@ -70,12 +72,23 @@ class LocalBackend:
             ) from None
         return info
 
+    def identity(self, cell: Cell, plan: Plan) -> dict[str, str]:
+        return {
+            "suite_version": self.suite_version,
+            "suite_settings_sha256": resume.suite_settings_sha256(plan),
+            "python": self.python,
+            "torch": self._interpreter["torch_version"],
+        }
+
+    def sweep(self, results_dir: Path) -> list[str]:
+        return []  # suite processes die with the orchestrator (PR_SET_PDEATHSIG), so none is left running
+
     def run_cell(
         self, cell: Cell, plan: Plan, result_path: Path, log_path: Path, round_index: int = 1
     ) -> dict[str, Any]:
         started = dt.datetime.now(dt.timezone.utc)
         t0 = time.monotonic()
-        with tempfile.TemporaryDirectory(prefix="harness-cell-") as scratch:
+        with tempfile.TemporaryDirectory(prefix=".cell-", dir=result_path.parent) as scratch:
             raw_path = Path(scratch) / "result.json"
             try:
                 env, expect = self._realize(cell, plan, Path(scratch))
@@ -110,6 +123,7 @@ class LocalBackend:
             "harness_version": harness.__version__,
             "matrix_sha256": plan.matrix_sha256,
             "round": round_index,
+            "identity": self.identity(cell, plan),
         }
         return finish_result(doc, cell, run, result_path, log_path)
 
@@ -146,14 +160,15 @@ class LocalBackend:
         """Run ``command`` with its output in ``log_path``, relaying new lines as progress."""
         log_path.parent.mkdir(parents=True, exist_ok=True)
         deadline = time.monotonic() + self.timeout_s
-        with log_path.open("w") as log, log_path.open() as follow:
+        writing = resume.partial(log_path)
+        with writing.open("w") as log, writing.open() as follow:
             proc = subprocess.Popen(
                 command,
                 env={**os.environ, **env, "PYTHONUNBUFFERED": "1"},
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                start_new_session=True,  # its own process group, so a kill takes its children too
+                preexec_fn=_own_group_dying_with_us,
             )
             try:
                 while proc.poll() is None and time.monotonic() < deadline:
@@ -171,6 +186,17 @@ class LocalBackend:
     def _relay(self, follow: TextIO) -> None:
         for line in follow.readlines():
             self.progress(line.rstrip())
+
+
+def _own_group_dying_with_us() -> None:
+    """In the child: its own process group (a kill takes its children too), killed if we die.
+
+    Without the death signal a SIGKILLed orchestrator would leave the suite running on the GPU,
+    under the next run's measurements.
+    """
+    os.setsid()
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:
