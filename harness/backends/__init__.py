@@ -7,7 +7,10 @@ A backend never raises for a cell that fails: the failure is written as a result
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import json
+import os
+import shutil
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -35,6 +38,7 @@ class Backend(Protocol):
 
 RESULT_SCHEMA_VERSION = 1  # the result format these backends write (schemas/result.schema.json)
 LOG_TAIL_CHARS = 4000
+MIN_FREE_BYTES = 4 * 1024 * 1024  # below this, a failed run is blamed on the disk, not the cell
 
 
 def failed_result(
@@ -96,7 +100,13 @@ def log_tail(log_path: Path) -> str:
 def finish_result(
     doc: dict[str, Any], cell: Cell, run: dict[str, Any], result_path: Path, log_path: Path
 ) -> dict[str, Any]:
-    """Name the cell, add the backend's run record and the log's tail to a failure; write atomically."""
+    """Name the cell, add the backend's run record and the log's tail to a failure; write atomically.
+
+    A failure while the results folder's disk is (nearly) full is not the cell's: it raises ENOSPC,
+    so the run stops and the cell runs again once there is room, instead of being kept as failed.
+    """
+    if doc.get("status") != "ok" and shutil.disk_usage(result_path.parent).free < MIN_FREE_BYTES:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(result_path.parent))
     doc["cell"] = {"id": cell.id, **cell.to_json()}
     doc["run"] = run
     partial_log = resume.partial(log_path)

@@ -1,0 +1,232 @@
+"""Resumption for real: CPU torch runs through the CLI, interrupted, damaged and changed between runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness import results
+from tests.conftest import REPO, harness_env, run_cli
+
+MATRIX = """
+schema_version: 1
+name: resume-test
+axes:
+  torch: [installed]
+  cudnn: [bundled, disabled]
+suite:
+  profile: smoke
+  device: cpu
+  workloads: [relu, gemm]
+  dtypes: [fp32]
+  time_budget_s: 0.05
+  min_time_s: 0.02
+  numerics: false
+rounds: 2
+baseline: {cudnn: bundled}
+"""
+
+
+def result_files(folder: Path) -> dict[str, str]:
+    """name -> started_at of every result in ``folder`` (what identifies one run of one cell)."""
+    return {p.name: json.loads(p.read_text())["started_at"] for p in sorted(folder.glob("torch*.json"))}
+
+
+def suite_processes() -> list[str]:
+    out = subprocess.run(["pgrep", "-af", "harness.suite run"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if "pgrep" not in line]
+
+
+@pytest.fixture
+def matrix_file(tmp_path: Path) -> Path:
+    path = tmp_path / "matrix.yaml"
+    path.write_text(MATRIX)
+    return path
+
+
+def test_a_second_run_keeps_every_valid_result_and_runs_nothing(matrix_file, tmp_path):
+    out = tmp_path / "r"
+    first = run_cli("run", "--matrix", str(matrix_file), "--out", str(out))
+    assert first.returncode == 0, first.stdout + first.stderr
+    before = result_files(out)
+    assert len(before) == 4
+    second = run_cli("run", "--matrix", str(matrix_file), "--out", str(out))
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert second.stdout.count("kept: a valid result made the same way") == 4
+    assert "4 of 4 results kept from earlier runs" in second.stdout
+    assert result_files(out) == before  # not one of them ran again
+
+    fresh = run_cli("run", "--matrix", str(matrix_file), "--out", str(out), "--fresh")
+    assert fresh.returncode == 0, fresh.stdout + fresh.stderr
+    after = result_files(out)
+    assert set(after) == set(before) and all(after[n] != before[n] for n in after)
+    superseded = out / "superseded"
+    assert {p.name for p in superseded.glob("*.json")} == set(before)  # nothing valid is lost
+
+
+def test_a_killed_orchestrator_leaves_nothing_partial_and_the_next_run_resumes(matrix_file, tmp_path):
+    out = tmp_path / "r"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", "--matrix", str(matrix_file), "--out", str(out)],
+        cwd=REPO,
+        env=harness_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    # kill it while its second run is measuring: one result is written, one is in flight
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list(out.glob("torch*.json"))) < 1:
+        time.sleep(0.1)
+    while time.monotonic() < deadline and not list((out / "logs").glob("*.part")):
+        time.sleep(0.05)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    kept = result_files(out)
+    assert len(kept) == 1, kept
+    leftovers = sorted(p.name for p in (out / "logs").glob("*.part"))
+    assert leftovers, "the killed run's log should still be partial"
+    time.sleep(0.5)
+    assert not [p for p in suite_processes() if str(out) in p or "resume-test" in p], suite_processes()
+    for path in out.glob("torch*.json"):  # whatever was written is a whole, valid document
+        assert results.check(path)[1] == []
+
+    resumed = run_cli("run", "--matrix", str(matrix_file), "--out", str(out))
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    swept = next(
+        line for line in resumed.stdout.splitlines() if "removed what an interrupted run left:" in line
+    )
+    assert all(name in swept for name in leftovers) and ".cell-" in swept  # partial log, scratch folder
+    assert "1 of 4 results kept from earlier runs" in resumed.stdout
+    after = result_files(out)
+    assert len(after) == 4 and all(after[name] == started for name, started in kept.items())
+    assert not list(out.rglob("*.part")) and not list(out.glob(".tmp-*")) and not list(out.glob(".cell-*"))
+
+
+def test_ctrl_c_stops_cleanly_with_exit_130(matrix_file, tmp_path):
+    out = tmp_path / "r"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", "--matrix", str(matrix_file), "--out", str(out)],
+        cwd=REPO,
+        env=harness_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not list((out / "logs").glob("*.part")):
+        time.sleep(0.05)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted" in stderr
+    assert not list(out.glob("torch*.json"))  # the run in flight wrote nothing
+    assert not suite_processes()
+
+
+def test_failed_runs_are_kept_until_rerun_failed_retries_only_them(matrix_file, tmp_path):
+    out = tmp_path / "r"
+    ok = run_cli("run", "--matrix", str(matrix_file), "--out", str(out), "--only", "bundled")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    bundled = result_files(out)
+    failing = run_cli(
+        "run", "--matrix", str(matrix_file), "--out", str(out), "--only", "disabled", "--timeout-s", "0.5"
+    )
+    assert failing.returncode == 1 and failing.stdout.count("FAILED: timed out after") == 2, failing.stdout
+
+    again = run_cli("run", "--matrix", str(matrix_file), "--out", str(out))
+    assert again.returncode == 1  # the failures are kept, and still count
+    assert again.stdout.count("kept an earlier failure (timed out after 0 s); --rerun-failed retries it") == 2
+
+    retried = run_cli("run", "--matrix", str(matrix_file), "--out", str(out), "--rerun-failed")
+    assert retried.returncode == 0, retried.stdout + retried.stderr
+    assert retried.stdout.count("retrying an earlier failure: timed out") == 2
+    assert retried.stdout.count("running on the local backend") == 2  # the bundled ones did not run
+    after = result_files(out)
+    assert {n: after[n] for n in bundled} == bundled
+    assert all(json.loads((out / n).read_text())["status"] == "ok" for n in after)
+
+
+def test_a_damaged_result_is_quarantined_and_run_again(matrix_file, tmp_path):
+    out = tmp_path / "r"
+    assert run_cli("run", "--matrix", str(matrix_file), "--out", str(out)).returncode == 0
+    victim = sorted(out.glob("torch*.json"))[0]
+    text = victim.read_text()
+    victim.write_text(text[: len(text) // 2])  # truncated, as by a full disk or a crash mid-copy
+    forged = sorted(out.glob("torch*.json"))[1]
+    doc = json.loads(forged.read_text())
+    doc["measurements"][0]["stats"]["median"] *= 0.5  # a forged, faster median
+    forged.write_text(json.dumps(doc))
+
+    resumed = run_cli("run", "--matrix", str(matrix_file), "--out", str(out))
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert resumed.stdout.count("the earlier result was invalid and is quarantined") == 2
+    quarantined = {p.name for p in (out / "quarantine").glob("*.json")}
+    assert quarantined == {victim.name, forged.name}
+    for path in out.glob("torch*.json"):
+        assert results.check(path)[1] == []
+
+
+def test_results_made_differently_are_superseded_not_kept(matrix_file, tmp_path):
+    out = tmp_path / "r"
+    assert (
+        run_cli("run", "--matrix", str(matrix_file), "--out", str(out), "--only", "bundled").returncode == 0
+    )
+    changed = tmp_path / "changed.yaml"
+    changed.write_text(MATRIX.replace("time_budget_s: 0.05", "time_budget_s: 0.06"))
+    done = run_cli("run", "--matrix", str(changed), "--out", str(out), "--only", "bundled")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("it was made differently (suite_settings_sha256") == 2
+    assert len(list((out / "superseded").glob("*.json"))) == 2
+
+
+def test_two_runs_into_one_folder_at_once_are_refused(matrix_file, tmp_path):
+    out = tmp_path / "r"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", "--matrix", str(matrix_file), "--out", str(out)],
+        cwd=REPO,
+        env=harness_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (out / "plan.json").exists():
+            time.sleep(0.05)
+        second = run_cli("run", "--matrix", str(matrix_file), "--out", str(out))
+        assert second.returncode == 3
+        assert f"error: {out} is being written by pid {proc.pid}" in second.stderr
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
+def test_a_full_disk_stops_the_run_and_keeps_what_was_whole(matrix_file, tmp_path):
+    out = tmp_path / "small"
+    out.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=200k", "tmpfs", str(out)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"cannot mount a tmpfs for the full-disk test: {mounted.stderr.decode()}")
+        pytest.skip("this machine cannot mount a tmpfs")
+    try:
+        done = run_cli("run", "--matrix", str(matrix_file), "--out", str(out))
+        assert done.returncode == 3, done.stdout + done.stderr
+        assert f"error: cannot write into {out} (No space left on device)" in done.stderr
+        assert "nothing partial was kept; fix that and run again to resume" in done.stderr
+        written = list(out.glob("torch*.json"))
+        for path in written:
+            assert results.check(path)[1] == []
+        assert not list(out.glob(".tmp-*"))
+    finally:
+        subprocess.run(["umount", str(out)], check=True)
