@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
@@ -21,7 +22,42 @@ def validator(name: str) -> jsonschema.Draft202012Validator:
     """The checked validator for ``schemas/<name>.schema.json``."""
     schema = json.loads((SCHEMA_DIR / f"{name}.schema.json").read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
-    return jsonschema.Draft202012Validator(schema)
+    return _EcmaValidator(schema)
+
+
+def ecma_pattern(pattern: str) -> re.Pattern[str]:
+    r"""``pattern`` with JSON Schema's (ECMA-262) meaning of ``$``: the end of the string.
+
+    Python's ``$`` also matches before a final newline, so "2.13.0+cpu\n" would pass
+    ``^...$`` and carry a newline into a Dockerfile or a shell; ``\Z`` does not.
+    """
+    out, in_class, escaped = [], False, False
+    for char in pattern:
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == "[":
+            in_class = True
+        elif char == "]":
+            in_class = False
+        elif char == "$" and not in_class:
+            char = r"\Z"
+        out.append(char)
+    return _compiled("".join(out))
+
+
+@cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Any:
+    if validator.is_type(instance, "string") and not ecma_pattern(pattern).search(instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+_EcmaValidator = jsonschema.validators.extend(jsonschema.Draft202012Validator, {"pattern": _pattern})
 
 
 def problems(

@@ -57,17 +57,21 @@ def load(path: Path) -> tuple[Any, Locator]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError([Problem(source, "", f"not UTF-8 text (byte {exc.start})")]) from None
-    loader = _StrictLoader(text)
+    loader = None
     try:
+        loader = _StrictLoader(text)  # its reader already refuses control characters
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
-        message = getattr(exc, "problem", None) or str(exc)
+        message = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise InputError([Problem(source, "", f"invalid YAML: {message}", line)]) from None
+    except RecursionError:
+        raise InputError([Problem(source, "", "invalid YAML: nested too deeply")]) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     return data, lambda json_path: _line_of(node, json_path)
 
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["tests.docker_engine"]  # engine, base_image, wheelhouse
+
 REPO = Path(__file__).resolve().parent.parent
 GPU_REPORT = REPO / "reports" / "gpu-local-cudnn-sources"
 

@@ -177,6 +177,12 @@ class DockerBackend:
     def run_cell(
         self, cell: Cell, plan: Plan, result_path: Path, log_path: Path, round_index: int = 1
     ) -> dict[str, Any]:
+        with _engine_errors("the cell was running"):  # building, inspecting or running it
+            return self._run_cell(cell, plan, result_path, log_path, round_index)
+
+    def _run_cell(
+        self, cell: Cell, plan: Plan, result_path: Path, log_path: Path, round_index: int
+    ) -> dict[str, Any]:
         started = dt.datetime.now(dt.timezone.utc)
         t0 = time.monotonic()
         build = self.build(cell, plan, log_path.with_name(f"{cell.id}.build.log"))

@@ -1,0 +1,116 @@
+"""The real Docker engine for tests: the engine, a registry-free base image, an offline torch wheelhouse.
+
+Without an engine these fixtures skip on a developer machine and FAIL in CI (CI=true), where
+.ci/run installs and starts one. Registered for every test module in conftest.py.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import docker
+import docker.errors
+import pytest
+
+from tests.conftest import run_cli
+
+CACHE = Path(os.environ.get("HARNESS_TEST_CACHE", Path.home() / ".cache" / "cudnn-harness"))
+BASE = "harness-test-base:bookworm"
+PY = f"{sys.version_info.major}.{sys.version_info.minor}"
+MATRIX = f"""
+schema_version: 1
+name: docker-cpu
+backend: docker
+axes:
+  torch: ["2.13.0+cpu"]
+  cudnn: [bundled, disabled]
+  base_image: ["{BASE}"]
+  python: ["3.11"]
+suite: {{workloads: [relu, conv2d_r50_3x3], dtypes: [fp32], time_budget_s: 0.05}}
+baseline: {{cudnn: bundled}}
+"""
+
+
+def run_matrix(matrix: Path, wheelhouse: Path, out: Path, *extra: str):
+    """``python -m harness run`` of a docker matrix, offline from the wheelhouse."""
+    return run_cli(
+        "run",
+        "--matrix",
+        str(matrix),
+        "--wheelhouse",
+        str(wheelhouse),
+        "--out",
+        str(out),
+        *extra,
+        timeout=1800,
+    )
+
+
+@pytest.fixture(scope="module")
+def engine():
+    try:
+        client = docker.from_env(timeout=600)
+        client.ping()
+    except docker.errors.DockerException as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI needs a running Docker engine (.ci/run starts one): {exc}")
+        pytest.skip(f"no Docker engine: {exc}")
+    return client
+
+
+@pytest.fixture(scope="module")
+def base_image(engine):
+    """A local Debian base with python3.11; made once with debootstrap, then kept as a tarball."""
+    try:
+        engine.images.get(BASE)
+        return BASE
+    except docker.errors.ImageNotFound:
+        pass
+    tarball = CACHE / "bookworm-minbase.tar"
+    if not tarball.exists():
+        root = CACHE / "bookworm-root"
+        shutil.rmtree(root, ignore_errors=True)
+        subprocess.run(
+            [
+                "debootstrap",
+                "--variant=minbase",
+                "--include=python3,python3-venv,python3-pip,ca-certificates",
+                "bookworm",
+                str(root),
+            ],
+            check=True,
+            capture_output=True,
+        )
+        subprocess.run(["tar", "-C", str(root), "-cf", str(tarball), "."], check=True)
+        shutil.rmtree(root, ignore_errors=True)
+    with tarball.open("rb") as f:
+        engine.images.import_image(src=f, repository=BASE.split(":")[0], tag=BASE.split(":")[1])
+    return BASE
+
+
+@pytest.fixture(scope="module")
+def wheelhouse() -> Path:
+    """torch 2.13.0 (CPU) and its dependencies for Python 3.11, the base image's Python."""
+    path = CACHE / "wheelhouse-torch-2.13.0-cp311"
+    if not list(path.glob("torch-2.13.0*.whl")):
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "torch==2.13.0",
+                "-d",
+                str(path),
+                "--python-version",
+                "3.11",
+                "--only-binary=:all:",
+            ],
+            check=True,
+        )
+    return path

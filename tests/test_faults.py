@@ -1,0 +1,197 @@
+"""Fault injection against the real Docker engine: what each fault keeps, what it loses, how the next run heals.
+
+Each test breaks one thing in the middle of a real matrix run (a container killed from outside, an
+image removed, the engine restarted, the output disk full, a result file corrupted) and checks:
+the fault is detected and named, every valid result is kept, nothing invalid is merged, and the
+next run completes the matrix. Like the other docker tests these FAIL in CI when there is no engine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import docker
+import pytest
+
+from harness import results
+from tests.conftest import REPO, harness_env
+from tests.docker_engine import MATRIX, run_matrix
+
+# long enough to be caught mid-run: the suite imports torch, then measures for a while
+SLOW = MATRIX.replace("time_budget_s: 0.05", "time_budget_s: 1.0, min_time_s: 0.5")
+
+
+RESTARTED: list[subprocess.Popen[bytes]] = []  # the engine this module restarted; it outlives the tests
+
+
+def docs(folder: Path) -> dict[str, dict]:
+    return {p.name: json.loads(p.read_text()) for p in sorted(folder.glob("torch*.json"))}
+
+
+def wait_for_container(client, cell_text: str, timeout_s: float = 900) -> object:
+    """The running container of the cell whose id contains ``cell_text``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for container in client.containers.list(filters={"label": "io.cudnn-harness.cell"}):
+            if cell_text in container.labels.get("io.cudnn-harness.cell", ""):
+                return container
+        time.sleep(0.1)
+    raise AssertionError(f"no container for {cell_text} started within {timeout_s} s")
+
+
+def test_a_container_killed_from_outside_fails_only_its_cell(engine, base_image, wheelhouse, tmp_path):
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text(SLOW)
+    out = tmp_path / "r"
+    killer = threading.Thread(target=lambda: (time.sleep(2.0), wait_for_container(engine, "disabled").kill()))
+    killer.start()
+    done = run_matrix(matrix, wheelhouse, out)
+    killer.join()
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
+    by_cudnn = {d["cell"]["cudnn"]: d for d in docs(out).values()}
+    assert by_cudnn["bundled"]["status"] == "ok"  # kept: the other cell is untouched
+    killed = by_cudnn["disabled"]
+    assert (
+        killed["status"] == "failed" and "was killed by SIGKILL (exit code 137" in killed["failure"]["reason"]
+    )
+    assert not engine.containers.list(
+        all=True, filters={"label": f"io.cudnn-harness.results={out.resolve()}"}
+    )
+
+    # a corrupted result beside it is not trusted either: quarantined and measured again
+    bundled_file = next(n for n, d in docs(out).items() if d["cell"]["cudnn"] == "bundled")
+    (out / bundled_file).write_text('{"schema_version": 1, "status": "ok"')
+    healed = run_matrix(matrix, wheelhouse, out)
+    assert healed.returncode == 1  # the kill is kept as a failure by default ...
+    assert "kept an earlier failure" in healed.stdout and "is quarantined" in healed.stdout
+    retried = run_matrix(matrix, wheelhouse, out, "--rerun-failed")
+    assert retried.returncode == 0, retried.stdout[-3000:]  # ... and --rerun-failed completes the matrix
+    final = docs(out)
+    assert [d["status"] for d in final.values()] == ["ok", "ok"]
+    assert (out / "quarantine" / bundled_file).exists()
+    for name in final:
+        assert results.check(out / name)[1] == []
+
+
+def test_an_image_removed_after_its_build_is_built_again(engine, base_image, wheelhouse, tmp_path):
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text(MATRIX.replace("cudnn: [bundled, disabled]", "cudnn: [disabled]").replace(
+        "baseline: {cudnn: bundled}", "baseline: {cudnn: disabled}"))  # fmt: skip
+    from harness.backends.docker import DockerBackend
+    from harness.images import BuildOptions
+    from harness.matrix import load
+
+    plan = load(matrix)
+    backend = DockerBackend(BuildOptions(wheelhouse=wheelhouse))
+    cell = plan.cells[0]
+    build = backend.build(cell, plan, tmp_path / "build.log")
+    assert build.error is None
+    engine.images.remove(build.image.reference, force=True)  # gone between this build and the run
+    out = tmp_path / "r"
+    doc = backend.run_cell(cell, plan, out / "x.r1.json", out / "logs" / "x.r1.log")
+    assert doc["status"] == "ok", doc.get("failure")
+    assert doc["run"]["image"]["cached"] is False and engine.images.get(build.image.reference)
+
+
+def _dockerd() -> tuple[int, list[str]] | None:
+    found = subprocess.run(["pgrep", "-x", "dockerd"], capture_output=True, text=True).stdout.split()
+    if len(found) != 1:
+        return None
+    pid = int(found[0])
+    return pid, Path(f"/proc/{pid}/cmdline").read_bytes().decode().rstrip("\0").split("\0")
+
+
+def test_an_engine_restart_mid_matrix_stops_the_run_and_the_next_run_completes(
+    engine,
+    base_image,
+    wheelhouse,
+    tmp_path,
+):
+    daemon = _dockerd()
+    if daemon is None or os.geteuid() != 0:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI must run its own dockerd (started by .ci/run) so this test can restart it")
+        pytest.skip("restarting the engine needs a dockerd this test can restart (root, one dockerd)")
+    pid, cmdline = daemon
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text(SLOW)
+    out = tmp_path / "r"
+    subprocess.run(
+        [sys.executable, "-m", "harness", "images", "--matrix", str(matrix), "--wheelhouse", str(wheelhouse)],
+        cwd=REPO, env=harness_env(), check=True, capture_output=True, timeout=1800,
+    )  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", "--matrix", str(matrix), "--out", str(out),
+         "--wheelhouse", str(wheelhouse)],
+        cwd=REPO, env=harness_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        wait_for_container(engine, "bundled")
+        time.sleep(1.0)
+        os.kill(pid, signal.SIGTERM)
+        for _ in range(600):
+            if not Path(f"/proc/{pid}").exists():
+                break
+            time.sleep(0.1)
+    finally:
+        with open("/tmp/harness-test-dockerd.log", "a") as log:
+            RESTARTED.append(
+                subprocess.Popen(cmdline, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            )
+        for _ in range(120):
+            if subprocess.run(["docker", "info"], capture_output=True).returncode == 0:
+                break
+            time.sleep(0.5)
+    stdout, stderr = proc.communicate(timeout=600)
+    assert proc.returncode == 3, stdout[-2000:] + stderr[-2000:]
+    assert (
+        "the Docker engine went away while the cell was running; nothing was written for that run" in stderr
+    )
+    kept = docs(out)  # runs that finished before the engine went down are whole and kept
+    assert len(kept) < 2 and all(d["status"] == "ok" for d in kept.values())
+    assert all(results.check(out / name)[1] == [] for name in kept)
+
+    client = docker.from_env(timeout=600)
+    resumed = run_matrix(matrix, wheelhouse, out)
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    after = docs(out)
+    assert [d["status"] for d in after.values()] == ["ok", "ok"]
+    assert all(after[name]["started_at"] == doc["started_at"] for name, doc in kept.items())
+    assert not list(out.glob(".cell-*")) and not list(out.rglob("*.part"))
+    assert not client.containers.list(
+        all=True, filters={"label": f"io.cudnn-harness.results={out.resolve()}"}
+    )
+
+
+def test_a_full_output_disk_stops_the_run_and_keeps_only_whole_results(
+    engine, base_image, wheelhouse, tmp_path
+):
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    out = tmp_path / "small"
+    out.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=48k", "tmpfs", str(out)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"cannot mount a tmpfs: {mounted.stderr.decode()}")
+        pytest.skip("this machine cannot mount a tmpfs")
+    try:
+        matrix = tmp_path / "matrix.yaml"
+        matrix.write_text(MATRIX)
+        done = run_matrix(matrix, wheelhouse, out)
+        assert done.returncode == 3, done.stdout[-3000:] + done.stderr[-3000:]
+        assert f"cannot write into {out} (No space left on device)" in done.stderr
+        for path in out.glob("torch*.json"):
+            assert results.check(path)[1] == []  # whatever is there is whole
+        assert not list(out.glob(".tmp-*"))
+    finally:
+        subprocess.run(["umount", str(out)], check=True)
