@@ -141,6 +141,10 @@ def _run_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout-s", type=float, default=3600.0, help="time limit per cell (default 3600)")
     parser.add_argument("--gpus", default="all", help="docker backend: 'all' or device ids, e.g. 0,1")
     parser.add_argument(
+        "--memory",
+        help="docker backend: memory limit per container, e.g. 16g (default: none); a cell past it fails as OOM",
+    )
+    parser.add_argument(
         "--only",
         action="append",
         metavar="TEXT",
@@ -189,7 +193,11 @@ def _backend(plan: Plan, args: argparse.Namespace) -> Backend:
         from harness.backends.docker import DockerBackend
 
         return DockerBackend(
-            _build_options(args), timeout_s=args.timeout_s, gpus=args.gpus, progress=_progress
+            _build_options(args),
+            timeout_s=args.timeout_s,
+            gpus=args.gpus,
+            memory=args.memory,
+            progress=_progress,
         )
     return LocalBackend(args.python, timeout_s=args.timeout_s, progress=_progress)
 

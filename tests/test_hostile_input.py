@@ -187,3 +187,15 @@ def test_a_result_with_any_field_replaced_is_checked_without_crashing(data):
     assert (document is None) == bool(problems)
     if value != value or (value in (float("inf"), -1.0) and path[-2:-1] == ("samples_s",)):
         assert problems  # NaN never passes; nor does a negative or infinite time
+
+
+def test_a_result_naming_a_path_outside_its_folder_is_refused(tmp_path):
+    for forged_id in ("../../etc/cron.d/evil", "/tmp/evil", "..", "a/../../b"):
+        document = copy.deepcopy(SMALL_RESULT)
+        document["cell"]["id"] = forged_id
+        file = tmp_path / "forged.json"
+        file.write_text(json.dumps(document))
+        assert results.check(file)[0] is None
+        done = run_cli("rerun", str(file), "--out", str(tmp_path / "out"))
+        assert done.returncode == 2 and "cell.id" in done.stderr and "Traceback" not in done.stderr
+        assert not (tmp_path / "out").exists() and not (tmp_path.parent / "etc").exists()

@@ -208,25 +208,55 @@ def test_two_runs_into_one_folder_at_once_are_refused(matrix_file, tmp_path):
         proc.wait(timeout=60)
 
 
+def fill(folder: Path) -> Path:
+    """Fill the disk under ``folder`` to the last byte, as another tenant would."""
+    filler = folder / "filler.bin"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
+    try:
+        while os.write(fd, b"\0" * 65536):
+            pass
+    except OSError:
+        pass  # ENOSPC: full
+    finally:
+        os.close(fd)
+    return filler
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
-def test_a_full_disk_stops_the_run_and_keeps_what_was_whole(matrix_file, tmp_path):
+def test_a_disk_filled_mid_run_stops_the_run_keeps_what_was_whole_and_the_next_run_completes(
+    matrix_file, tmp_path
+):
     out = tmp_path / "small"
     out.mkdir()
     mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=200k", "tmpfs", str(out)], capture_output=True
+        ["mount", "-t", "tmpfs", "-o", "size=32m", "tmpfs", str(out)], capture_output=True
     )
     if mounted.returncode != 0:
         if os.environ.get("CI") == "true":
             pytest.fail(f"cannot mount a tmpfs for the full-disk test: {mounted.stderr.decode()}")
         pytest.skip("this machine cannot mount a tmpfs")
     try:
-        done = run_cli("run", "--matrix", str(matrix_file), "--out", str(out))
-        assert done.returncode == 3, done.stdout + done.stderr
-        assert f"error: cannot write into {out} (No space left on device)" in done.stderr
-        assert "nothing partial was kept; fix that and run again to resume" in done.stderr
-        written = list(out.glob("torch*.json"))
-        for path in written:
-            assert results.check(path)[1] == []
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "harness", "run", "--matrix", str(matrix_file), "--out", str(out)],
+            cwd=REPO, env=harness_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not list(out.glob("torch*.json")):
+            time.sleep(0.05)
+        filler = fill(out)  # the disk fills while the second run measures
+        stdout, stderr = proc.communicate(timeout=300)
+        assert proc.returncode == 3, stdout + stderr
+        assert f"error: cannot write into {out} (No space left on device)" in stderr
+        assert "nothing partial was kept; fix that and run again to resume" in stderr
+        kept = result_files(out)
+        assert 1 <= len(kept) < 4
+        assert all(results.check(out / name)[1] == [] for name in kept)
         assert not list(out.glob(".tmp-*"))
+
+        filler.unlink()  # room again: the same command completes the matrix, keeping what was whole
+        resumed = run_cli("run", "--matrix", str(matrix_file), "--out", str(out))
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+        after = result_files(out)
+        assert len(after) == 4 and all(after[name] == started for name, started in kept.items())
     finally:
         subprocess.run(["umount", str(out)], check=True)

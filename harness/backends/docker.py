@@ -66,6 +66,7 @@ class DockerBackend:
         options: images.BuildOptions,
         timeout_s: float = 3600.0,
         gpus: str = "all",
+        memory: str | None = None,
         progress: Callable[[str], None] | None = None,
     ) -> None:
         if docker is None:
@@ -81,6 +82,7 @@ class DockerBackend:
         self.options = options
         self.timeout_s = timeout_s
         self.gpus = gpus
+        self.memory = memory  # e.g. "16g": a cell past it is OOM-killed and recorded as such
         self.progress = progress or (lambda line: None)
         self.builds: dict[str, Build] = {}
         # what a result the suite could not write itself is stamped with; asked once, like the local backend
@@ -262,6 +264,7 @@ class DockerBackend:
                 image_id, command=command, user=CONTAINER_USER, network_mode="none", read_only=True,
                 cap_drop=["ALL"], security_opt=["no-new-privileges:true"], privileged=False,
                 tmpfs={"/tmp": "rw,nosuid,nodev,size=2g"}, shm_size="1g",
+                mem_limit=self.memory, memswap_limit=self.memory,
                 volumes={str(scratch): {"bind": "/results", "mode": "rw"}},
                 environment=environment, device_requests=self._device_requests(cell, plan),
                 labels={f"{images.LABEL_NS}.cell": cell.id, RESULTS_LABEL: str(log_path.parent.parent.resolve())},
@@ -359,7 +362,7 @@ def _security_facts(attrs: dict[str, Any]) -> dict[str, Any]:
         "id": attrs.get("Id", "")[:12], "user": attrs.get("Config", {}).get("User"),
         "read_only_rootfs": host.get("ReadonlyRootfs"), "network_mode": host.get("NetworkMode"),
         "cap_drop": host.get("CapDrop"), "security_opt": host.get("SecurityOpt"), "privileged": host.get("Privileged"),
-        "gpus": bool(host.get("DeviceRequests")),
+        "gpus": bool(host.get("DeviceRequests")), "memory_limit_bytes": host.get("Memory") or None,
     }  # fmt: skip
 
 
