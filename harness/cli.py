@@ -328,10 +328,11 @@ def _rerun(args: argparse.Namespace) -> int:
     out = args.out or Path("results") / "rerun"
     cell_id = document["cell"]["id"]
     # the re-run keeps the round of the result it repeats, so its files sit beside the originals' names
-    result_path = out / runner.result_name(cell_id, document["run"].get("round", 1))
+    round_index = document["run"].get("round", 1)
+    result_path = out / runner.result_name(cell_id, round_index)
     jsonio.write_atomic(out / results.PLAN_FILE, plan.to_json())
     print(f"re-running {cell_id} in image {document['run']['image']['id']}", flush=True)
-    doc = backend.rerun(document, result_path, out / "logs" / result_path.with_suffix(".log").name, plan)
+    doc = backend.rerun(document, result_path, out / "logs" / runner.log_name(cell_id, round_index), plan)
     print(
         f"{cell_id}: {doc['status']}"
         + (f": {doc['failure']['reason']}" if doc["failure"] else "")

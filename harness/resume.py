@@ -42,6 +42,7 @@ class Mode(Enum):
 class Decision:
     run: bool
     note: str  # why, for the progress line; empty when a run simply has no result yet
+    kept: dict[str, Any] | None = None  # the valid document a run that is not repeated keeps
 
 
 def suite_settings_sha256(plan: Plan) -> str:
@@ -71,12 +72,14 @@ def decide(result_path: Path, identity: dict[str, Any], mode: Mode) -> Decision:
         return Decision(True, f"the earlier result moved to {SUPERSEDED}/: {why}")
     if document["status"] == "ok":
         return Decision(
-            False, "kept: a valid result made the same way (suite version and settings, image or interpreter)"
+            False,
+            "kept: a valid result made the same way (suite version and settings, image or interpreter)",
+            document,
         )
     reason = (document.get("failure") or {}).get("reason", "")
     if mode is Mode.RERUN_FAILED:
         return Decision(True, f"retrying an earlier failure: {reason}")
-    return Decision(False, f"kept an earlier failure ({reason}); --rerun-failed retries it")
+    return Decision(False, f"kept an earlier failure ({reason}); --rerun-failed retries it", document)
 
 
 def _difference(recorded: Any, identity: dict[str, Any]) -> str:

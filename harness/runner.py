@@ -6,8 +6,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from harness import jsonio, results, resume
+from harness import jsonio, resume
 from harness.backends import Backend
 from harness.errors import RunStopped
 from harness.matrix import Cell, Plan
@@ -40,6 +41,11 @@ def schedule(cells: tuple[Cell, ...], rounds: int) -> list[tuple[int, Cell]]:
 
 def result_name(cell_id: str, round_index: int) -> str:
     return f"{cell_id}.r{round_index}.json"
+
+
+def log_name(cell_id: str, round_index: int) -> str:
+    """The run's own output, in the results folder's ``logs/``."""
+    return f"{cell_id}.r{round_index}.log"
 
 
 def run(
@@ -82,8 +88,8 @@ def _run_rounds(
         decision = resume.decide(results_dir / name, backend.identity(cell, plan), mode)
         if not decision.run:
             say(f"{tag}: {decision.note}")
-            if (results_dir / name).exists():
-                outcomes.append(_kept(results_dir / name, round_index))
+            if decision.kept is not None:
+                outcomes.append(_kept(decision.kept, round_index))
             continue
         say(
             f"{tag}: running on the {backend.name} backend (torch {cell.torch}, cuDNN {cell.cudnn.label})"
@@ -95,7 +101,7 @@ def _run_rounds(
                 cell,
                 plan,
                 results_dir / name,
-                results_dir / "logs" / name.replace(".json", ".log"),
+                results_dir / "logs" / log_name(cell.id, round_index),
                 round_index,
             )
         except OSError as exc:  # the results folder itself failed (disk full, gone): nothing can be kept
@@ -124,9 +130,7 @@ def _run_rounds(
     return outcomes
 
 
-def _kept(path: Path, round_index: int) -> CellOutcome:
-    document, _ = results.check(path)
-    assert document is not None  # decide() keeps only valid results
+def _kept(document: dict[str, Any], round_index: int) -> CellOutcome:
     return CellOutcome(
         document["cell"]["id"],
         round_index,

@@ -85,6 +85,7 @@ class DockerBackend:
         self.memory = memory  # e.g. "16g": a cell past it is OOM-killed and recorded as such
         self.progress = progress or (lambda line: None)
         self.builds: dict[str, Build] = {}
+        self._rendered: dict[str, images.RenderedImage] = {}
         # what a result the suite could not write itself is stamped with; asked once, like the local backend
         self.suite_version: str = suite_listing.listing()["suite_version"]
 
@@ -94,7 +95,7 @@ class DockerBackend:
         """Build ``cell``'s image unless an image with its content tag exists already."""
         if cell.id in self.builds:
             return self.builds[cell.id]
-        rendered = images.render(cell, self.options)
+        rendered = self._render(cell)
         build = self.builds[cell.id] = Build(rendered)
         start = time.monotonic()
         try:
@@ -162,8 +163,14 @@ class DockerBackend:
         return {
             "suite_version": self.suite_version,
             "suite_settings_sha256": resume.suite_settings_sha256(plan),
-            "image": images.render(cell, self.options).reference,  # its tag is the hash of its inputs
+            "image": self._render(cell).reference,  # its tag is the hash of its inputs
         }
+
+    def _render(self, cell: Cell) -> images.RenderedImage:
+        """The cell's image, rendered once: rendering hashes the whole build context (the wheelhouse too)."""
+        if cell.id not in self._rendered:
+            self._rendered[cell.id] = images.render(cell, self.options)
+        return self._rendered[cell.id]
 
     def sweep(self, results_dir: Path) -> list[str]:
         """Remove containers a killed orchestrator left running into ``results_dir`` (we hold its lock)."""
@@ -237,7 +244,10 @@ class DockerBackend:
         started = dt.datetime.now(dt.timezone.utc)
         t0 = time.monotonic()
         run = {**previous["run"], "exit_code": None, "log": log_path.name, "rerun_of": previous["started_at"]}
-        doc = self._run_container(cell, plan, image_id, previous["run"]["command"], run, log_path, started)
+        with _engine_errors("the cell was running"):
+            doc = self._run_container(
+                cell, plan, image_id, previous["run"]["command"], run, log_path, started
+            )
         run["wall_s"] = time.monotonic() - t0
         return finish_result(doc, cell, run, result_path, log_path)
 
@@ -292,8 +302,6 @@ class DockerBackend:
                     cell, plan, self.suite_version, "run", reason or "no result", "", started
                 )
             return doc
-        except requests.exceptions.ConnectionError:
-            raise _engine_lost("the cell was running") from None
         except docker.errors.APIError as exc:
             message = str(exc)
             if "could not select device driver" in message or "nvidia-container-cli" in message:
