@@ -159,7 +159,7 @@ def test_a_damaged_plan_file_is_bad_input_not_a_traceback(tmp_path):
     assert done.returncode == 2 and "no plan.json here" in done.stderr
 
 
-SUITE_REPORT = GPU_REPORT.parent / "gpu-suite-default"
+SUITE_REPORT = GPU_REPORT.parent / "gpu-suite-default-0.3"
 
 
 def test_the_default_suite_results_are_valid(tmp_path):

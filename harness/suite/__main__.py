@@ -18,6 +18,11 @@ from harness.suite import RESULT_SCHEMA_VERSION, SUITE_VERSION
 from harness.suite.catalog import CATALOG, for_profile
 
 
+class CudaContextLost(RuntimeError):
+    """A measurement's error left the CUDA context unusable (a device-side assert, an illegal address):
+    every later call would fail with the same error, so the cell stops and says which one did it."""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.suite")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -130,7 +135,7 @@ def _run(args: argparse.Namespace) -> int:
             doc["status"] = "ok"
     except Exception as exc:  # the cell fails as data; the orchestrator decides what it means
         doc["failure"] = {
-            "stage": "suite",
+            "stage": "cuda" if isinstance(exc, CudaContextLost) else "suite",
             "reason": f"{type(exc).__name__}: {exc}",
             "log_tail": traceback.format_exc()[-4000:],
         }
@@ -179,6 +184,11 @@ def _measure_one(
                 entry["numerics"] = _numerics(module, spec, args.profile, device, dtype, built, numerics)
     except Exception as exc:  # one measurement failing is data; the rest of the suite goes on
         text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if device == "cuda" and not _cuda_usable():
+            raise CudaContextLost(
+                f"{workload} {dtype} raised {type(exc).__name__}: {text}; the CUDA context is unusable "
+                "after it, so the cell stops here"
+            ) from exc
         lowered = text.lower()
         unsupported = any(
             s in lowered for s in ("not implemented", "not supported", "no available kernel", "needs ")
@@ -186,7 +196,7 @@ def _measure_one(
         return {**entry, "status": "unsupported" if unsupported else "error",
                 "error": f"{type(exc).__name__}: {text}"[:500]}  # fmt: skip
     finally:
-        if device == "cuda":
+        if device == "cuda" and _cuda_usable():
             torch.cuda.empty_cache()
     median = entry["stats"]["median"]
     entry["status"] = "ok"
@@ -203,6 +213,18 @@ def _measure_one(
         if peak:
             entry["pct_of_peak_bandwidth"] = 100 * entry["gbps"] / peak["gbps"]
     return entry
+
+
+def _cuda_usable() -> bool:
+    """Whether the CUDA context still works: a sticky error makes every later call raise it again."""
+    import torch
+
+    try:
+        torch.cuda.synchronize()
+        torch.zeros(1, device="cuda").add_(1).item()
+    except Exception:
+        return False
+    return True
 
 
 def _peak_memory(fn: Any) -> int:

@@ -147,6 +147,16 @@ def _matmul_and_training() -> Iterator[WorkloadSpec]:
                            params={"model": model})  # fmt: skip
 
 
+def _faults() -> Iterator[WorkloadSpec]:
+    """Real faults for the harness's own failure-isolation tests; no profile runs them."""
+    yield WorkloadSpec("fault_cuda_error", "faults", "fault injection: a device-side assert (out-of-range index "
+                       "on the GPU), which leaves the CUDA context unusable", dtypes=("fp32",), profiles=(),
+                       params={"fault": "cuda_error"})  # fmt: skip
+    yield WorkloadSpec("fault_host_oom", "faults", "fault injection: allocates and touches host memory in "
+                       "64 MiB steps up to 16 GiB, for a memory limit to stop", dtypes=("fp32",), profiles=(),
+                       params={"fault": "host_oom", "limit_gib": 16})  # fmt: skip
+
+
 CATALOG: dict[str, WorkloadSpec] = {
     spec.id: spec
     for spec in (
@@ -155,6 +165,7 @@ CATALOG: dict[str, WorkloadSpec] = {
         *_rnns(),
         *_attention(),
         *_matmul_and_training(),
+        *_faults(),
     )
 }
 

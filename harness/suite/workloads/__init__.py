@@ -6,6 +6,7 @@ and the same builder called with ``dtype="fp64"`` gives the reference the numeri
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,11 +30,27 @@ class Built:
     grad: bool = False  # the call runs autograd (not timed under inference_mode)
 
 
+# The same inputs are built for every dtype of a workload and again for its fp64 reference; drawing
+# them on the CPU each time took most of a default-profile cell's wall time, so the fp32 draws are
+# kept (least recently used first out) up to this many bytes.
+_DRAW_CACHE_BYTES = 1 << 30
+_draws: OrderedDict[tuple[tuple[int, ...], int, float], torch.Tensor] = OrderedDict()
+
+
 def randn(*shape: int, device: str, dtype: torch.dtype, seed: int = 0, scale: float = 1.0) -> torch.Tensor:
     """Inputs made on the CPU from a fixed seed, so every cell sees bit-identical data."""
-    generator = torch.Generator().manual_seed(seed)
-    values = torch.randn(*shape, generator=generator, dtype=torch.float32) * scale
-    return values.to(device=device, dtype=dtype)
+    key = (shape, seed, scale)
+    values = _draws.get(key)
+    if values is None:
+        generator = torch.Generator().manual_seed(seed)
+        values = torch.randn(*shape, generator=generator, dtype=torch.float32) * scale
+        _draws[key] = values
+        while sum(t.nbytes for t in _draws.values()) > _DRAW_CACHE_BYTES and len(_draws) > 1:
+            _draws.popitem(last=False)
+    else:
+        _draws.move_to_end(key)
+    # .to() copies even when device and dtype match, so a caller may change what it gets in place
+    return values.to(device=device, dtype=dtype, copy=True)
 
 
 def pick(profile: str, smoke: Any, default: Any, full: Any = None) -> Any:
