@@ -46,10 +46,14 @@ def wait_for_container(client, cell_text: str, timeout_s: float = 900) -> object
     raise AssertionError(f"no container for {cell_text} started within {timeout_s} s")
 
 
-def test_an_out_of_memory_kill_fails_the_cell_with_its_reason_and_log(engine, base_image, wheelhouse, tmp_path):
+def test_an_out_of_memory_kill_fails_the_cell_with_its_reason_and_log(
+    engine, base_image, wheelhouse, tmp_path
+):
     # fault_host_oom allocates host memory in 64 MiB steps; the kernel stops it at the container's limit
     matrix = tmp_path / "matrix.yaml"
-    matrix.write_text(MATRIX.replace("workloads: [relu, conv2d_r50_3x3]", "workloads: [relu, fault_host_oom]"))
+    matrix.write_text(
+        MATRIX.replace("workloads: [relu, conv2d_r50_3x3]", "workloads: [relu, fault_host_oom]")
+    )
     out = tmp_path / "r"
     done = run_matrix(matrix, wheelhouse, out, "--memory", "768m")
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
@@ -62,7 +66,9 @@ def test_an_out_of_memory_kill_fails_the_cell_with_its_reason_and_log(engine, ba
         assert "[1/2] relu fp32" in doc["failure"]["log_tail"]  # the log shows how far the cell got
         assert doc["run"]["container"]["memory_limit_bytes"] == 768 << 20
     assert "ran out of memory" in done.stdout
-    assert not engine.containers.list(all=True, filters={"label": f"io.cudnn-harness.results={out.resolve()}"})
+    assert not engine.containers.list(
+        all=True, filters={"label": f"io.cudnn-harness.results={out.resolve()}"}
+    )
 
 
 def test_a_container_killed_from_outside_fails_only_its_cell(engine, base_image, wheelhouse, tmp_path):

@@ -176,7 +176,9 @@ def test_cached_input_draws_are_bit_identical_and_not_shared():
     first.add_(1.0)  # a caller changing its copy in place must not change the next caller's inputs
     second = workloads.randn(3, 5, device="cpu", dtype=torch.float32, seed=7, scale=0.5)
     assert torch.equal(second, fresh)
-    assert torch.equal(workloads.randn(3, 5, device="cpu", dtype=torch.float64, seed=7, scale=0.5), fresh.double())
+    assert torch.equal(
+        workloads.randn(3, 5, device="cpu", dtype=torch.float64, seed=7, scale=0.5), fresh.double()
+    )
 
 
 def test_a_host_memory_fault_stops_at_its_cap_and_is_recorded_as_an_error(tmp_path):
@@ -186,6 +188,8 @@ def test_a_host_memory_fault_stops_at_its_cap_and_is_recorded_as_an_error(tmp_pa
 
     assert not any(w.startswith("fault_") for p in ("smoke", "default", "full") for w in for_profile(p))
     spec = CATALOG["fault_host_oom"]
-    small = type(spec)(spec.id, spec.module, spec.description, spec.dtypes, spec.profiles, {**spec.params, "limit_gib": 0})
+    small = type(spec)(
+        spec.id, spec.module, spec.description, spec.dtypes, spec.profiles, {**spec.params, "limit_gib": 0}
+    )
     with pytest.raises(MemoryError, match="was not stopped by a memory limit"):
         faults.build(small, "smoke", "cpu", "fp32").fn()

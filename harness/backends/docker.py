@@ -292,7 +292,9 @@ class DockerBackend:
             if timed_out:
                 reason = f"timed out after {self.timeout_s:.0f} s; the container was killed"
             elif container.attrs["State"].get("OOMKilled"):
-                reason = f"the container ran out of memory (limit {self.memory}) and was killed by the OOM killer"
+                reason = (
+                    f"the container ran out of memory (limit {self.memory}) and was killed by the OOM killer"
+                )
             elif doc is None:
                 if not self._engine_alive():  # the engine stopped the container on its way down
                     raise _engine_lost("the cell was running")

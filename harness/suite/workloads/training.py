@@ -95,7 +95,9 @@ def build(spec: WorkloadSpec, profile: str, device: str, dtype: str) -> Built:
     amp = DTYPES[dtype] if dtype in ("bf16", "fp16") else None
     scaler = torch.amp.GradScaler(device, enabled=dtype == "fp16")
     loss_fn = F.cross_entropy if name != "transformer_block" else F.mse_loss
-    params.update(model=name, autocast=dtype if amp else None, grad_scaler=dtype == "fp16", optimizer="SGD (fused)")
+    params.update(
+        model=name, autocast=dtype if amp else None, grad_scaler=dtype == "fp16", optimizer="SGD (fused)"
+    )
 
     def step() -> torch.Tensor:
         optimizer.zero_grad(set_to_none=True)
