@@ -312,6 +312,7 @@ def _numerics_sections(view: View, analysis: Analysis, letters: dict[str, str]) 
 
 def _environment(view: View, analysis: Analysis, letters: dict[str, str]) -> Section | None:
     rows = []
+    uuids: set[str] = set()
     for group in view.groups:
         for doc, _ in analysis.docs.get(group, []):
             env = doc.get("environment")
@@ -319,19 +320,30 @@ def _environment(view: View, analysis: Analysis, letters: dict[str, str]) -> Sec
                 continue
             gpu = env.get("gpu") or {}
             cudnn = doc.get("cudnn") or {}
+            if gpu.get("uuid"):
+                uuids.add(gpu["uuid"])
             rows.append((
                 letters[group], f"r{(doc.get('run') or {}).get('round', 1)}", env["torch"]["version"],
                 env["torch"].get("cuda") or "none",
                 f"{cudnn.get('runtime_version') or 'none'} (built for {cudnn.get('compile_version') or 'none'})",
                 "\n".join(cudnn.get("loaded_libraries", [])) or "none", gpu.get("name", "none (CPU)"),
-                gpu.get("driver_version") or "", (gpu.get("nvidia_smi") or {}).get("clocks.max.sm", ""),
+                str(gpu.get("uuid") or "")[:8], gpu.get("driver_version") or "",
+                (gpu.get("nvidia_smi") or {}).get("clocks.max.sm", ""),
                 env["python"]["version"], env["host"].get("os", ""), env["host"].get("cpu_model") or "",
                 doc.get("suite_version"),
             ))  # fmt: skip
     if not rows:
         return None
-    return Section("Environment of every run", "", ("group", "round", "torch", "CUDA", "cuDNN runtime",
-                   "cuDNN files mapped", "GPU", "driver", "max SM clock", "Python", "OS", "CPU", "suite"),
+    # Two GPUs of one model differ by more than two processes on one GPU (suite 0.4 on two H100s: A/A
+    # p95 1.7 % against 0.9 % on one, reports/gpu-aa-0.4), so a reader must know when runs were spread.
+    intro = (
+        f"These runs used {len(uuids)} physical GPUs (GPU id column): the differences between them are "
+        "part of every comparison here, and A/A noise across GPUs is larger than on one."
+        if len(uuids) > 1
+        else ""
+    )
+    return Section("Environment of every run", intro, ("group", "round", "torch", "CUDA", "cuDNN runtime",
+                   "cuDNN files mapped", "GPU", "GPU id", "driver", "max SM clock", "Python", "OS", "CPU", "suite"),
                    tuple(rows))  # fmt: skip
 
 

@@ -159,7 +159,7 @@ def test_a_damaged_plan_file_is_bad_input_not_a_traceback(tmp_path):
     assert done.returncode == 2 and "no plan.json here" in done.stderr
 
 
-SUITE_REPORT = GPU_REPORT.parent / "gpu-suite-default-0.3"
+SUITE_REPORT = GPU_REPORT.parent / "gpu-suite-default-0.4"
 
 
 def test_the_default_suite_results_are_valid(tmp_path):
@@ -172,3 +172,12 @@ def test_the_default_suite_results_are_valid(tmp_path):
         assert all(m["numerics"]["nan_count"] == 0 for m in ok if "numerics" in m)
         assert document["environment"]["gpu_state"]["nvml"] is True
         assert all(len(m["sm_clock_mhz"]) == m["stats"]["n"] for m in ok)
+
+
+def test_a_report_says_when_its_runs_were_spread_over_several_gpus(tmp_path):
+    # gpu-suite-default-0.4's first rounds ran on one H100 and its second rounds on another
+    done = run_cli("report", "--results", str(SUITE_REPORT / "results"), "--out", str(tmp_path))
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    environment = section((tmp_path / "report.md").read_text(), "Environment of every run")
+    assert "These runs used 2 physical GPUs" in environment
+    assert "8d40822e" in environment and "186e812e" in environment
