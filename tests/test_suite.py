@@ -193,3 +193,26 @@ def test_a_host_memory_fault_stops_at_its_cap_and_is_recorded_as_an_error(tmp_pa
     )
     with pytest.raises(MemoryError, match="was not stopped by a memory limit"):
         faults.build(small, "smoke", "cpu", "fp32").fn()
+
+
+@pytest.mark.parametrize(
+    ("expect", "seen", "says"),
+    [
+        # a cuDNN that is not the one asked for: the cell fails its cudnn-check instead of measuring
+        ({"source": "system", "lib_dir": "/opt/cudnn/lib", "version": "9.14"},
+         {"loaded_dirs": ["/opt/cudnn/lib"], "runtime_version": "9.19.0", "enabled": True},
+         "expected cuDNN 9.14, torch reports 9.19.0"),
+        ({"source": "system", "lib_dir": "/opt/cudnn/lib"},
+         {"loaded_dirs": ["/opt/cudnn/lib", "/venv/nvidia/cudnn/lib"], "runtime_version": "9.14.0", "enabled": True},
+         "but some came from /venv/nvidia/cudnn/lib"),
+        ({"source": "system", "lib_dir": "/opt/cudnn/lib"},
+         {"loaded_dirs": [], "runtime_version": None, "enabled": True},
+         "no libcudnn file is mapped"),
+        ({"source": "disabled"}, {"loaded_dirs": [], "runtime_version": None, "enabled": True},
+         "torch.backends.cudnn.enabled is True"),
+    ],
+)  # fmt: skip
+def test_a_cudnn_other_than_the_one_asked_for_fails_verification(expect, seen, says, monkeypatch):
+    monkeypatch.setattr("os.path.realpath", lambda p: p)
+    verified, why = cudnn_probe._verify(expect, seen, cuda_build=True)
+    assert verified is False and says in why
