@@ -13,6 +13,7 @@ import json
 import sys
 from pathlib import Path
 
+import yaml
 from tabulate import tabulate
 
 from harness import (
@@ -30,7 +31,7 @@ from harness import (
 from harness.backends import Backend
 from harness.backends.local import LocalBackend
 from harness.errors import HarnessError, InputError, Problem
-from harness.matrix import Plan
+from harness.matrix import Cell, Plan
 
 DEFAULT_MATRIX = Path("matrix.yaml")
 
@@ -139,6 +140,18 @@ def _run_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, help="results folder (default: results/<matrix name>)")
     parser.add_argument("--python", help="interpreter with torch for the local backend (default: this one)")
     parser.add_argument("--timeout-s", type=float, default=3600.0, help="time limit per cell (default 3600)")
+    parser.add_argument("--backend", choices=("local", "docker", "k8s"), help="override the matrix's backend")
+    parser.add_argument(
+        "--dry-run", action="store_true", help="k8s: print one Indexed Job per cell, submit nothing"
+    )
+    parser.add_argument(
+        "--k8s-registry", help="k8s: registry the cell images were pushed to (prefixes the tag)"
+    )
+    parser.add_argument(
+        "--k8s-namespace", default="default", help="k8s: namespace of the Jobs (default: default)"
+    )
+    parser.add_argument("--k8s-results-claim", default="cudnn-harness-results",
+                        help="k8s: PersistentVolumeClaim mounted at /results")  # fmt: skip
     parser.add_argument("--gpus", default="all", help="docker backend: 'all' or device ids, e.g. 0,1")
     parser.add_argument(
         "--memory",
@@ -238,20 +251,49 @@ def _validate(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     plan = _load_plan(args.matrix)
+    if args.backend == "k8s" or args.dry_run:
+        return _k8s_dry_run(plan, args)
     outcomes = _run_plan(plan, args)
     return 1 if any(o.status != "ok" for o in outcomes) else 0
 
 
+def _only(plan: Plan, args: argparse.Namespace) -> tuple[Cell, ...]:
+    if not args.only:
+        return plan.cells
+    cells = tuple(c for c in plan.cells if any(text in c.id for text in args.only))
+    if not cells:
+        raise InputError([Problem("--only", "", f"no cell id contains {' or '.join(args.only)}; see 'plan'")])
+    return cells
+
+
+def _k8s_dry_run(plan: Plan, args: argparse.Namespace) -> int:
+    if args.backend != "k8s" or not args.dry_run:
+        message = (
+            "submitting to a cluster is not built yet; add --dry-run to print one Indexed Job per cell"
+            if args.backend == "k8s"
+            else "only --backend k8s has a dry run"
+        )
+        raise InputError([Problem("--backend" if args.backend == "k8s" else "--dry-run", "", message)])
+    from harness import k8s_jobs
+
+    cells = _only(plan, args)
+    jobs = k8s_jobs.render(plan, cells, _build_options(args), registry=args.k8s_registry,
+                           namespace=args.k8s_namespace, results_claim=args.k8s_results_claim,
+                           timeout_s=args.timeout_s)  # fmt: skip
+    print(yaml.safe_dump_all(jobs, sort_keys=False), end="")
+    print(f"# {len(jobs)} Indexed Jobs, {plan.rounds} completions each", file=sys.stderr)
+    return 0
+
+
 def _run_plan(plan: Plan, args: argparse.Namespace) -> list[runner.CellOutcome]:
     out = args.out or Path("results") / plan.name
+    if args.backend == "k8s" or args.dry_run:
+        raise InputError([Problem("--backend", "", "qualify runs and judges; 'run --backend k8s --dry-run' "
+                                  "prints the Jobs")])  # fmt: skip
+    if args.backend:
+        plan = dataclasses.replace(plan, backend=args.backend)
     backend = _backend(plan, args)
-    cells = plan.cells
-    if args.only:
-        cells = tuple(c for c in plan.cells if any(text in c.id for text in args.only))
-        if not cells:
-            raise InputError(
-                [Problem("--only", "", f"no cell id contains {' or '.join(args.only)}; see 'plan'")]
-            )
+    cells = _only(plan, args)
     mode = (
         resume.Mode.RERUN_FAILED
         if args.rerun_failed

@@ -1,0 +1,102 @@
+"""One Kubernetes Indexed Job per cell: the cell's image, one completion index per round.
+
+Rendered, not submitted (``python -m harness run --backend k8s --dry-run``): the manifests carry
+the same least privilege as the docker backend's containers (non-root, read-only root filesystem,
+every capability dropped, no privilege escalation, only /results and /tmp writable) and one
+``nvidia.com/gpu`` per GPU cell. Each pod writes ``<cell>.r<index + 1>.json``, the runner's name for
+that round, into the volume claim given, from which ``harness report`` reads them as usual.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from harness import images
+from harness.backends import suite_arguments
+from harness.matrix import Cell, Plan
+
+RESULTS_CLAIM = "cudnn-harness-results"
+CONTAINER_UID = 10001
+LABEL = "io.cudnn-harness"
+
+
+def job_name(cell: Cell) -> str:
+    """A DNS-1123 name under 63 characters: cell ids hold '.', '_' and '+', and run longer."""
+    digest = hashlib.sha256(cell.id.encode()).hexdigest()[:10]
+    return f"cudnn-harness-{digest}"
+
+
+def render(
+    plan: Plan,
+    cells: tuple[Cell, ...],
+    options: images.BuildOptions,
+    registry: str | None = None,
+    namespace: str = "default",
+    results_claim: str = RESULTS_CLAIM,
+    timeout_s: float = 3600.0,
+) -> list[dict[str, Any]]:
+    jobs = []
+    for cell in cells:
+        image = images.render(cell, options)
+        reference = f"{registry.rstrip('/')}/{image.reference}" if registry else image.reference
+        # the kubelet expands $(JOB_COMPLETION_INDEX), which the Job controller sets in each pod;
+        # index i is round i + 1 (gathering the files into a run folder comes with submission)
+        out = f"/results/{cell.id}.index$(JOB_COMPLETION_INDEX).json"
+        gpu = not (cell.torch.endswith("+cpu") or plan.suite["device"] == "cpu")
+        limits = {"nvidia.com/gpu": 1} if gpu else {}
+        container = {
+            "name": "suite",
+            "image": reference,
+            "args": suite_arguments(cell, plan, out, image.expect_cudnn),
+            "resources": {"limits": limits} if limits else {},
+            "securityContext": {
+                "runAsNonRoot": True,
+                "runAsUser": CONTAINER_UID,
+                "runAsGroup": CONTAINER_UID,
+                "readOnlyRootFilesystem": True,
+                "allowPrivilegeEscalation": False,
+                "privileged": False,
+                "capabilities": {"drop": ["ALL"]},
+            },
+            "volumeMounts": [
+                {"name": "results", "mountPath": "/results"},
+                {"name": "tmp", "mountPath": "/tmp"},
+            ],
+        }
+        labels = {f"{LABEL}/matrix": _label_value(plan.name), f"{LABEL}/job": job_name(cell)}
+        jobs.append({
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {
+                "name": job_name(cell), "namespace": namespace, "labels": labels,
+                "annotations": {f"{LABEL}/cell": cell.id, f"{LABEL}/image": reference},
+            },
+            "spec": {
+                "completionMode": "Indexed",
+                "completions": plan.rounds,
+                "parallelism": 1,  # rounds of one cell run one after another, as the local runner does
+                "backoffLimit": 0,  # a failed round is a result, not something to retry silently
+                "activeDeadlineSeconds": int(timeout_s * plan.rounds),
+                "template": {
+                    "metadata": {"labels": dict(labels)},  # a copy: YAML would write an anchor
+                    "spec": {
+                        "restartPolicy": "Never",
+                        "automountServiceAccountToken": False,
+                        "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+                        "containers": [container],
+                        "volumes": [
+                            {"name": "results", "persistentVolumeClaim": {"claimName": results_claim}},
+                            {"name": "tmp", "emptyDir": {"sizeLimit": "2Gi"}},
+                        ],
+                    },
+                },
+            },
+        })  # fmt: skip
+    return jobs
+
+
+def _label_value(text: str) -> str:
+    """Label values: at most 63 characters of [A-Za-z0-9._-], starting and ending alphanumeric."""
+    cleaned = "".join(c if c.isalnum() or c in "._-" else "-" for c in text)[:63].strip("._-")
+    return cleaned or "matrix"

@@ -1,0 +1,83 @@
+"""``run --backend k8s --dry-run``: one Indexed Job per cell, checked against the Kubernetes schema."""
+
+from __future__ import annotations
+
+import re
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from tests.conftest import run_cli
+
+MATRIX = """
+schema_version: 1
+name: release-qual
+backend: docker
+axes:
+  torch: ["2.11.0+cu130", "2.13.0+cpu"]
+  cudnn: [bundled]
+  python: ["3.12"]
+suite: {profile: default, device: auto}
+rounds: 3
+baseline: {torch: "2.11.0+cu130"}
+"""
+K8S_VERSION = "1.31"
+
+
+@pytest.fixture(scope="module")
+def jobs(tmp_path_factory) -> list[dict]:
+    path = tmp_path_factory.mktemp("k8s") / "matrix.yaml"
+    path.write_text(MATRIX)
+    done = run_cli(
+        "run", "--matrix", str(path), "--backend", "k8s", "--dry-run", "--k8s-registry", "reg.example/ml"
+    )
+    assert done.returncode == 0, done.stderr
+    assert "2 Indexed Jobs, 3 completions each" in done.stderr
+    return list(yaml.safe_load_all(done.stdout))
+
+
+def test_every_job_is_valid_against_the_kubernetes_schema(jobs):
+    assert len(jobs) == 2
+    for job in jobs:
+        kubernetes_validate.validate(job, K8S_VERSION, strict=True)
+        assert re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", job["metadata"]["name"])
+
+
+def test_the_validation_is_real_a_broken_job_is_refused(jobs):
+    broken = yaml.safe_load(yaml.safe_dump(jobs[0]))
+    broken["spec"]["completions"] = "three"
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(broken, K8S_VERSION, strict=True)
+    broken = yaml.safe_load(yaml.safe_dump(jobs[0]))
+    broken["spec"]["template"]["spec"]["containers"][0]["gpus"] = 1  # no such field
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(broken, K8S_VERSION, strict=True)
+
+
+def test_one_completion_per_round_one_gpu_per_gpu_cell_and_least_privilege(jobs):
+    by_cell = {job["metadata"]["annotations"]["io.cudnn-harness/cell"]: job for job in jobs}
+    for cell, job in by_cell.items():
+        spec = job["spec"]
+        assert spec["completionMode"] == "Indexed" and spec["completions"] == 3 and spec["backoffLimit"] == 0
+        pod = spec["template"]["spec"]
+        (container,) = pod["containers"]
+        assert container["image"].startswith("reg.example/ml/cudnn-harness-cell:" + cell)
+        limits = container["resources"].get("limits", {})
+        assert limits == ({} if "+cpu" in cell or "-cpu_" in cell else {"nvidia.com/gpu": 1})
+        security = container["securityContext"]
+        assert security["runAsNonRoot"] and security["readOnlyRootFilesystem"]
+        assert security["capabilities"] == {"drop": ["ALL"]} and security["allowPrivilegeEscalation"] is False
+        assert pod["automountServiceAccountToken"] is False and pod["restartPolicy"] == "Never"
+        out = container["args"][container["args"].index("--out") + 1]
+        assert out == f"/results/{cell}.index$(JOB_COMPLETION_INDEX).json"
+        assert {m["mountPath"] for m in container["volumeMounts"]} == {"/results", "/tmp"}
+
+
+def test_submission_without_dry_run_is_refused_with_what_to_do(tmp_path):
+    path = tmp_path / "matrix.yaml"
+    path.write_text(MATRIX)
+    done = run_cli("run", "--matrix", str(path), "--backend", "k8s")
+    assert done.returncode == 2 and "add --dry-run" in done.stderr
+    done = run_cli("run", "--matrix", str(path), "--dry-run")
+    assert done.returncode == 2 and "only --backend k8s has a dry run" in done.stderr
