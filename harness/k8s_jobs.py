@@ -3,8 +3,9 @@
 Rendered, not submitted (``python -m harness run --backend k8s --dry-run``): the manifests carry
 the same least privilege as the docker backend's containers (non-root, read-only root filesystem,
 every capability dropped, no privilege escalation, only /results and /tmp writable) and one
-``nvidia.com/gpu`` per GPU cell. Each pod writes ``<cell>.r<index + 1>.json``, the runner's name for
-that round, into the volume claim given, from which ``harness report`` reads them as usual.
+``nvidia.com/gpu`` per GPU cell. Pod ``i`` of a Job writes ``<cell>.index<i>.json`` (round ``i + 1``)
+into the volume claim given. Submitting the Jobs and gathering those files into a run folder (with
+the ``run`` block the runner adds) are not built yet.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import hashlib
 from typing import Any
 
 from harness import images
-from harness.backends import suite_arguments
+from harness.backends import needs_gpu, suite_arguments
 from harness.matrix import Cell, Plan
 
 RESULTS_CLAIM = "cudnn-harness-results"
@@ -43,8 +44,7 @@ def render(
         # the kubelet expands $(JOB_COMPLETION_INDEX), which the Job controller sets in each pod;
         # index i is round i + 1 (gathering the files into a run folder comes with submission)
         out = f"/results/{cell.id}.index$(JOB_COMPLETION_INDEX).json"
-        gpu = not (cell.torch.endswith("+cpu") or plan.suite["device"] == "cpu")
-        limits = {"nvidia.com/gpu": 1} if gpu else {}
+        limits = {"nvidia.com/gpu": 1} if needs_gpu(cell, plan) else {}
         container = {
             "name": "suite",
             "image": reference,

@@ -61,6 +61,11 @@ def failed_result(
     }
 
 
+def needs_gpu(cell: Cell, plan: Plan) -> bool:
+    """Whether the cell's suite runs on a GPU: not for a CPU build of torch, nor a CPU-only suite."""
+    return not (cell.torch.endswith("+cpu") or plan.suite["device"] == "cpu")
+
+
 def suite_arguments(cell: Cell, plan: Plan, out: str, expect: dict[str, object]) -> list[str]:
     """``python -m harness.suite`` arguments that run ``plan``'s suite for ``cell`` into ``out``."""
     suite = plan.suite

@@ -25,7 +25,14 @@ from typing import Any
 
 import harness
 from harness import images, jsonio, resume, suite_listing
-from harness.backends import failed_result, finish_result, log_tail, read_suite_result, suite_arguments
+from harness.backends import (
+    failed_result,
+    finish_result,
+    log_tail,
+    needs_gpu,
+    read_suite_result,
+    suite_arguments,
+)
 from harness.errors import BackendUnavailable, RunStopped
 from harness.matrix import Cell, Plan
 
@@ -317,7 +324,7 @@ class DockerBackend:
             shutil.rmtree(scratch, ignore_errors=True)
 
     def _device_requests(self, cell: Cell, plan: Plan) -> list[Any]:
-        if cell.torch.endswith("+cpu") or plan.suite["device"] == "cpu":
+        if not needs_gpu(cell, plan):
             return []
         if self.gpus == "all":
             return [DeviceRequest(count=-1, capabilities=[["gpu"]])]

@@ -196,8 +196,10 @@ def _measure_one(
         return {**entry, "status": "unsupported" if unsupported else "error",
                 "error": f"{type(exc).__name__}: {text}"[:500]}  # fmt: skip
     finally:
-        if device == "cuda" and _cuda_usable():
-            torch.cuda.empty_cache()
+        if device == "cuda":
+            # after a sticky CUDA error this raises too; it must not replace the CudaContextLost above
+            with contextlib.suppress(Exception):
+                torch.cuda.empty_cache()
     median = entry["stats"]["median"]
     entry["status"] = "ok"
     entry["wall_s"] = time.perf_counter() - start
