@@ -205,8 +205,8 @@ def _cells(view: View, analysis: Analysis, out_dir: Path, letters: dict[str, str
 def _problems(analysis: Analysis, loaded: LoadedResults) -> list[Section]:
     out = []
     if analysis.gate.failed_runs:
-        out.append(Section("Failed runs", "These runs produced no measurements; they make the outcome an "
-                           "infrastructure failure unless a regression outranks it.", ("run",),
+        out.append(Section("Failed runs", "These runs failed: nothing they measured before failing is compared; "
+                           "they make the outcome an infrastructure failure unless a regression outranks it.", ("run",),
                            tuple((r,) for r in analysis.gate.failed_runs)))  # fmt: skip
     if loaded.quarantined:
         rows = tuple((q.name, "\n".join(q.problems[:5])) for q in loaded.quarantined)
