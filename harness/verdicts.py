@@ -97,8 +97,18 @@ def _one(
         a = [x for f in base_ok["file"] for x in samples[(f, *key)]]
         b = [x for f in mine_ok["file"] for x in samples[(f, *key)]]
         result = stats.compare(a, b, pct, alpha, "samples")
-    return {**row, "verdict": result.verdict, "ratio": result.ratio, "ci_low": result.ci_low,
-            "ci_high": result.ci_high, "p_value": result.p_value, "basis": result.basis, "reason": result.reason}  # fmt: skip
+    verdict, reason = result.verdict, result.reason
+    timers = _timers(base_ok), _timers(mine_ok)
+    if timers[0] != timers[1]:  # e.g. the graph capture failed on one side only
+        verdict = "inconclusive"
+        reason = (f"timed differently (baseline {timers[0]}, candidate {timers[1]}): a CUDA-graph replay leaves "
+                  f"out the per-kernel dispatch an eager call pays, so the ratio is not the library's; {reason}")  # fmt: skip
+    return {**row, "verdict": verdict, "ratio": result.ratio, "ci_low": result.ci_low,
+            "ci_high": result.ci_high, "p_value": result.p_value, "basis": result.basis, "reason": reason}  # fmt: skip
+
+
+def _timers(rows: pd.DataFrame) -> str:
+    return "+".join(sorted({str(t) for t in rows["timer"]})) if "timer" in rows else "unknown"
 
 
 def _errors(a: pd.DataFrame, b: pd.DataFrame) -> str:

@@ -86,6 +86,18 @@ def test_a_workload_that_stops_running_in_the_candidate_is_a_failed_regression()
     assert gate.exit_code == 1 and gate.outcome == "regression"
 
 
+def test_a_measurement_timed_by_graph_replay_on_one_side_only_is_not_a_verdict():
+    rng = np.random.default_rng(4)
+    rows = timing_rows(round_medians(rng, 1.0), round_medians(rng, 1.2), timer="cuda_event")
+    rows["timer"] = rows["timer"].fillna("cuda_graph")  # the baseline's rounds were replayed graphs
+    result = verdicts.timing(rows, "A", ("A", "B"), lambda _: 5.0, 0.002, {})
+    assert list(result["verdict"]) == ["inconclusive"]
+    assert "timed differently (baseline cuda_graph, candidate cuda_event)" in result["reason"][0]
+    assert result["ratio"][0] == pytest.approx(1.2, rel=0.01)  # the ratio is still shown
+    rows["timer"] = "cuda_graph"  # the same data timed alike on both sides is a regression
+    assert list(verdicts.timing(rows, "A", ("A", "B"), lambda _: 5.0, 0.002, {})["verdict"]) == ["slower"]
+
+
 def test_exit_codes_keep_regressions_and_infrastructure_failures_apart():
     rng = np.random.default_rng(2)
     slower = verdicts.timing(timing_rows(round_medians(rng, 1.0), round_medians(rng, 1.2)), "A", ("A", "B"),

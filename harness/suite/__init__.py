@@ -5,5 +5,5 @@ and the standard library, and never the orchestrator side of ``harness``: the or
 it through ``python -m harness.suite`` and the JSON document that writes.
 """
 
-SUITE_VERSION = "0.4"
+SUITE_VERSION = "0.5"
 RESULT_SCHEMA_VERSION = 1
