@@ -112,6 +112,9 @@ def test_a_killed_orchestrator_leaves_nothing_partial_and_the_next_run_resumes(m
 
 def test_ctrl_c_stops_cleanly_with_exit_130(matrix_file, tmp_path):
     out = tmp_path / "r"
+    # each run samples for seconds, so the whole matrix cannot finish before the signal lands, even on
+    # a loaded 2-core machine (with 0.05 s it once did, and the run exited 0)
+    matrix_file.write_text(MATRIX.replace("time_budget_s: 0.05", "time_budget_s: 3"))
     proc = subprocess.Popen(
         [sys.executable, "-m", "harness", "run", "--matrix", str(matrix_file), "--out", str(out)],
         cwd=REPO,
@@ -124,6 +127,7 @@ def test_ctrl_c_stops_cleanly_with_exit_130(matrix_file, tmp_path):
     while time.monotonic() < deadline and not list((out / "logs").glob("*.part")):
         time.sleep(0.05)
     time.sleep(1.0)
+    assert proc.poll() is None, "the run ended before it could be interrupted"
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "interrupted" in stderr
