@@ -181,8 +181,9 @@ def measure(
     """First-call time, warm-up, then samples until a stopping rule fires.
 
     ``graph``: on a GPU, time a CUDA-graph replay of the call where it can be captured (see the
-    module's docstring); the first call, the warm-up and the host time stay eager. ``min_time_s``: measured time to accumulate before the noise target may stop sampling (nvbench's
-    min-time, 0.5 s there). ``gpu``: a GpuState; each sample then records the SM clock after it, and a
+    module's docstring); the first call, the warm-up and the host time stay eager. ``min_time_s``:
+    measured time to accumulate before the noise target may stop sampling (nvbench's min-time, 0.5 s
+    there). ``gpu``: a GpuState; each sample then records the SM clock after it, and a
     sample under the throttle clock is discarded and counted.
     """
     if timer.cuda:
