@@ -2,8 +2,9 @@
 
 Target: within 3 % of do_bench for every workload. Since suite 0.5 our samples are CUDA-graph
 replays, so the table also shows our eager timer (``measure(..., graph=False)``) and triton's
-``do_bench_cudagraph`` (which replays a graph of back-to-back calls, without an L2 flush between them). A thread samples the SM clock and the power draw
-through NVML while each method runs, to tell a clock difference from a timing difference.
+``do_bench_cudagraph`` (which replays a graph of back-to-back calls, without an L2 flush between
+them). A thread samples the SM clock and the power draw through NVML while each method runs, to
+tell a clock difference from a timing difference.
 Needs a CUDA GPU, triton and nvidia-ml-py:
     python -m benchmarks.agreement
 """

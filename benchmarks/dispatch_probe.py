@@ -15,6 +15,8 @@ from typing import Any
 
 import torch
 
+from harness.suite.measure import capture
+
 SLEEP_CYCLES = 8_000_000  # ~4 ms at 1.98 GHz: longer than the host needs to enqueue one call
 
 
@@ -32,16 +34,11 @@ def median_us(fn: Callable[[], Any], samples: int = 150) -> float:
 
 
 def graphed(fn: Callable[[], Any]) -> Callable[[], Any]:
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        fn()
-    return graph.replay
+    """The suite's own recording (``measure.capture``), so the probe times what the suite times."""
+    replay, error = capture(fn)
+    if replay is None:
+        raise RuntimeError(f"could not record a CUDA graph: {error}")
+    return replay
 
 
 def main() -> None:
