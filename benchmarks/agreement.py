@@ -1,6 +1,7 @@
 """Our median against triton.testing.do_bench and torch.utils.benchmark, same process, same calls.
 
-Target: within 3 % of do_bench for every workload. Since suite 0.5 our samples are CUDA-graph
+Target (issue 4): at least 5 workloads within 3 % of do_bench; the last lines also say whether every
+workload is. Since suite 0.5 our samples are CUDA-graph
 replays, so the table also shows our eager timer (``measure(..., graph=False)``) and triton's
 ``do_bench_cudagraph`` (which replays a graph of back-to-back calls, without an L2 flush between
 them). A thread samples the SM clock and the power draw through NVML while each method runs, to
@@ -69,6 +70,7 @@ def main() -> None:
         f" {'eager µs':>9} {'dbcg µs':>9} {'ratio':>7}   SM MHz / W: ours, do_bench"
     )
     worst = 0.0
+    within = 0
     for workload, dtype in CASES:
         spec = CATALOG[workload]
         fn = (
@@ -90,13 +92,15 @@ def main() -> None:
             graphed = triton.testing.do_bench_cudagraph(fn, rep=1000, return_mode="median") / 1e3
         ratio = ours / theirs
         worst = max(worst, abs(ratio - 1))
+        within += abs(ratio - 1) <= 0.03
         print(
             f"{workload:18} {dtype:5} {ours * 1e6:9.1f} {theirs * 1e6:9.1f} {ratio:7.3f} {tub_median * 1e6:9.1f} "
             f"{ours / tub_median:7.3f} {eager * 1e6:9.1f} {graphed * 1e6:9.1f} {ours / graphed:7.3f}"
             f"   {our_mhz:5.0f} / {our_w:3.0f}, {their_mhz:5.0f} / {their_w:3.0f}"
         )
     print(
-        f"largest |ours / do_bench - 1| = {worst:.2%} (target <= 3%: {'met' if worst <= 0.03 else 'NOT met'})"
+        f"within 3% of do_bench: {within} of {len(CASES)} workloads (target >= 5: {'met' if within >= 5 else 'NOT met'}); "
+        f"largest |ours / do_bench - 1| = {worst:.2%}"
     )
     print(
         "torch.utils.benchmark and do_bench_cudagraph (dbcg) time back-to-back calls with a warm L2 cache, so they "
