@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -152,7 +153,11 @@ def _run_args(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--k8s-results-claim", default="cudnn-harness-results",
                         help="k8s: PersistentVolumeClaim mounted at /results")  # fmt: skip
-    parser.add_argument("--gpus", default="all", help="docker backend: 'all' or device ids, e.g. 0,1")
+    parser.add_argument(
+        "--gpus",
+        help="GPU ids to run on, one run per GPU at a time (e.g. 0,1, or 'all'); a suite with a multi-GPU "
+        "workload gets them all, one run at a time (default: one run at a time on every GPU the backend sees)",
+    )
     parser.add_argument(
         "--memory",
         help="docker backend: memory limit per container, e.g. 16g (default: none); a cell past it fails as OOM",
@@ -208,7 +213,6 @@ def _backend(plan: Plan, args: argparse.Namespace) -> Backend:
         return DockerBackend(
             _build_options(args),
             timeout_s=args.timeout_s,
-            gpus=args.gpus,
             memory=args.memory,
             progress=_progress,
         )
@@ -305,11 +309,51 @@ def _run_plan(plan: Plan, args: argparse.Namespace) -> list[runner.CellOutcome]:
         f"running {len(cells)} of {len(plan.cells)} cells of {plan.name!r} into {out}/ (logs in {out}/logs/)"
         + ("" if mode is resume.Mode.RESUME else f", {mode.value}")
     )
-    outcomes = runner.run(plan, backend, out, cells=cells, mode=mode)
+    gpus = _gpu_ids(args.gpus)
+    workloads = set(plan.suite.get("workloads") or ())
+    exclusive = bool(workloads) and bool(workloads & suite_listing.multi_gpu_workloads(args.python))
+    if gpus:
+        print(
+            f"GPUs {', '.join(gpus)}: "
+            + (
+                "each run gets all of them (a multi-GPU workload)"
+                if exclusive
+                else "one run per GPU at a time"
+            )
+        )
+    outcomes = runner.run(plan, backend, out, cells=cells, mode=mode, gpus=gpus, exclusive=exclusive)
     kept = sum(o.kept for o in outcomes)
     if kept:
         print(f"{kept} of {len(outcomes)} results kept from earlier runs into {out}/")
     return outcomes
+
+
+def _gpu_ids(text: str | None) -> tuple[str, ...]:
+    """``--gpus``: ids as given, or 'all' through nvidia-smi; each must name a GPU only once."""
+    if text is None:
+        return ()
+    if text.strip() == "all":
+        try:
+            listed = subprocess.run(
+                ["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"],
+                capture_output=True, text=True, timeout=60, check=True,
+            ).stdout.split()  # fmt: skip
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise InputError([Problem("--gpus", "all", f"cannot list this host's GPUs with nvidia-smi ({exc}); "
+                                      "name them instead, e.g. --gpus 0,1")]) from None  # fmt: skip
+        if not listed:
+            raise InputError([Problem("--gpus", "all", "nvidia-smi lists no GPU on this host")])
+        return tuple(listed)
+    ids = tuple(part.strip() for part in text.split(","))
+    if any(not part or not all(c.isalnum() or c in "-:" for c in part) for part in ids):
+        raise InputError(
+            [Problem("--gpus", text, "give GPU indexes or UUIDs separated by commas, e.g. 0,1, or 'all'")]
+        )
+    if len(set(ids)) != len(ids):
+        raise InputError(
+            [Problem("--gpus", text, "names a GPU twice; two runs on one GPU would time each other")]
+        )
+    return ids
 
 
 def _images(args: argparse.Namespace) -> int:

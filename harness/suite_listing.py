@@ -35,3 +35,8 @@ def listing(python: str | None = None) -> dict[str, Any]:
 
 def workload_ids(python: str | None = None) -> list[str]:
     return [w["id"] for w in listing(python)["workloads"]]
+
+
+def multi_gpu_workloads(python: str | None = None) -> set[str]:
+    """Workloads that run one process per GPU themselves: their cell needs every GPU, alone."""
+    return {w["id"] for w in listing(python)["workloads"] if w.get("gpus") == "all"}

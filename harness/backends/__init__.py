@@ -22,9 +22,23 @@ class Backend(Protocol):
     name: str
 
     def run_cell(
-        self, cell: Cell, plan: Plan, result_path: Path, log_path: Path, round_index: int = 1
+        self,
+        cell: Cell,
+        plan: Plan,
+        result_path: Path,
+        log_path: Path,
+        round_index: int = 1,
+        gpus: tuple[str, ...] = (),
     ) -> dict[str, object]:
-        """Run the suite for ``cell`` (its ``round_index``-th independent process); write and return its result."""
+        """Run the suite for ``cell`` (its ``round_index``-th independent process); write and return its result.
+
+        ``gpus``: the only GPU ids the run may see (empty: the backend's default). Called from
+        several threads at once when runs go concurrently on several GPUs.
+        """
+        ...
+
+    def stop(self) -> None:
+        """From another thread: end every run in flight; each raises KeyboardInterrupt and writes nothing."""
         ...
 
     def identity(self, cell: Cell, plan: Plan) -> dict[str, str]:

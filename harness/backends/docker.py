@@ -93,6 +93,11 @@ class DockerBackend:
         self.progress = progress or (lambda line: None)
         self.builds: dict[str, Build] = {}
         self._rendered: dict[str, images.RenderedImage] = {}
+        # concurrent runs (one per GPU): two rounds of one cell must not build its image twice at once
+        self._lock = threading.Lock()
+        self._build_locks: dict[str, threading.Lock] = {}
+        self._running: set[Any] = set()
+        self._stopping = threading.Event()
         # what a result the suite could not write itself is stamped with; asked once, like the local backend
         self.suite_version: str = suite_listing.listing()["suite_version"]
 
@@ -190,21 +195,45 @@ class DockerBackend:
                 removed.append(f"removed container {container.short_id} left running by an interrupted run")
         return removed
 
+    def stop(self) -> None:
+        self._stopping.set()
+        with self._lock:
+            running = list(self._running)
+        for container in running:  # its run sees _stopping when the wait returns, and writes nothing
+            with contextlib.suppress(docker.errors.APIError, requests.exceptions.ConnectionError):
+                container.kill()
+
     def run_cell(
-        self, cell: Cell, plan: Plan, result_path: Path, log_path: Path, round_index: int = 1
+        self,
+        cell: Cell,
+        plan: Plan,
+        result_path: Path,
+        log_path: Path,
+        round_index: int = 1,
+        gpus: tuple[str, ...] = (),
     ) -> dict[str, Any]:
         with _engine_errors("the cell was running"):  # building, inspecting or running it
-            return self._run_cell(cell, plan, result_path, log_path, round_index)
+            return self._run_cell(cell, plan, result_path, log_path, round_index, gpus)
 
     def _run_cell(
-        self, cell: Cell, plan: Plan, result_path: Path, log_path: Path, round_index: int
+        self,
+        cell: Cell,
+        plan: Plan,
+        result_path: Path,
+        log_path: Path,
+        round_index: int,
+        gpus: tuple[str, ...],
     ) -> dict[str, Any]:
         started = dt.datetime.now(dt.timezone.utc)
         t0 = time.monotonic()
-        build = self.build(cell, plan, log_path.with_name(f"{cell.id}.build.log"))
+        with self._lock:
+            build_lock = self._build_locks.setdefault(cell.id, threading.Lock())
+        with build_lock:
+            build = self.build(cell, plan, log_path.with_name(f"{cell.id}.build.log"))
         run: dict[str, Any] = {
             "backend": self.name,
             "command": [],
+            "gpus": list(gpus),
             "exit_code": None,
             "log": log_path.name,
             "harness_version": harness.__version__,
@@ -231,7 +260,7 @@ class DockerBackend:
                     run["wall_s"] = time.monotonic() - t0
                     return finish_result(doc, cell, run, result_path, log_path)
                 run["image"] = self.image_facts(build)
-            doc = self._run_container(cell, plan, build.image_id or "", command, run, log_path, started)
+            doc = self._run_container(cell, plan, build.image_id or "", command, run, log_path, started, gpus)
         run["wall_s"] = time.monotonic() - t0
         return finish_result(doc, cell, run, result_path, log_path)
 
@@ -267,6 +296,7 @@ class DockerBackend:
         run: dict[str, Any],
         log_path: Path,
         started: dt.datetime,
+        gpus: tuple[str, ...] = (),
     ) -> dict[str, Any]:
         run["command"] = command
         log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -283,15 +313,19 @@ class DockerBackend:
                 tmpfs={"/tmp": "rw,nosuid,nodev,size=2g"}, shm_size="1g",
                 mem_limit=self.memory, memswap_limit=self.memory,
                 volumes={str(scratch): {"bind": "/results", "mode": "rw"}},
-                environment=environment, device_requests=self._device_requests(cell, plan),
+                environment=environment, device_requests=self._device_requests(cell, plan, gpus),
                 labels={f"{images.LABEL_NS}.cell": cell.id, RESULTS_LABEL: str(log_path.parent.parent.resolve())},
             )  # fmt: skip
+            with self._lock:
+                self._running.add(container)
             t_start = time.monotonic()
             container.start()
             run["container_start_s"] = round(time.monotonic() - t_start, 3)
             container.reload()
             run["container"] = _security_facts(container.attrs)
             exit_code, timed_out = self._wait(container, log_path)
+            if self._stopping.is_set():
+                raise KeyboardInterrupt
             run["exit_code"] = exit_code
             container.reload()
             doc = read_suite_result(scratch / "result.json")
@@ -319,13 +353,17 @@ class DockerBackend:
             return failed_result(cell, plan, self.suite_version, "start", message, "", started)
         finally:
             if container is not None:  # if the engine is gone, the next run's sweep removes it
+                with self._lock:
+                    self._running.discard(container)
                 with contextlib.suppress(docker.errors.APIError, requests.exceptions.ConnectionError):
                     container.remove(force=True)
             shutil.rmtree(scratch, ignore_errors=True)
 
-    def _device_requests(self, cell: Cell, plan: Plan) -> list[Any]:
+    def _device_requests(self, cell: Cell, plan: Plan, gpus: tuple[str, ...] = ()) -> list[Any]:
         if not needs_gpu(cell, plan):
             return []
+        if gpus:  # the scheduler's choice for this run
+            return [DeviceRequest(device_ids=list(gpus), capabilities=[["gpu"]])]
         if self.gpus == "all":
             return [DeviceRequest(count=-1, capabilities=[["gpu"]])]
         return [DeviceRequest(device_ids=self.gpus.split(","), capabilities=[["gpu"]])]

@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,7 +25,14 @@ from typing import Any, TextIO
 
 import harness
 from harness import jsonio, resume, suite_listing
-from harness.backends import cudnn_dirs, failed_result, finish_result, read_suite_result, suite_arguments
+from harness.backends import (
+    cudnn_dirs,
+    failed_result,
+    finish_result,
+    needs_gpu,
+    read_suite_result,
+    suite_arguments,
+)
 from harness.errors import BackendUnavailable
 from harness.matrix import Cell, Plan
 from harness.suite_listing import PACKAGE_ROOT
@@ -48,6 +56,7 @@ class LocalBackend:
         self.progress = progress or (lambda line: None)
         self._interpreter = self._probe_interpreter()
         self.suite_version: str = self._interpreter["suite_version"]
+        self._stopping = threading.Event()
 
     def _probe_interpreter(self) -> dict[str, Any]:
         if shutil.which(self.python) is None and not Path(self.python).is_file():
@@ -83,8 +92,17 @@ class LocalBackend:
     def sweep(self, results_dir: Path) -> list[str]:
         return []  # suite processes die with the orchestrator (PR_SET_PDEATHSIG), so none is left running
 
+    def stop(self) -> None:
+        self._stopping.set()
+
     def run_cell(
-        self, cell: Cell, plan: Plan, result_path: Path, log_path: Path, round_index: int = 1
+        self,
+        cell: Cell,
+        plan: Plan,
+        result_path: Path,
+        log_path: Path,
+        round_index: int = 1,
+        gpus: tuple[str, ...] = (),
     ) -> dict[str, Any]:
         started = dt.datetime.now(dt.timezone.utc)
         t0 = time.monotonic()
@@ -92,6 +110,8 @@ class LocalBackend:
             raw_path = Path(scratch) / "result.json"
             try:
                 env, expect = self._realize(cell, plan, Path(scratch))
+                if gpus and needs_gpu(cell, plan):
+                    env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
             except (LookupError, ValueError) as exc:
                 jsonio.write_text_atomic(log_path, f"the cell could not be set up: {exc}\n")
                 doc = failed_result(cell, plan, self.suite_version, "realize", str(exc), "", started)
@@ -104,7 +124,9 @@ class LocalBackend:
                     "harness.suite",
                     *suite_arguments(cell, plan, str(raw_path), expect),
                 ]
-                exit_code, timed_out = self._execute(command, env, log_path)
+                exit_code, timed_out = self._execute(
+                    command, env, log_path, f"gpu {','.join(gpus)}: " if gpus else ""
+                )
                 doc = read_suite_result(raw_path)
                 if doc is None or timed_out:
                     reason = (
@@ -117,6 +139,7 @@ class LocalBackend:
             "backend": self.name,
             "command": command,
             "env_overrides": env,
+            "gpus": list(gpus),
             "exit_code": exit_code,
             "wall_s": time.monotonic() - t0,
             "log": log_path.name,
@@ -156,8 +179,10 @@ class LocalBackend:
         env["PYTHONPATH"] = os.pathsep.join(paths + ([existing] if existing else []))
         return env, expect
 
-    def _execute(self, command: list[str], env: dict[str, str], log_path: Path) -> tuple[int | None, bool]:
-        """Run ``command`` with its output in ``log_path``, relaying new lines as progress."""
+    def _execute(
+        self, command: list[str], env: dict[str, str], log_path: Path, prefix: str = ""
+    ) -> tuple[int | None, bool]:
+        """Run ``command`` with its output in ``log_path``, relaying new lines (after ``prefix``) as progress."""
         log_path.parent.mkdir(parents=True, exist_ok=True)
         deadline = time.monotonic() + self.timeout_s
         writing = resume.partial(log_path)
@@ -173,8 +198,10 @@ class LocalBackend:
             try:
                 while proc.poll() is None and time.monotonic() < deadline:
                     time.sleep(POLL_S)
-                    self._relay(follow)
-                self._relay(follow)
+                    self._relay(follow, prefix)
+                    if self._stopping.is_set():
+                        raise KeyboardInterrupt
+                self._relay(follow, prefix)
             except BaseException:
                 _kill(proc)
                 raise
@@ -183,9 +210,9 @@ class LocalBackend:
                 return None, True
         return proc.returncode, False
 
-    def _relay(self, follow: TextIO) -> None:
+    def _relay(self, follow: TextIO, prefix: str) -> None:
         for line in follow.readlines():
-            self.progress(line.rstrip())
+            self.progress(prefix + line.rstrip())
 
 
 def _own_group_dying_with_us() -> None:

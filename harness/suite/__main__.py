@@ -11,7 +11,6 @@ import sys
 import tempfile
 import time
 import traceback
-import warnings
 from typing import Any
 
 from harness.suite import RESULT_SCHEMA_VERSION, SUITE_VERSION
@@ -58,7 +57,7 @@ def _list(as_json: bool) -> int:
                 {
                     "suite_version": SUITE_VERSION,
                     "workloads": [
-                        {"id": s.id, "description": s.description, "dtypes": list(s.dtypes)}
+                        {"id": s.id, "description": s.description, "dtypes": list(s.dtypes), "gpus": s.gpus}
                         for s in CATALOG.values()
                     ],
                 }
@@ -160,16 +159,22 @@ def _measure_one(
     import torch
 
     from harness.suite import gpu_state, numerics, peaks
-    from harness.suite.measure import measure
+    from harness.suite.measure import measure, summarize
+    from harness.suite.workloads import apply_knobs
 
     spec = CATALOG[workload]
     entry: dict[str, Any] = {"workload": workload, "dtype": dtype, "knobs": knobs}
     if dtype not in spec.dtypes:
         return {**entry, "status": "unsupported", "error": f"{workload} is not defined for {dtype}"}
-    _apply_knobs(knobs, tf32=knobs["tf32"] or dtype == "tf32")
+    apply_knobs(knobs, tf32=knobs["tf32"] or dtype == "tf32")
     module = importlib.import_module(f"harness.suite.workloads.{spec.module}")
     start = time.perf_counter()
     try:
+        if spec.gpus == "all":  # its own processes, one per GPU: nothing to build or record here
+            entry.update(module.measure(spec, args.profile, device, dtype, knobs, args.time_budget_s))
+            entry["stats"] = summarize(entry["samples_s"])
+            entry["status"], entry["wall_s"] = "ok", time.perf_counter() - start
+            return entry
         built = module.build(spec, args.profile, device, dtype)
         entry["params"] = built.params
         mode = contextlib.nullcontext() if built.grad else torch.inference_mode()
@@ -273,18 +278,6 @@ def _progress(index: int, total: int, entry: dict[str, Any]) -> None:
     print(
         f"[{index}/{total}] {entry['workload']} {entry['dtype']} {knobs}: {what}", file=sys.stderr, flush=True
     )
-
-
-def _apply_knobs(knobs: dict[str, bool], tf32: bool) -> None:
-    import torch
-
-    torch.backends.cudnn.benchmark = knobs["cudnn_benchmark"]
-    torch.backends.cudnn.deterministic = knobs["deterministic"]
-    torch.use_deterministic_algorithms(knobs["deterministic"], warn_only=True)
-    with warnings.catch_warnings():  # newer torch prefers fp32_precision; the old flags still rule
-        warnings.simplefilter("ignore")
-        torch.backends.cuda.matmul.allow_tf32 = tf32
-        torch.backends.cudnn.allow_tf32 = tf32
 
 
 def _write_atomic(path: str, doc: dict[str, Any]) -> None:

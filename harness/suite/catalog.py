@@ -24,6 +24,7 @@ class WorkloadSpec:
     dtypes: tuple[str, ...] = ALL_DTYPES
     profiles: tuple[str, ...] = ("default", "full")  # the profiles that run it when no list is given
     params: dict[str, Any] = field(default_factory=dict)
+    gpus: str = "one"  # "all": runs its own process per GPU, so its cell gets every GPU and runs alone
 
 
 # ResNet-50 convolutions: (in, out, kernel, stride, padding, input H=W)
@@ -145,6 +146,10 @@ def _matmul_and_training() -> Iterator[WorkloadSpec]:
                            dtypes=("fp32", "tf32", "bf16", "fp16"),
                            profiles=("smoke", "default", "full") if model == "small_cnn" else ("default", "full"),
                            params={"model": model})  # fmt: skip
+    yield WorkloadSpec("ddp_train_step", "ddp", "DistributedDataParallel training step, one process per GPU "
+                       "over NCCL (2 gloo processes on a CPU), at world size 1 and N: step time and scaling "
+                       "efficiency; named in a matrix's workloads, never by a profile", dtypes=("fp32", "bf16", "fp16"),
+                       profiles=(), params={"model": "convnet"}, gpus="all")  # fmt: skip
 
 
 def _faults() -> Iterator[WorkloadSpec]:

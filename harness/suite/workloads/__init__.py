@@ -6,6 +6,7 @@ and the same builder called with ``dtype="fp64"`` gives the reference the numeri
 
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -61,3 +62,14 @@ def pick(profile: str, smoke: Any, default: Any, full: Any = None) -> Any:
 
 def element_size(dtype: str) -> int:
     return torch.empty((), dtype=DTYPES[dtype]).element_size()
+
+
+def apply_knobs(knobs: dict[str, bool], tf32: bool) -> None:
+    """Set a knob set's torch flags in this process (the DDP workload's ranks set them in theirs)."""
+    torch.backends.cudnn.benchmark = knobs["cudnn_benchmark"]
+    torch.backends.cudnn.deterministic = knobs["deterministic"]
+    torch.use_deterministic_algorithms(knobs["deterministic"], warn_only=True)
+    with warnings.catch_warnings():  # newer torch prefers fp32_precision; the old flags still rule
+        warnings.simplefilter("ignore")
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32

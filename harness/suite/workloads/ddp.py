@@ -1,0 +1,198 @@
+"""DistributedDataParallel training steps, one process per GPU over NCCL (gloo and 2 processes on a CPU).
+
+The only workload that needs every GPU of its cell: the orchestrator learns that from the catalog
+(``gpus="all"``) and runs such a cell alone, with all GPUs visible. It is measured at world size 1 and at
+world size N (every visible GPU), the same per-process batch in both (weak scaling), so the result
+carries the step time with all GPUs and the scaling efficiency ``t(1) / t(N)``: 1.0 means N GPUs
+process N times the samples per second of one.
+
+Each sample is one whole step (zero_grad, forward, loss, backward with the gradient all-reduce,
+optimizer step) on rank 0, timed with CUDA events and synchronized on every rank, so the host's launch
+gaps and the all-reduce wait are in it: that is the step time a trainer sees. Ranks get different data
+(seeded by rank) and the same weights (DDP broadcasts rank 0's at construction).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import statistics
+import tempfile
+import time
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn.functional as F
+
+from harness.suite.catalog import WorkloadSpec
+from harness.suite.workloads import DTYPES, apply_knobs, pick, randn
+
+WARMUP_STEPS = 5
+MIN_STEPS, MAX_STEPS = 10, 500
+CPU_WORLD_SIZE = 2  # on a CPU there are no GPUs to count; two gloo processes exercise the same path
+
+
+class ConvNet(torch.nn.Module):
+    """Four stages of two conv-BN-ReLU (64..512 channels, ~4.7 M parameters, ~19 MB of fp32 gradients)."""
+
+    def __init__(self, width: int = 64) -> None:
+        super().__init__()
+        layers: list[torch.nn.Module] = []
+        cin = 3
+        for stage in range(4):
+            cout = width << stage
+            for index in range(2):
+                stride = 2 if index == 0 and stage > 0 else 1
+                layers += [torch.nn.Conv2d(cin, cout, 3, stride, 1, bias=False), torch.nn.BatchNorm2d(cout),
+                           torch.nn.ReLU(inplace=True)]  # fmt: skip
+                cin = cout
+        self.features = torch.nn.Sequential(*layers)
+        self.head = torch.nn.Linear(cin, 100)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(F.adaptive_avg_pool2d(self.features(x), 1).flatten(1))
+
+
+def world_size(device: str) -> int:
+    return torch.cuda.device_count() if device == "cuda" else CPU_WORLD_SIZE
+
+
+def shape(profile: str, device: str) -> tuple[int, int]:
+    """Per-process batch and image size."""
+    if device == "cpu":
+        return pick(profile, (4, 32), (8, 32))
+    return pick(profile, (16, 32), (64, 64), (128, 64))
+
+
+def measure(
+    spec: WorkloadSpec, profile: str, device: str, dtype: str, knobs: dict[str, bool], time_budget_s: float
+) -> dict[str, Any]:
+    """Step times at world size 1 and N, as a measurement entry (the stats are world size N's)."""
+    sizes = sorted({1, world_size(device)})
+    runs = [_spawn(size, profile, device, dtype, knobs, time_budget_s) for size in sizes]
+    headline = runs[-1]
+    medians = [statistics.median(run["samples_s"]) for run in runs]
+    batch, hw = shape(profile, device)
+    params = {
+        "model": "ConvNet (4 stages x 2 conv-BN-ReLU, 64-512 ch)",
+        "batch_per_process": batch,
+        "input": [3, hw, hw],
+        "world_size": sizes[-1],
+        "backend": "nccl" if device == "cuda" else "gloo",
+        "autocast": dtype if dtype in ("bf16", "fp16") else None,
+        "grad_scaler": dtype == "fp16",
+    }
+    return {
+        "params": params,
+        "timer": "cuda_event" if device == "cuda" else "perf_counter",
+        "graph_capture_error": None,
+        "l2_flushed": False,
+        "launch_latency_hidden": False,
+        "unit": "s",
+        "first_call_s": headline["first_call_s"],
+        "warmup_calls": WARMUP_STEPS,
+        "samples_s": headline["samples_s"],
+        "sm_clock_mhz": None,
+        "throttled_discarded": 0,
+        "stop_reason": headline["stop_reason"],
+        "sampling_wall_s": headline["sampling_wall_s"],
+        "scaling": {
+            "world_sizes": sizes,
+            "median_step_s": medians,
+            "samples_per_s": [size * batch / median for size, median in zip(sizes, medians, strict=True)],
+            "efficiency": medians[0] / medians[-1] if len(sizes) > 1 else None,
+        },
+    }
+
+
+def _spawn(
+    size: int, profile: str, device: str, dtype: str, knobs: dict[str, bool], budget_s: float
+) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="ddp-") as scratch:
+        out = os.path.join(scratch, "rank0.json")
+        mp.spawn(_rank, args=(size, _free_port(), profile, device, dtype, knobs, budget_s, out), nprocs=size)
+        with open(out) as f:
+            result: dict[str, Any] = json.load(f)
+    return result
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _rank(
+    rank: int, size: int, port: int, profile: str, device: str, dtype: str, knobs: dict[str, bool],
+    budget_s: float, out: str,
+) -> None:  # fmt: skip
+    cuda = device == "cuda"
+    if cuda:
+        torch.cuda.set_device(rank)
+    else:
+        torch.set_num_threads(1)  # the ranks share the host's cores
+    apply_knobs(knobs, tf32=knobs.get("tf32", False) or dtype == "tf32")
+    dist.init_process_group("nccl" if cuda else "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=size, **({"device_id": torch.device("cuda", rank)} if cuda else {}))  # fmt: skip
+    try:
+        _train(rank, size, profile, device, dtype, budget_s, out)
+    finally:
+        dist.destroy_process_group()
+
+
+def _train(rank: int, size: int, profile: str, device: str, dtype: str, budget_s: float, out: str) -> None:
+    cuda = device == "cuda"
+    where = f"cuda:{rank}" if cuda else "cpu"
+    batch, hw = shape(profile, device)
+    torch.manual_seed(13)
+    model = torch.nn.parallel.DistributedDataParallel(
+        ConvNet().to(where), device_ids=[rank] if cuda else None
+    )
+    x = randn(batch, 3, hw, hw, device=where, dtype=torch.float32, seed=21 + rank)
+    target = torch.randint(0, 100, (batch,), generator=torch.Generator().manual_seed(22 + rank)).to(where)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9, fused=cuda)
+    amp = DTYPES[dtype] if dtype in ("bf16", "fp16") else None
+    scaler = torch.amp.GradScaler(device, enabled=dtype == "fp16")
+
+    def step() -> None:
+        optimizer.zero_grad(set_to_none=True)
+        with torch.autocast(device_type=device, dtype=amp or torch.float32, enabled=amp is not None):
+            loss = F.cross_entropy(model(x), target)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+
+    def timed() -> float:
+        if not cuda:
+            start = time.perf_counter()
+            step()
+            return time.perf_counter() - start
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        begin.record()
+        step()
+        end.record()
+        torch.cuda.synchronize()
+        return begin.elapsed_time(end) / 1e3
+
+    first_call_s = timed()
+    for _ in range(WARMUP_STEPS):
+        timed()
+    # rank 0 decides how many steps fit the budget; every rank must run the same number
+    # (every rank runs the calibrating step: DDP's all-reduce needs all of them)
+    calibration_s = timed()
+    steps = torch.tensor(
+        [max(MIN_STEPS, min(MAX_STEPS, int(budget_s / max(calibration_s, 1e-6))))], device=where
+    )
+    dist.broadcast(steps, src=0)
+    dist.barrier()
+    start = time.perf_counter()
+    samples = [round(timed(), 9) for _ in range(int(steps.item()))]
+    sampling_wall_s = time.perf_counter() - start
+    if rank == 0:
+        stop = "max_samples" if len(samples) == MAX_STEPS else "time_budget"
+        with open(out, "w") as f:
+            json.dump({"first_call_s": first_call_s, "samples_s": samples, "stop_reason": stop,
+                       "sampling_wall_s": sampling_wall_s}, f)  # fmt: skip

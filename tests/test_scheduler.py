@@ -1,0 +1,134 @@
+"""The multi-GPU scheduler, on real suite processes: runs go concurrently one GPU each, never two on one
+GPU, a multi-GPU workload's runs get every GPU and run alone, and Ctrl-C stops them all.
+
+On a host without GPUs the GPU ids are only handed out (CUDA_VISIBLE_DEVICES is not set for a CPU
+suite), which is enough to check the schedule; the GPU proof is reports/gpu-multi.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness import results
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _matrix(tmp_path: Path, workloads: list[str], budget: float, rounds: int = 2) -> Path:
+    path = tmp_path / "matrix.yaml"
+    path.write_text(yaml.safe_dump({
+        "schema_version": 1, "name": "sched", "backend": "local",
+        "axes": {"torch": ["installed"], "cudnn": ["bundled", "disabled"]},
+        "suite": {"profile": "smoke", "device": "cpu", "workloads": workloads, "dtypes": ["fp32"],
+                  "time_budget_s": budget, "numerics": False},
+        "rounds": rounds, "baseline": {"cudnn": "bundled"},
+    }))  # fmt: skip
+    return path
+
+
+def _harness(*args: str, **kwargs) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600, **kwargs)  # fmt: skip
+
+
+def _runs(out: Path) -> list[dict]:
+    docs = []
+    for path in sorted(out.glob("*.r*.json")):
+        doc, problems = results.check(path)
+        assert not problems, problems
+        docs.append(doc)
+    return docs
+
+
+def _interval(doc: dict) -> tuple[dt.datetime, dt.datetime]:
+    return dt.datetime.fromisoformat(doc["started_at"]), dt.datetime.fromisoformat(doc["finished_at"])
+
+
+def _overlap(a: dict, b: dict) -> bool:
+    (a0, a1), (b0, b1) = _interval(a), _interval(b)
+    return a0 < b1 and b0 < a1
+
+
+def test_runs_go_concurrently_one_gpu_each_and_never_two_on_one(tmp_path):
+    out = tmp_path / "out"
+    done = _harness(
+        "run", "--matrix", str(_matrix(tmp_path, ["gemm"], 1.5)), "--out", str(out), "--gpus", "0,1"
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "one run per GPU at a time" in done.stdout
+    docs = _runs(out)
+    assert len(docs) == 4 and all(d["status"] == "ok" for d in docs)
+    assert sorted(tuple(d["run"]["gpus"]) for d in docs) == [("0",), ("0",), ("1",), ("1",)]
+    pairs = [(a, b) for i, a in enumerate(docs) for b in docs[i + 1 :]]
+    # both GPUs were busy at once, but no GPU ever had two runs
+    assert any(_overlap(a, b) for a, b in pairs if a["run"]["gpus"] != b["run"]["gpus"])
+    assert not any(_overlap(a, b) for a, b in pairs if a["run"]["gpus"] == b["run"]["gpus"])
+
+
+def test_a_multi_gpu_workload_gets_every_gpu_and_runs_alone(tmp_path):
+    out = tmp_path / "out"
+    matrix = _matrix(tmp_path, ["ddp_train_step"], 0.5, rounds=1)
+    done = _harness("run", "--matrix", str(matrix), "--out", str(out), "--gpus", "0,1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "each run gets all of them" in done.stdout
+    docs = _runs(out)
+    assert len(docs) == 2 and [d["run"]["gpus"] for d in docs] == [["0", "1"], ["0", "1"]]
+    assert not _overlap(*docs)
+    for doc in docs:  # two gloo processes on a CPU: the same DDP path as NCCL on GPUs
+        (m,) = doc["measurements"]
+        assert m["status"] == "ok", m
+        assert m["params"]["world_size"] == 2 and m["params"]["backend"] == "gloo"
+        assert m["scaling"]["world_sizes"] == [1, 2] and m["scaling"]["efficiency"] > 0
+        assert m["stats"]["median"] == pytest.approx(m["scaling"]["median_step_s"][1])
+
+
+def test_ctrl_c_stops_every_concurrent_run_and_keeps_nothing_partial(tmp_path):
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", "--matrix", str(_matrix(tmp_path, ["gemm"], 5)),
+         "--out", str(out), "--gpus", "0,1"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while len(list((out / "logs").glob("*.log.part"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(1)
+    assert proc.poll() is None, proc.communicate()[0]
+    children = _suite_processes(out)
+    assert len(children) == 2, children
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, output
+    assert _suite_processes(out) == []
+    assert list(out.glob("*.r*.json")) == []
+    # the next run sweeps what was left and runs everything
+    done = _harness(
+        "run", "--matrix", str(_matrix(tmp_path, ["gemm"], 0.3)), "--out", str(out), "--gpus", "0,1"
+    )
+    assert done.returncode == 0 and len(_runs(out)) == 4, done.stdout + done.stderr
+
+
+def _suite_processes(out: Path) -> list[str]:
+    listed = subprocess.run(["ps", "-ewwo", "args"], capture_output=True, text=True).stdout.splitlines()
+    return [line for line in listed if "harness.suite run" in line and str(out) in line]
+
+
+@pytest.mark.parametrize(
+    ("gpus", "message"),
+    [("0,0", "names a GPU twice"), ("0,,1", "separated by commas"), ("0;rm", "separated by commas")],
+)
+def test_bad_gpu_lists_are_refused_before_anything_runs(tmp_path, gpus, message):
+    out = tmp_path / "out"
+    done = _harness(
+        "run", "--matrix", str(_matrix(tmp_path, ["gemm"], 0.1)), "--out", str(out), "--gpus", gpus
+    )
+    assert done.returncode == 2 and "--gpus" in done.stderr and message in done.stderr, done.stderr
+    assert not out.exists()
