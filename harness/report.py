@@ -128,6 +128,7 @@ def render(
         *_problems(analysis, loaded),
         *_verdict_sections(view, analysis, out_dir, letters),
         *_numerics_sections(view, analysis, letters),
+        _scaling_section(view, analysis, out_dir, letters),
         _environment(view, analysis, letters),
     ]
     sections = [s for s in sections if s is not None]
@@ -280,6 +281,34 @@ def _host_section(view: View, analysis: Analysis, out_dir: Path, letters: dict[s
                    "marks a host-bound workload, where framework overhead rather than cuDNN sets the pace.",
                    ("workload", "dtype", "knobs", "group", "device time", "host time", "host / device"),
                    tuple(rows), level=3)  # fmt: skip
+
+
+def _scaling_section(
+    view: View, analysis: Analysis, out_dir: Path, letters: dict[str, str]
+) -> Section | None:
+    """Multi-GPU workloads (DDP): step time and samples/s per world size, and the scaling efficiency."""
+    rows = []
+    for group in view.groups:
+        for doc, file in analysis.docs.get(group, []):
+            for m in doc["measurements"]:
+                scaling = m.get("scaling") if m["status"] == "ok" else None
+                if not scaling:
+                    continue
+                per_size = zip(
+                    scaling["world_sizes"], scaling["median_step_s"], scaling["samples_per_s"], strict=True
+                )
+                rows.append((
+                    letters.get(group, group), (doc.get("run") or {}).get("round", 1), m["workload"], m["dtype"],
+                    "; ".join(f"{size}: {_duration(step)}, {rate:,.0f}/s" for size, step, rate in per_size),
+                    _link(f"{scaling['efficiency']:.3f}" if scaling["efficiency"] is not None else "one GPU", file, out_dir),
+                ))  # fmt: skip
+    if not rows:
+        return None
+    return Section("Multi-GPU scaling", "Workloads that run one process per GPU, measured at each world size with the "
+                   "same batch per process: the median step time and samples per second for each, and the scaling "
+                   "efficiency t(1) / t(N) (1.0: N GPUs give N times the samples per second of one).",
+                   ("group", "round", "workload", "dtype", "world size: step, samples/s", "efficiency"),
+                   tuple(rows))  # fmt: skip
 
 
 def _numerics_sections(view: View, analysis: Analysis, letters: dict[str, str]) -> list[Section]:

@@ -184,3 +184,45 @@ def test_a_report_says_when_its_runs_were_spread_over_several_gpus(tmp_path):
     environment = section((tmp_path / "report.md").read_text(), "Environment of every run")
     assert "These runs used 2 physical GPUs" in environment
     assert "13bb905c" in environment and "66760f06" in environment
+
+
+MULTI = REPO / "reports" / "gpu-multi"
+
+
+def test_the_two_gpu_runs_went_concurrently_one_gpu_each(tmp_path):
+    # reports/gpu-multi: the same 6 runs with --gpus 0 and with --gpus 0,1 on a 2-GPU H200 host
+    one, two = sorted((MULTI / "one-gpu").glob("*.r*.json")), sorted((MULTI / "2-gpus").glob("*.r*.json"))
+    assert len(one) == len(two) == 6
+    docs = {}
+    for path in one + two:
+        document, problems = results.check(path)
+        assert problems == [] and document["status"] == "ok", problems[:3]
+        docs[path] = document
+    assert {tuple(docs[p]["run"]["gpus"]) for p in one} == {("0",)}
+    assert sorted(tuple(docs[p]["run"]["gpus"]) for p in two) == [("0",)] * 3 + [("1",)] * 3
+    assert {docs[p]["environment"]["env"]["CUDA_VISIBLE_DEVICES"] for p in two} == {"0", "1"}
+
+    def overlap(a: dict, b: dict) -> bool:
+        return (
+            a["started_at"] < b["finished_at"] and b["started_at"] < a["finished_at"]
+        )  # ISO times, one zone
+
+    pairs = [(docs[a], docs[b]) for i, a in enumerate(two) for b in two[i + 1 :]]
+    assert any(overlap(a, b) for a, b in pairs if a["run"]["gpus"] != b["run"]["gpus"])
+    assert not any(overlap(a, b) for a, b in pairs if a["run"]["gpus"] == b["run"]["gpus"])
+    # the wall-time ratio is benchmarks/multi_gpu.py's printout, measured side by side in one process
+    assert "ratio 1.96x (target >= 1.9x: met)" in (MULTI / "run-output.txt").read_text()
+
+
+def test_a_ddp_result_reports_its_scaling(tmp_path):
+    done = run_cli("report", "--results", str(MULTI / "ddp"), "--out", str(tmp_path))
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    scaling = section((tmp_path / "report.md").read_text(), "Multi-GPU scaling")
+    assert "ddp_train_step" in scaling and "1: 13.286 ms" in scaling and "2: 13.128 ms" in scaling
+    assert "1.012" in scaling and "0.872" in scaling
+    (path,) = (MULTI / "ddp").glob("*.r1.json")
+    document, problems = results.check(path)
+    assert problems == [] and document["run"]["gpus"] == ["0", "1"]
+    assert all(
+        m["params"]["backend"] == "nccl" and m["params"]["world_size"] == 2 for m in document["measurements"]
+    )
