@@ -79,6 +79,12 @@ def _parser() -> argparse.ArgumentParser:
     imgs.add_argument("--log-dir", type=Path, help="build logs (default: results/<matrix name>/logs)")
     imgs.set_defaults(handler=_images)
 
+    task = sub.add_parser("slurm-task", help=argparse.SUPPRESS)  # what each task of a Slurm array runs
+    task.add_argument("--results", type=Path, required=True)
+    task.add_argument("--tasks", type=Path, required=True)
+    task.add_argument("--index", type=int, required=True)
+    task.set_defaults(handler=_slurm_task)
+
     rerun = sub.add_parser("rerun", help="run the exact image a docker result came from again")
     rerun.add_argument("result", type=Path)
     rerun.add_argument("--out", type=Path, help="results folder for the new result (default: results/rerun)")
@@ -141,7 +147,20 @@ def _run_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, help="results folder (default: results/<matrix name>)")
     parser.add_argument("--python", help="interpreter with torch for the local backend (default: this one)")
     parser.add_argument("--timeout-s", type=float, default=3600.0, help="time limit per cell (default 3600)")
-    parser.add_argument("--backend", choices=("local", "docker", "k8s"), help="override the matrix's backend")
+    parser.add_argument(
+        "--backend",
+        choices=("local", "docker", "slurm", "k8s"),
+        help="override the matrix's backend; slurm: submit one array job, each task running the matrix's "
+        "own backend (local or docker) on its node",
+    )
+    parser.add_argument("--slurm-partition", help="slurm: partition (default: the matrix's slurm.partition)")
+    parser.add_argument("--slurm-account", help="slurm: account to charge")
+    parser.add_argument(
+        "--slurm-time", help="slurm: time limit per task, e.g. 30, 01:00:00 (default 01:00:00)"
+    )
+    parser.add_argument(
+        "--slurm-gpus", type=int, help="slurm: GPUs per task (default 1 for a GPU suite, 0 for device: cpu)"
+    )
     parser.add_argument(
         "--dry-run", action="store_true", help="k8s: print one Indexed Job per cell, submit nothing"
     )
@@ -294,17 +313,13 @@ def _run_plan(plan: Plan, args: argparse.Namespace) -> list[runner.CellOutcome]:
     if args.backend == "k8s" or args.dry_run:
         raise InputError([Problem("--backend", "", "qualify runs and judges; 'run --backend k8s --dry-run' "
                                   "prints the Jobs")])  # fmt: skip
+    if args.backend == "slurm":
+        return _run_slurm(plan, args, out)
     if args.backend:
         plan = dataclasses.replace(plan, backend=args.backend)
     backend = _backend(plan, args)
     cells = _only(plan, args)
-    mode = (
-        resume.Mode.RERUN_FAILED
-        if args.rerun_failed
-        else resume.Mode.FRESH
-        if args.fresh
-        else resume.Mode.RESUME
-    )
+    mode = _mode(args)
     print(
         f"running {len(cells)} of {len(plan.cells)} cells of {plan.name!r} into {out}/ (logs in {out}/logs/)"
         + ("" if mode is resume.Mode.RESUME else f", {mode.value}")
@@ -354,6 +369,84 @@ def _gpu_ids(text: str | None) -> tuple[str, ...]:
             [Problem("--gpus", text, "names a GPU twice; two runs on one GPU would time each other")]
         )
     return ids
+
+
+def _mode(args: argparse.Namespace) -> resume.Mode:
+    if args.rerun_failed:
+        return resume.Mode.RERUN_FAILED
+    return resume.Mode.FRESH if args.fresh else resume.Mode.RESUME
+
+
+def _run_slurm(plan: Plan, args: argparse.Namespace, out: Path) -> list[runner.CellOutcome]:
+    """Submit the runs to Slurm as one array job; each task runs the matrix's backend on its node."""
+    from harness import slurm
+
+    if args.gpus is not None:
+        raise InputError(
+            [Problem("--gpus", args.gpus, "Slurm picks each task's GPUs; ask for a count with --slurm-gpus")]
+        )
+    workloads = set(plan.suite.get("workloads") or ())
+    exclusive = bool(workloads) and bool(workloads & suite_listing.multi_gpu_workloads(args.python))
+    req = slurm.request(
+        plan, args.slurm_partition, args.slurm_account, args.slurm_time, args.slurm_gpus, exclusive
+    )
+    slurm.available()
+    if plan.backend == "docker":
+        from harness.backends.docker import image_identity
+
+        options = _build_options(args)
+        version = suite_listing.listing()["suite_version"]
+
+        def identity(cell: Cell) -> dict[str, str]:
+            return image_identity(version, plan, images.render(cell, options).reference)
+
+        settings = {"backend": "docker", "timeout_s": args.timeout_s, "memory": args.memory,
+                    "build": {"index_url": options.index_url,
+                              "wheelhouse": str(options.wheelhouse.resolve()) if options.wheelhouse else None,
+                              "ca_bundle": str(options.ca_bundle.resolve()) if options.ca_bundle else None}}  # fmt: skip
+    else:
+        local = LocalBackend(args.python, timeout_s=args.timeout_s)
+
+        def identity(cell: Cell) -> dict[str, str]:
+            return local.identity(cell, plan)
+
+        settings = {"backend": "local", "python": local.python, "timeout_s": args.timeout_s}
+    cells = _only(plan, args)
+    mode = _mode(args)
+    print(
+        f"submitting {len(cells)} of {len(plan.cells)} cells of {plan.name!r} to Slurm, results into {out}/ "
+        f"(a folder every node must see; each task runs the {plan.backend} backend there)"
+        + ("" if mode is resume.Mode.RESUME else f", {mode.value}")
+    )
+    submission = slurm.Submission(plan, out, identity, settings, req)
+    outcomes = submission.run(cells, mode)
+    kept = sum(o.kept for o in outcomes)
+    if kept:
+        print(f"{kept} of {len(outcomes)} results kept from earlier runs into {out}/")
+    return outcomes
+
+
+def _slurm_task(args: argparse.Namespace) -> int:
+    from harness import slurm
+
+    def make_backend(plan: Plan, settings: dict[str, object]) -> Backend:
+        if settings["backend"] == "docker":
+            from harness.backends.docker import DockerBackend
+
+            build = settings["build"]
+            assert isinstance(build, dict)
+            options = images.BuildOptions(
+                index_url=build.get("index_url"),
+                wheelhouse=Path(build["wheelhouse"]) if build.get("wheelhouse") else None,
+                ca_bundle=Path(build["ca_bundle"]) if build.get("ca_bundle") else None,
+            )
+            return DockerBackend(options, timeout_s=float(settings["timeout_s"]),  # type: ignore[arg-type]
+                                 memory=settings.get("memory"), progress=_progress)  # type: ignore[arg-type]  # fmt: skip
+        return LocalBackend(
+            str(settings["python"]), timeout_s=float(settings["timeout_s"]), progress=_progress
+        )  # type: ignore[arg-type]
+
+    return slurm.run_task(args.results, args.tasks, args.index, make_backend)
 
 
 def _images(args: argparse.Namespace) -> int:

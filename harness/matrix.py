@@ -120,9 +120,11 @@ class Plan:
     source: str = ""
     rounds: int = DEFAULT_ROUNDS
     alpha: float = DEFAULT_ALPHA
+    slurm: dict[str, Any] = field(default_factory=dict)  # how 'run --backend slurm' asks for each task
 
     def to_json(self) -> dict[str, Any]:
         return {
+            **({"slurm": self.slurm} if self.slurm else {}),
             "schema_version": 1,
             "name": self.name,
             "backend": self.backend,
@@ -155,6 +157,7 @@ class Plan:
             source=raw.get("source", ""),
             rounds=int(raw.get("rounds", DEFAULT_ROUNDS)),
             alpha=float(raw["thresholds"].get("alpha", DEFAULT_ALPHA)),
+            slurm=dict(raw.get("slurm", {})),
         )
 
     def threshold_pct(self, workload: str) -> float:
@@ -242,6 +245,7 @@ def load(path: Path, known_workloads: Iterable[str] | None = None) -> Plan:
         source=source,
         rounds=int(data.get("rounds", DEFAULT_ROUNDS)),
         alpha=float(thresholds.get("alpha", DEFAULT_ALPHA)),
+        slurm=dict(data.get("slurm", {})),
     )
 
 

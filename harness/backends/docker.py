@@ -172,11 +172,7 @@ class DockerBackend:
     # -- runs --------------------------------------------------------------------------------
 
     def identity(self, cell: Cell, plan: Plan) -> dict[str, str]:
-        return {
-            "suite_version": self.suite_version,
-            "suite_settings_sha256": resume.suite_settings_sha256(plan),
-            "image": self._render(cell).reference,  # its tag is the hash of its inputs
-        }
+        return image_identity(self.suite_version, plan, self._render(cell).reference)
 
     def _render(self, cell: Cell) -> images.RenderedImage:
         """The cell's image, rendered once: rendering hashes the whole build context (the wheelhouse too)."""
@@ -398,6 +394,15 @@ class DockerBackend:
             return bool(self.client.ping())
         except (docker.errors.DockerException, requests.exceptions.RequestException):
             return False
+
+
+def image_identity(suite_version: str, plan: Plan, reference: str) -> dict[str, str]:
+    """What a kept docker result must have been made with (the Slurm backend asks it without an engine)."""
+    return {
+        "suite_version": suite_version,
+        "suite_settings_sha256": resume.suite_settings_sha256(plan),
+        "image": reference,  # its tag is the hash of its inputs
+    }
 
 
 def _write_context(fileobj: Any, rendered: images.RenderedImage) -> None:

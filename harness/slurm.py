@@ -1,0 +1,312 @@
+"""``run --backend slurm``: one Slurm array job per run, one task per (cell, round), gathered from a shared folder.
+
+The submitting side decides what to run exactly as a local run does (``resume``: valid results of the
+same identity are kept), writes the tasks and a batch script under ``<out>/slurm/``, submits them with
+``sbatch --array``, then follows the array through ``squeue`` and the result files the tasks write.
+Each task (``python -m harness slurm-task``) runs its cell on its node with the matrix's own backend
+(``local``: a subprocess of the given Python; ``docker``: ``docker run`` with the GPUs Slurm gave the
+task) and writes the result into the results folder, which must be on a filesystem every node sees.
+
+A task that ends without a result (pre-empted, timed out, its node lost, cancelled) is reported with the
+state Slurm gives it, and the run exits 3; the same command again submits exactly the runs still
+missing (``--rerun-failed``: the failed ones too). Ctrl-C cancels the array.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness import jsonio, resume, suite_listing
+from harness.backends import needs_gpu
+from harness.errors import BackendUnavailable, InputError, Problem, RunStopped
+from harness.matrix import Cell, Plan
+from harness.results import PLAN_FILE
+from harness.runner import CellOutcome, log_name, result_name, schedule
+
+SLURM_DIR = "slurm"
+POLL_S = 2.0
+TIME_FORMAT = re.compile(r"^([0-9]+-)?[0-9]{1,2}(:[0-9]{2}){0,2}$")
+DEFAULT_TIME = "01:00:00"
+COMMANDS = ("sbatch", "squeue", "scontrol", "scancel")
+
+
+@dataclass(frozen=True)
+class Request:
+    """What each task of the array asks Slurm for."""
+
+    partition: str | None
+    account: str | None
+    time: str
+    gpus: int
+    cpus_per_task: int | None
+
+    def sbatch_lines(self) -> list[str]:
+        lines = [f"#SBATCH --time={self.time}"]
+        if self.partition:
+            lines.append(f"#SBATCH --partition={self.partition}")
+        if self.account:
+            lines.append(f"#SBATCH --account={self.account}")
+        if self.gpus:
+            lines.append(f"#SBATCH --gres=gpu:{self.gpus}")
+        if self.cpus_per_task:
+            lines.append(f"#SBATCH --cpus-per-task={self.cpus_per_task}")
+        return lines
+
+    def describe(self) -> str:
+        parts = [f"time limit {self.time}", f"{self.gpus} GPU{'s' if self.gpus != 1 else ''} per task"]
+        if self.partition:
+            parts.insert(0, f"partition {self.partition}")
+        if self.account:
+            parts.insert(1, f"account {self.account}")
+        return ", ".join(parts)
+
+
+def request(plan: Plan, partition: str | None, account: str | None, time_limit: str | None,
+            gpus: int | None, exclusive: bool) -> Request:  # fmt: skip
+    """The matrix's ``slurm:`` section with the command line's ``--slurm-*`` over it."""
+    given = plan.slurm
+    limit = time_limit or given.get("time") or DEFAULT_TIME
+    problems = []
+    if not TIME_FORMAT.match(limit):
+        problems.append(Problem("--slurm-time", limit, "use Slurm's format: minutes, HH:MM:SS or D-HH:MM:SS"))
+    on_gpu = any(needs_gpu(cell, plan) for cell in plan.cells)
+    count = gpus if gpus is not None else given.get("gpus", 1 if on_gpu else 0)
+    if count < 0:
+        problems.append(Problem("--slurm-gpus", str(count), "must be 0 or more"))
+    if exclusive and count < 2:
+        problems.append(Problem("slurm.gpus", str(count), "the suite names a multi-GPU workload; ask for the GPUs "
+                                "it should span, e.g. --slurm-gpus 8"))  # fmt: skip
+    if problems:
+        raise InputError(problems)
+    return Request(partition or given.get("partition"), account or given.get("account"), limit, count,
+                   given.get("cpus_per_task"))  # fmt: skip
+
+
+def available() -> None:
+    missing = [c for c in COMMANDS if shutil.which(c) is None]
+    if missing:
+        raise BackendUnavailable(
+            f"--backend slurm needs Slurm's {', '.join(missing)} on PATH (run it on a login node of the cluster)"
+        )
+
+
+@dataclass(frozen=True)
+class Task:
+    index: int  # the array task id
+    order: int  # its place in the run's schedule, as local runs number them
+    cell: Cell
+    round_index: int
+
+
+class Submission:
+    """One array job: its tasks, submitted, then followed until every task has left the queue."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        results_dir: Path,
+        identity: Callable[[Cell], dict[str, str]],
+        node_settings: dict[str, Any],
+        req: Request,
+        say: Callable[[str], None] = print,
+    ) -> None:
+        """``node_settings``: how each task makes the matrix's backend on its node (see ``run_task``)."""
+        self.plan, self.results_dir, self.identity, self.node_settings = (
+            plan,
+            results_dir,
+            identity,
+            node_settings,
+        )
+        self.request, self.say = req, say
+
+    def run(self, cells: tuple[Cell, ...], mode: resume.Mode) -> list[CellOutcome]:
+        with resume.locked(self.results_dir) as swept:
+            if swept:
+                self.say(f"removed what an interrupted run left: {', '.join(swept)}")
+            jsonio.write_atomic(self.results_dir / PLAN_FILE, self.plan.to_json())
+            order = schedule(cells, self.plan.rounds)
+            outcomes: dict[int, CellOutcome] = {}
+            tasks: list[Task] = []
+            for position, (round_index, cell) in enumerate(order, 1):
+                path = self.results_dir / result_name(cell.id, round_index)
+                decision = resume.decide(path, self.identity(cell), mode)
+                if decision.run:
+                    tasks.append(Task(len(tasks), position, cell, round_index))
+                    continue
+                self.say(f"[{position}/{len(order)}] {cell.id} round {round_index}: {decision.note}")
+                if decision.kept is not None:
+                    outcomes[position] = _outcome(decision.kept, round_index, kept=True)
+            if tasks:
+                outcomes.update(self._submit_and_follow(tasks, len(order)))
+            return [outcomes[p] for p in sorted(outcomes)]
+
+    def _submit_and_follow(self, tasks: list[Task], total: int) -> dict[int, CellOutcome]:
+        stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        folder = self.results_dir / SLURM_DIR
+        (folder / "logs").mkdir(parents=True, exist_ok=True)
+        tasks_file = folder / f"tasks-{stamp}.json"
+        jsonio.write_atomic(tasks_file, {**self.node_settings,
+                                         "tasks": [{"cell": t.cell.id, "round": t.round_index} for t in tasks]})  # fmt: skip
+        script = folder / f"array-{stamp}.sh"
+        jsonio.write_text_atomic(script, self._script(tasks_file, len(tasks)))
+        done = subprocess.run(["sbatch", "--parsable", str(script)], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise BackendUnavailable(f"sbatch refused the array ({script}): {done.stderr.strip()[-1000:]}")
+        job = done.stdout.strip().split(";")[0]
+        self.say(f"submitted array job {job}: {len(tasks)} task{'s' * (len(tasks) != 1)} ({self.request.describe()}); "
+                 f"script {script}, task output {folder / 'logs'}/")  # fmt: skip
+        try:
+            outcomes, lost = self._follow(job, tasks, total)
+        except BaseException:  # Ctrl-C, or squeue failing: the array must not run on unattended
+            subprocess.run(["scancel", job], capture_output=True)
+            self.say(f"cancelled array job {job}")
+            raise
+        if lost:
+            which = "; ".join(f"{t.cell.id} round {t.round_index} (task {job}_{t.index}: {lost[t.index]})"
+                              for t in tasks if t.index in lost)  # fmt: skip
+            raise RunStopped(
+                f"{len(lost)} of {len(tasks)} runs ended without a result: {which}; "
+                "run the same command again to submit exactly the runs still missing"
+            )
+        return outcomes
+
+    def _script(self, tasks_file: Path, count: int) -> str:
+        out = self.results_dir.resolve()
+        command = [sys.executable, "-m", "harness", "slurm-task", "--results", str(out), "--tasks",
+                   str(tasks_file.resolve())]  # fmt: skip
+        return "\n".join([
+            "#!/bin/bash",
+            f"#SBATCH --job-name=harness-{self.plan.name}",
+            f"#SBATCH --array=0-{count - 1}",
+            f"#SBATCH --output={out / SLURM_DIR / 'logs'}/%A_%a.out",
+            "#SBATCH --requeue",  # a pre-empted task goes back in the queue instead of being lost
+            *self.request.sbatch_lines(),
+            "# written by 'python -m harness run --backend slurm'; one task per (cell, round) in the tasks file",
+            f"export PYTHONPATH={shlex.quote(str(suite_listing.PACKAGE_ROOT))}${{PYTHONPATH:+:$PYTHONPATH}}",
+            f"cd {shlex.quote(os.getcwd())}",
+            "exec " + " ".join(map(shlex.quote, command)) + ' --index "$SLURM_ARRAY_TASK_ID"',
+            "",
+        ])  # fmt: skip
+
+    def _follow(
+        self, job: str, tasks: list[Task], total: int
+    ) -> tuple[dict[int, CellOutcome], dict[int, str]]:
+        """Every task's outcome by schedule position, and the tasks that ended without a result."""
+        outcomes: dict[int, CellOutcome] = {}
+        seen: dict[int, str] = {}
+        started = time.monotonic()
+        lost: dict[int, str] = {}  # task index -> what Slurm says happened to it
+        while len(outcomes) + len(lost) < len(tasks):
+            queued = _queue(job)
+            for task in tasks:
+                if task.order in outcomes or task.index in lost:
+                    continue
+                tag = f"[{task.order}/{total}] {task.cell.id} round {task.round_index}"
+                state = queued.get(task.index)
+                if state is not None:
+                    if seen.get(task.index) != state[0]:
+                        seen[task.index] = state[0]
+                        where = f" on {state[1]}" if state[0] == "RUNNING" and state[1] else ""
+                        self.say(f"{tag}: {state[0].lower()}{where} (task {job}_{task.index})")
+                    continue
+                document = _read(self.results_dir / result_name(task.cell.id, task.round_index))
+                if document is None:  # gone from the queue with no result: what did Slurm do to it?
+                    lost[task.index] = ended = _final_state(job, task.index)
+                    self.say(f"{tag}: ENDED WITHOUT A RESULT ({ended}; output "
+                             f"{self.results_dir / SLURM_DIR / 'logs'}/{job}_{task.index}.out)")  # fmt: skip
+                    continue
+                outcome = _outcome(document, task.round_index)
+                outcomes[task.order] = outcome
+                finished = len(outcomes) + len(lost)
+                eta = (time.monotonic() - started) / finished * (len(tasks) - finished)
+                if outcome.status == "ok":
+                    self.say(f"{tag}: ok, {outcome.measurements} measurements in {outcome.wall_s:.1f} s"
+                             + (f" (about {eta:.0f} s left)" if finished < len(tasks) else ""))  # fmt: skip
+                else:
+                    self.say(f"{tag}: FAILED: {outcome.reason}")
+            if len(outcomes) + len(lost) < len(tasks):
+                time.sleep(POLL_S)
+        return outcomes, lost
+
+
+def _queue(job: str) -> dict[int, tuple[str, str]]:
+    """Array task id -> (state, node) for the tasks of ``job`` still in the queue."""
+    done = subprocess.run(["squeue", "-h", "-r", "-j", job, "-o", "%K|%T|%N"], capture_output=True, text=True)
+    if done.returncode != 0:
+        if "Invalid job id" in done.stderr:  # every task has left and Slurm forgot the job
+            return {}
+        raise BackendUnavailable(f"squeue failed while following job {job}: {done.stderr.strip()[-500:]}")
+    found = {}
+    for line in done.stdout.splitlines():
+        task, state, node = [*line.split("|"), "", ""][:3]
+        if task.isdigit():
+            found[int(task)] = (state, node)
+    return found
+
+
+def _final_state(job: str, index: int) -> str:
+    """The state Slurm gives a finished task (TIMEOUT, PREEMPTED, CANCELLED, FAILED, NODE_FAIL ...)."""
+    done = subprocess.run(["scontrol", "-o", "show", "job", f"{job}_{index}"], capture_output=True, text=True)
+    fields = dict(part.split("=", 1) for part in done.stdout.split() if "=" in part)
+    if "JobState" not in fields:
+        return "in an unknown state (Slurm no longer remembers it)"
+    reason = fields.get("Reason", "None")
+    return (
+        fields["JobState"]
+        + (f", {reason}" if reason not in ("None", "") else "")
+        + (f", exit {fields['ExitCode']}" if fields.get("ExitCode", "0:0") != "0:0" else "")
+    )
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    try:
+        document: dict[str, Any] = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return document
+
+
+def _outcome(document: dict[str, Any], round_index: int, kept: bool = False) -> CellOutcome:
+    return CellOutcome(
+        document["cell"]["id"], round_index, document["status"], (document.get("failure") or {}).get("reason"),
+        0.0 if kept else float(document.get("run", {}).get("wall_s") or 0.0), len(document["measurements"]), kept,
+    )  # fmt: skip
+
+
+def run_task(
+    results_dir: Path, tasks_file: Path, index: int, make_backend: Callable[[Plan, dict[str, Any]], Any]
+) -> int:
+    """On a node: run one task's cell with the matrix's backend; its result lands in ``results_dir``."""
+    plan = Plan.from_json(json.loads((results_dir / PLAN_FILE).read_text()))
+    settings = json.loads(tasks_file.read_text())
+    task = settings["tasks"][index]
+    cell, round_index = plan.cell(task["cell"]), int(task["round"])
+    backend = make_backend(plan, settings)
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    # docker: the container gets the GPUs Slurm gave this task; local: the environment already says so
+    gpus = tuple(g for g in visible.split(",") if g) if backend.name == "docker" else ()
+    print(f"slurm task {index}: {cell.id} round {round_index} on {os.uname().nodename} with the {backend.name} "
+          f"backend" + (f", GPUs {visible}" if visible else ""), flush=True)  # fmt: skip
+    result_path = results_dir / result_name(cell.id, round_index)
+    document = backend.run_cell(cell, plan, result_path, results_dir / "logs" / log_name(cell.id, round_index),
+                                round_index, gpus=gpus)  # fmt: skip
+    document["run"]["slurm"] = {
+        "job": f"{os.environ.get('SLURM_ARRAY_JOB_ID', '?')}_{os.environ.get('SLURM_ARRAY_TASK_ID', index)}",
+        "node": os.environ.get("SLURMD_NODENAME", os.uname().nodename),
+        **({"partition": os.environ["SLURM_JOB_PARTITION"]} if os.environ.get("SLURM_JOB_PARTITION") else {}),
+    }
+    jsonio.write_atomic(result_path, document, compact=True)
+    print(f"slurm task {index}: {document['status']} -> {result_path}", flush=True)
+    return 0

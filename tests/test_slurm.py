@@ -1,0 +1,140 @@
+"""The Slurm backend against a real one-node Slurm cluster (.ci/slurm-up starts one from Debian's packages).
+
+Without a cluster these tests skip on a developer machine and FAIL in CI (CI=true).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness import results
+from tests.conftest import REPO, harness_env, run_cli
+
+
+@pytest.fixture(scope="module")
+def cluster() -> None:
+    try:
+        states = subprocess.run(
+            ["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=30
+        ).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        states = f"({exc})"
+    if not any(s in states for s in ("idle", "mixed", "alloc")):
+        message = f"no Slurm cluster answers here (sinfo: {states.strip() or 'no node'}); start one with .ci/slurm-up"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+def _matrix(tmp_path: Path, workload: str = "relu", budget: float = 0.2, **slurm) -> Path:
+    path = tmp_path / "matrix.yaml"
+    path.write_text(yaml.safe_dump({
+        "schema_version": 1, "name": "slurm-ci", "backend": "local",
+        "axes": {"torch": ["installed"], "cudnn": ["bundled", "disabled"]},
+        "suite": {"profile": "smoke", "device": "cpu", "workloads": [workload], "dtypes": ["fp32"],
+                  "time_budget_s": budget, "numerics": False},
+        "rounds": 2, "baseline": {"cudnn": "bundled"}, "slurm": {"time": "10", **slurm},
+    }))  # fmt: skip
+    return path
+
+
+def _results(out: Path) -> list[dict]:
+    docs = []
+    for path in sorted(out.glob("*.r*.json")):
+        document, problems = results.check(path)
+        assert problems == [], problems
+        docs.append(document)
+    return docs
+
+
+def _array_tasks(job_name: str) -> list[tuple[str, str]]:
+    listed = subprocess.run(
+        ["squeue", "-h", "-r", "-n", job_name, "-o", "%i %T"], capture_output=True, text=True
+    )
+    return [tuple(line.split()) for line in listed.stdout.splitlines()]  # type: ignore[misc]
+
+
+def test_a_cpu_matrix_runs_through_slurm_end_to_end(cluster, tmp_path):
+    out, report = tmp_path / "results", tmp_path / "report"
+    done = run_cli("qualify", "--backend", "slurm", "--matrix", str(_matrix(tmp_path)), "--out", str(out),
+                   "--report-out", str(report))  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "submitted array job" in done.stdout and "4 tasks" in done.stdout
+    assert done.stdout.count(": ok, 1 measurements") == 4  # progress per task
+    docs = _results(out)
+    assert len(docs) == 4 and all(d["status"] == "ok" for d in docs)
+    jobs = {d["run"]["slurm"]["job"].split("_")[0] for d in docs}
+    assert len(jobs) == 1  # one array job, one task per (cell, round)
+    assert sorted(d["run"]["slurm"]["job"].split("_")[1] for d in docs) == ["0", "1", "2", "3"]
+    assert all(d["run"]["backend"] == "local" and d["run"]["slurm"]["node"] for d in docs)
+    (script,) = (out / "slurm").glob("array-*.sh")
+    assert "#SBATCH --array=0-3" in script.read_text() and "#SBATCH --time=10" in script.read_text()
+    assert (report / "report.md").is_file() and json.loads((report / "verdict.json").read_text())
+    again = run_cli("run", "--backend", "slurm", "--matrix", str(_matrix(tmp_path)), "--out", str(out))
+    assert again.returncode == 0 and "submitted" not in again.stdout  # everything kept, nothing submitted
+
+
+def test_a_task_that_ends_without_a_result_is_reported_and_resubmitted(cluster, tmp_path):
+    out = tmp_path / "results"
+    matrix = _matrix(tmp_path, workload="gemm", budget=4)
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--backend", "slurm", "--matrix", str(matrix),
+                             "--out", str(out)], cwd=REPO, env=harness_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    deadline, victim = time.monotonic() + 120, None
+    while victim is None and time.monotonic() < deadline:
+        victim = next((i for i, state in _array_tasks("harness-slurm-ci") if i.endswith("_0") and state == "RUNNING"),
+                      None)  # fmt: skip
+        time.sleep(0.3)
+    assert victim is not None, "task 0 never ran"
+    time.sleep(1)
+    subprocess.run(["scancel", victim], check=True)  # what a pre-emption or a node loss looks like to us
+    output, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 3, output
+    assert "ENDED WITHOUT A RESULT (CANCELLED" in output and "1 of 4 runs ended without a result" in output
+    assert len(_results(out)) == 3
+    again = run_cli("run", "--backend", "slurm", "--matrix", str(matrix), "--out", str(out))
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert "1 task (" in again.stdout and "3 of 4 results kept" in again.stdout
+    assert len(_results(out)) == 4
+
+
+def test_ctrl_c_cancels_the_array(cluster, tmp_path):
+    out = tmp_path / "results"
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--backend", "slurm", "--matrix",
+                             str(_matrix(tmp_path, workload="gemm", budget=5)), "--out", str(out)], cwd=REPO,
+                            env=harness_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    deadline = time.monotonic() + 120
+    while (
+        not any(state == "RUNNING" for _, state in _array_tasks("harness-slurm-ci"))
+        and time.monotonic() < deadline
+    ):
+        time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "cancelled array job" in output, output
+    deadline = time.monotonic() + 60
+    while _array_tasks("harness-slurm-ci") and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert _array_tasks("harness-slurm-ci") == []
+
+
+@pytest.mark.parametrize(
+    ("args", "slurm", "field"),
+    [(["--slurm-time", "forever"], {}, "--slurm-time"), ([], {"time": "soon"}, "slurm.time"),
+     (["--gpus", "0"], {}, "--gpus"), (["--slurm-gpus", "-1"], {}, "--slurm-gpus")],
+)  # fmt: skip
+def test_bad_slurm_settings_are_refused_before_anything_is_submitted(tmp_path, args, slurm, field):
+    out = tmp_path / "results"
+    matrix = _matrix(tmp_path, **slurm)
+    done = run_cli("run", "--backend", "slurm", "--matrix", str(matrix), "--out", str(out), *args)
+    assert done.returncode == 2 and field in done.stderr, done.stderr
+    assert not out.exists()
