@@ -162,7 +162,10 @@ def _run_args(parser: argparse.ArgumentParser) -> None:
         "--slurm-gpus", type=int, help="slurm: GPUs per task (default 1 for a GPU suite, 0 for device: cpu)"
     )
     parser.add_argument(
-        "--dry-run", action="store_true", help="k8s: print one Indexed Job per cell, submit nothing"
+        "--dry-run",
+        action="store_true",
+        help="k8s: print one Indexed Job per cell, submit nothing "
+        "(without it, --backend k8s submits them through the configured cluster's API)",
     )
     parser.add_argument(
         "--k8s-registry", help="k8s: registry the cell images were pushed to (prefixes the tag)"
@@ -275,7 +278,7 @@ def _validate(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     plan = _load_plan(args.matrix)
     if args.backend == "k8s" or args.dry_run:
-        return _k8s_dry_run(plan, args)
+        return _k8s(plan, args)
     outcomes = _run_plan(plan, args)
     return 1 if any(o.status != "ok" for o in outcomes) else 0
 
@@ -289,20 +292,23 @@ def _only(plan: Plan, args: argparse.Namespace) -> tuple[Cell, ...]:
     return cells
 
 
-def _k8s_dry_run(plan: Plan, args: argparse.Namespace) -> int:
-    if args.backend != "k8s" or not args.dry_run:
-        message = (
-            "submitting to a cluster is not built yet; add --dry-run to print one Indexed Job per cell"
-            if args.backend == "k8s"
-            else "only --backend k8s has a dry run"
-        )
-        raise InputError([Problem("--backend" if args.backend == "k8s" else "--dry-run", "", message)])
+def _k8s(plan: Plan, args: argparse.Namespace) -> int:
+    """Print one Indexed Job per cell (--dry-run), or submit them where a cluster is configured."""
+    if args.backend != "k8s":
+        raise InputError([Problem("--dry-run", "", "only --backend k8s has a dry run")])
     from harness import k8s_jobs
 
     cells = _only(plan, args)
     jobs = k8s_jobs.render(plan, cells, _build_options(args), registry=args.k8s_registry,
                            namespace=args.k8s_namespace, results_claim=args.k8s_results_claim,
                            timeout_s=args.timeout_s)  # fmt: skip
+    if not args.dry_run:
+        from harness import k8s_submit
+
+        print(
+            f"submitting {len(jobs)} Indexed Jobs ({plan.rounds} completions each) to namespace {args.k8s_namespace}"
+        )
+        return k8s_submit.submit(jobs, args.k8s_namespace)
     print(yaml.safe_dump_all(jobs, sort_keys=False), end="")
     print(f"# {len(jobs)} Indexed Jobs, {plan.rounds} completions each", file=sys.stderr)
     return 0

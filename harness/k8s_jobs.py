@@ -1,11 +1,12 @@
 """One Kubernetes Indexed Job per cell: the cell's image, one completion index per round.
 
-Rendered, not submitted (``python -m harness run --backend k8s --dry-run``): the manifests carry
+Printed by ``python -m harness run --backend k8s --dry-run``, submitted by ``k8s_submit`` without
+``--dry-run``. The manifests carry
 the same least privilege as the docker backend's containers (non-root, read-only root filesystem,
 every capability dropped, no privilege escalation, only /results and /tmp writable) and one
 ``nvidia.com/gpu`` per GPU cell. Pod ``i`` of a Job writes ``<cell>.index<i>.json`` (round ``i + 1``)
-into the volume claim given. Submitting the Jobs and gathering those files into a run folder (with
-the ``run`` block the runner adds) are not built yet.
+into the volume claim given. Gathering those files into a run folder (with the ``run`` block the
+runner adds) is not built yet.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ def render(
         # the kubelet expands $(JOB_COMPLETION_INDEX), which the Job controller sets in each pod;
         # index i is round i + 1 (gathering the files into a run folder comes with submission)
         out = f"/results/{cell.id}.index$(JOB_COMPLETION_INDEX).json"
-        limits = {"nvidia.com/gpu": 1} if needs_gpu(cell, plan) else {}
+        # a Quantity, which the API client only takes as a string
+        limits = {"nvidia.com/gpu": "1"} if needs_gpu(cell, plan) else {}
         container = {
             "name": "suite",
             "image": reference,

@@ -64,7 +64,7 @@ def test_one_completion_per_round_one_gpu_per_gpu_cell_and_least_privilege(jobs)
         (container,) = pod["containers"]
         assert container["image"].startswith("reg.example/ml/cudnn-harness-cell:" + cell)
         limits = container["resources"].get("limits", {})
-        assert limits == ({} if "+cpu" in cell or "-cpu_" in cell else {"nvidia.com/gpu": 1})
+        assert limits == ({} if "+cpu" in cell or "-cpu_" in cell else {"nvidia.com/gpu": "1"})
         security = container["securityContext"]
         assert security["runAsNonRoot"] and security["readOnlyRootFilesystem"]
         assert security["capabilities"] == {"drop": ["ALL"]} and security["allowPrivilegeEscalation"] is False
@@ -74,10 +74,34 @@ def test_one_completion_per_round_one_gpu_per_gpu_cell_and_least_privilege(jobs)
         assert {m["mountPath"] for m in container["volumeMounts"]} == {"/results", "/tmp"}
 
 
-def test_submission_without_dry_run_is_refused_with_what_to_do(tmp_path):
+def test_submission_needs_a_configured_cluster_and_says_what_to_do(tmp_path, monkeypatch):
     path = tmp_path / "matrix.yaml"
     path.write_text(MATRIX)
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-such-kubeconfig"))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     done = run_cli("run", "--matrix", str(path), "--backend", "k8s")
-    assert done.returncode == 2 and "add --dry-run" in done.stderr
+    assert done.returncode == 3 and "no Kubernetes cluster is configured" in done.stderr, done.stderr
+    assert "--dry-run" in done.stderr
     done = run_cli("run", "--matrix", str(path), "--dry-run")
     assert done.returncode == 2 and "only --backend k8s has a dry run" in done.stderr
+
+
+def test_submission_to_an_unreachable_cluster_fails_clearly(tmp_path, monkeypatch):
+    # the official client, configured from a real kubeconfig, against an API server that is not there
+    path = tmp_path / "matrix.yaml"
+    path.write_text(MATRIX)
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "gone",
+        "clusters": [{"name": "gone", "cluster": {"server": "https://127.0.0.1:1", "insecure-skip-tls-verify": True}}],
+        "users": [{"name": "me", "user": {"token": "x"}}],
+        "contexts": [{"name": "gone", "context": {"cluster": "gone", "user": "me"}}],
+    }))  # fmt: skip
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    done = run_cli(
+        "run", "--matrix", str(path), "--backend", "k8s", "--k8s-registry", "reg.example/ml", timeout=120
+    )
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "cannot reach the Kubernetes cluster at https://127.0.0.1:1" in done.stderr
+    assert "Traceback" not in done.stderr
