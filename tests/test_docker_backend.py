@@ -12,9 +12,11 @@ import io
 import json
 import os
 import secrets
+import signal
 import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
@@ -234,3 +236,52 @@ def test_a_cell_past_its_time_limit_is_killed_and_recorded(built, wheelhouse, tm
     assert len(docs) == 2
     assert all(d["status"] == "failed" and "timed out after 1 s" in d["failure"]["reason"] for d in docs)
     assert not list((tmp_path / "r").glob(".cell-*"))  # scratch output folders are gone
+
+
+def test_runs_go_concurrently_one_gpu_id_each_and_ctrl_c_removes_every_container(built, wheelhouse, tmp_path):
+    """Two cells at once with --gpus 0,1 (the ids travel as device requests; CPU cells ask for none)."""
+    _, matrix, _, _ = built
+    out = tmp_path / "results"
+    done = run_matrix(matrix, wheelhouse, out, "--gpus", "0,1")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    docs = sorted(results.load(out).documents, key=lambda d: d["run"]["gpus"])
+    assert [d["run"]["gpus"] for d in docs] == [["0"], ["1"]]
+    assert docs[0]["started_at"] < docs[1]["finished_at"] and docs[1]["started_at"] < docs[0]["finished_at"]
+    assert all(d["run"]["container"]["gpus"] is False for d in docs)  # a CPU suite gets no GPU at all
+
+    slow = tmp_path / "slow.yaml"
+    slow.write_text(matrix.read_text().replace("time_budget_s: 0.05", "time_budget_s: 30"))
+    stopped = tmp_path / "stopped"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", "--matrix", str(slow), "--wheelhouse", str(wheelhouse),
+         "--out", str(stopped), "--gpus", "0,1"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    import docker
+
+    client = docker.from_env()
+    label = f"io.cudnn-harness.results={stopped.resolve()}"
+    deadline = time.monotonic() + 300
+    while len(client.containers.list(filters={"label": label})) < 2 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert len(client.containers.list(filters={"label": label})) == 2, proc.communicate(timeout=60)[0]
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, output
+    assert client.containers.list(all=True, filters={"label": label}) == []
+    assert list(stopped.glob("*.r*.json")) == []
+
+
+def test_a_gpu_run_asks_the_engine_for_exactly_its_gpu_ids(ran):
+    root, _ = ran
+    from harness.backends.docker import DockerBackend
+    from harness.images import BuildOptions
+    from harness.matrix import Cell, CudnnSource, Plan
+
+    plan = Plan.from_json(json.loads((root / "results" / "plan.json").read_text()))
+    gpu_cell = Cell("2.13.0+cu130", CudnnSource("bundled"), BASE, "3.11")
+    backend = DockerBackend(BuildOptions())
+    (request,) = backend._device_requests(gpu_cell, plan, ("1",))
+    assert request["DeviceIDs"] == ["1"] and request["Capabilities"] == [["gpu"]] and not request.get("Count")
+    (every,) = backend._device_requests(gpu_cell, plan)
+    assert every["Count"] == -1  # without --gpus: every GPU, one run at a time
