@@ -331,8 +331,7 @@ def _run_plan(plan: Plan, args: argparse.Namespace) -> list[runner.CellOutcome]:
         + ("" if mode is resume.Mode.RESUME else f", {mode.value}")
     )
     gpus = _gpu_ids(args.gpus)
-    workloads = set(plan.suite.get("workloads") or ())
-    exclusive = bool(workloads) and bool(workloads & suite_listing.multi_gpu_workloads(args.python))
+    exclusive = _needs_every_gpu(plan, args)
     if gpus:
         print(
             f"GPUs {', '.join(gpus)}: "
@@ -347,6 +346,12 @@ def _run_plan(plan: Plan, args: argparse.Namespace) -> list[runner.CellOutcome]:
     if kept:
         print(f"{kept} of {len(outcomes)} results kept from earlier runs into {out}/")
     return outcomes
+
+
+def _needs_every_gpu(plan: Plan, args: argparse.Namespace) -> bool:
+    """Whether the suite names a workload that runs its own process per GPU (its runs get them all)."""
+    workloads = set(plan.suite.get("workloads") or ())
+    return bool(workloads) and bool(workloads & suite_listing.multi_gpu_workloads(args.python))
 
 
 def _gpu_ids(text: str | None) -> tuple[str, ...]:
@@ -391,8 +396,7 @@ def _run_slurm(plan: Plan, args: argparse.Namespace, out: Path) -> list[runner.C
         raise InputError(
             [Problem("--gpus", args.gpus, "Slurm picks each task's GPUs; ask for a count with --slurm-gpus")]
         )
-    workloads = set(plan.suite.get("workloads") or ())
-    exclusive = bool(workloads) and bool(workloads & suite_listing.multi_gpu_workloads(args.python))
+    exclusive = _needs_every_gpu(plan, args)
     req = slurm.request(
         plan, args.slurm_partition, args.slurm_account, args.slurm_time, args.slurm_gpus, exclusive
     )
