@@ -132,6 +132,7 @@ class Submission:
         self.request, self.say = req, say
 
     def run(self, cells: tuple[Cell, ...], mode: resume.Mode) -> list[CellOutcome]:
+        self._refuse_if_an_array_still_writes_here()
         with resume.locked(self.results_dir) as swept:
             if swept:
                 self.say(f"removed what an interrupted run left: {', '.join(swept)}")
@@ -151,6 +152,21 @@ class Submission:
             if tasks:
                 outcomes.update(self._submit_and_follow(tasks, len(order)))
             return [outcomes[p] for p in sorted(outcomes)]
+
+    def _comment(self) -> str:
+        return f"harness:{self.results_dir.resolve()}"
+
+    def _refuse_if_an_array_still_writes_here(self) -> None:
+        """An array left by a killed run still writes here: sweeping would pull its scratch from under it."""
+        listed = subprocess.run(["squeue", "-h", "-o", "%F|%k"], capture_output=True, text=True).stdout
+        jobs = sorted(
+            {line.split("|", 1)[0] for line in listed.splitlines() if line.endswith("|" + self._comment())}
+        )
+        if jobs:
+            raise BackendUnavailable(
+                f"array job {', '.join(jobs)} still runs into {self.results_dir}; wait for it to end or "
+                f"cancel it (scancel {' '.join(jobs)}), then run again"
+            )
 
     def _submit_and_follow(self, tasks: list[Task], total: int) -> dict[int, CellOutcome]:
         stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
@@ -192,6 +208,7 @@ class Submission:
             f"#SBATCH --array=0-{count - 1}",
             f"#SBATCH --output={out / SLURM_DIR / 'logs'}/%A_%a.out",
             "#SBATCH --requeue",  # a pre-empted task goes back in the queue instead of being lost
+            f"#SBATCH --comment={self._comment()}",  # how a later run finds an array still writing here
             *self.request.sbatch_lines(),
             "# written by 'python -m harness run --backend slurm'; one task per (cell, round) in the tasks file",
             f"export PYTHONPATH={shlex.quote(str(suite_listing.PACKAGE_ROOT))}${{PYTHONPATH:+:$PYTHONPATH}}",

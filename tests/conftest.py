@@ -50,3 +50,18 @@ def pytest_report_header() -> list[str]:
         return [f"torch {torch.__version__}, CUDA available: {torch.cuda.is_available()}"]
     except ImportError:
         return ["torch: not installed"]
+
+
+def require_slurm() -> None:
+    """A Slurm cluster that answers (.ci/slurm-up starts one); skip without one here, FAIL in CI."""
+    try:
+        states = subprocess.run(
+            ["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=30
+        ).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        states = f"({exc})"
+    if not any(s in states for s in ("idle", "mixed", "alloc")):
+        message = f"no Slurm cluster answers here (sinfo: {states.strip() or 'no node'}); start one with .ci/slurm-up"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)

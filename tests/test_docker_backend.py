@@ -285,3 +285,20 @@ def test_a_gpu_run_asks_the_engine_for_exactly_its_gpu_ids(ran):
     assert request["DeviceIDs"] == ["1"] and request["Capabilities"] == [["gpu"]] and not request.get("Count")
     (every,) = backend._device_requests(gpu_cell, plan)
     assert every["Count"] == -1  # without --gpus: every GPU, one run at a time
+
+
+def test_slurm_tasks_run_each_cell_in_its_container(built, wheelhouse, tmp_path):
+    """--backend slurm with a docker matrix: each array task runs its cell's container on the node."""
+    from tests.conftest import require_slurm
+
+    require_slurm()
+    _, matrix, _, _ = built
+    out = tmp_path / "results"
+    done = run_matrix(matrix, wheelhouse, out, "--backend", "slurm", "--slurm-time", "20")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "each task runs the docker backend there" in done.stdout
+    docs = results.load(out).documents
+    assert len(docs) == 2 and all(d["status"] == "ok" for d in docs)
+    for doc in docs:
+        assert doc["run"]["backend"] == "docker" and doc["run"]["image"]["id"].startswith("sha256:")
+        assert doc["run"]["container"]["user"] == "10001:10001" and doc["run"]["slurm"]["node"]

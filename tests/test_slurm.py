@@ -6,7 +6,6 @@ Without a cluster these tests skip on a developer machine and FAIL in CI (CI=tru
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -17,22 +16,12 @@ import pytest
 import yaml
 
 from harness import results
-from tests.conftest import REPO, harness_env, run_cli
+from tests.conftest import REPO, harness_env, require_slurm, run_cli
 
 
 @pytest.fixture(scope="module")
 def cluster() -> None:
-    try:
-        states = subprocess.run(
-            ["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=30
-        ).stdout
-    except (OSError, subprocess.SubprocessError) as exc:
-        states = f"({exc})"
-    if not any(s in states for s in ("idle", "mixed", "alloc")):
-        message = f"no Slurm cluster answers here (sinfo: {states.strip() or 'no node'}); start one with .ci/slurm-up"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
+    require_slurm()
 
 
 def _matrix(tmp_path: Path, workload: str = "relu", budget: float = 0.2, **slurm) -> Path:
@@ -138,3 +127,26 @@ def test_bad_slurm_settings_are_refused_before_anything_is_submitted(tmp_path, a
     done = run_cli("run", "--backend", "slurm", "--matrix", str(matrix), "--out", str(out), *args)
     assert done.returncode == 2 and field in done.stderr, done.stderr
     assert not out.exists()
+
+
+def test_an_array_left_by_a_killed_run_is_not_swept_from_under_it(cluster, tmp_path):
+    out = tmp_path / "results"
+    matrix = _matrix(tmp_path, workload="gemm", budget=5)
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--backend", "slurm", "--matrix", str(matrix),
+                             "--out", str(out)], cwd=REPO, env=harness_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    deadline = time.monotonic() + 120
+    while (
+        not any(state == "RUNNING" for _, state in _array_tasks("harness-slurm-ci"))
+        and time.monotonic() < deadline
+    ):
+        time.sleep(0.3)
+    proc.kill()  # no Ctrl-C: the orchestrator is gone, its array runs on
+    proc.communicate(timeout=60)
+    try:
+        again = run_cli("run", "--backend", "slurm", "--matrix", str(matrix), "--out", str(out))
+        assert again.returncode == 3 and "still runs into" in again.stderr and "scancel" in again.stderr, (
+            again.stderr
+        )
+    finally:
+        subprocess.run(["scancel", "-n", "harness-slurm-ci"], check=False)
