@@ -219,10 +219,12 @@ def test_a_ddp_result_reports_its_scaling(tmp_path):
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     scaling = section((tmp_path / "report.md").read_text(), "Multi-GPU scaling")
     assert "ddp_train_step" in scaling and "1: 13.286 ms" in scaling and "2: 13.128 ms" in scaling
-    assert "1.012" in scaling and "0.872" in scaling
-    (path,) = (MULTI / "ddp").glob("*.r1.json")
-    document, problems = results.check(path)
-    assert problems == [] and document["run"]["gpus"] == ["0", "1"]
-    assert all(
-        m["params"]["backend"] == "nccl" and m["params"]["world_size"] == 2 for m in document["measurements"]
-    )
+    for efficiency in ("1.012", "0.980", "1.004", "0.872", "0.913", "0.929"):  # three runs x fp32, bf16
+        assert efficiency in scaling
+    paths = sorted((MULTI / "ddp").glob("*.r*.json"))
+    assert len(paths) == 3
+    for path in paths:
+        document, problems = results.check(path)
+        assert problems == [] and document["run"]["gpus"] == ["0", "1"]
+        assert all(m["params"]["backend"] == "nccl" and m["params"]["world_size"] == 2
+                   for m in document["measurements"])  # fmt: skip
