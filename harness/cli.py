@@ -342,10 +342,14 @@ def _run_plan(plan: Plan, args: argparse.Namespace) -> list[runner.CellOutcome]:
             )
         )
     outcomes = runner.run(plan, backend, out, cells=cells, mode=mode, gpus=gpus, exclusive=exclusive)
+    _say_kept(outcomes, out)
+    return outcomes
+
+
+def _say_kept(outcomes: list[runner.CellOutcome], out: Path) -> None:
     kept = sum(o.kept for o in outcomes)
     if kept:
         print(f"{kept} of {len(outcomes)} results kept from earlier runs into {out}/")
-    return outcomes
 
 
 def _needs_every_gpu(plan: Plan, args: argparse.Namespace) -> bool:
@@ -430,9 +434,7 @@ def _run_slurm(plan: Plan, args: argparse.Namespace, out: Path) -> list[runner.C
     )
     submission = slurm.Submission(plan, out, identity, settings, req)
     outcomes = submission.run(cells, mode)
-    kept = sum(o.kept for o in outcomes)
-    if kept:
-        print(f"{kept} of {len(outcomes)} results kept from earlier runs into {out}/")
+    _say_kept(outcomes, out)
     return outcomes
 
 

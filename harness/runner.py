@@ -8,10 +8,11 @@ suite needs every GPU (the DDP workload) runs one run at a time, with all of the
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -75,14 +76,61 @@ def run(
     interrupted run continues where it stopped. ``plan.json`` always describes the whole matrix, so a
     report can place any subset run into it.
     """
+    with prepared(plan, results_dir, say):
+        for line in backend.sweep(results_dir):
+            say(line)
+        chosen = plan.cells if cells is None else cells
+        return _Rounds(plan, backend, results_dir, say, gpus, exclusive).run(chosen, mode)
+
+
+@contextlib.contextmanager
+def prepared(plan: Plan, results_dir: Path, say: Callable[[str], None]) -> Iterator[None]:
+    """Hold the results folder's lock, say what an interrupted run left there, write ``plan.json``."""
     with resume.locked(results_dir) as swept:
         if swept:
             say(f"removed what an interrupted run left: {', '.join(swept)}")
-        for line in backend.sweep(results_dir):
-            say(line)
         jsonio.write_atomic(results_dir / PLAN_FILE, plan.to_json())
-        chosen = plan.cells if cells is None else cells
-        return _Rounds(plan, backend, results_dir, say, gpus, exclusive).run(chosen, mode)
+        yield
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A run of the schedule that must run (again)."""
+
+    position: int  # 1-based place in the schedule, as progress lines number it
+    round_index: int
+    cell: Cell
+    note: str  # why it runs again ("" for a first run)
+
+
+def tag(position: int, total: int, cell: Cell, round_index: int, rounds: int) -> str:
+    return f"[{position}/{total}] {cell.id}" + (f" round {round_index}" if rounds > 1 else "")
+
+
+def decide(
+    plan: Plan,
+    cells: tuple[Cell, ...],
+    results_dir: Path,
+    identity: Callable[[Cell], dict[str, str]],
+    mode: resume.Mode,
+    say: Callable[[str], None],
+) -> tuple[list[Pending], dict[int, CellOutcome], int]:
+    """Which runs of the schedule to run, the kept ones' outcomes by position, and the schedule's length.
+
+    Shared by every way of running (here, and the Slurm submission), so they keep and redo the same runs.
+    """
+    order = schedule(cells, plan.rounds)
+    pending: list[Pending] = []
+    kept: dict[int, CellOutcome] = {}
+    for position, (round_index, cell) in enumerate(order, 1):
+        decision = resume.decide(results_dir / result_name(cell.id, round_index), identity(cell), mode)
+        if decision.run:
+            pending.append(Pending(position, round_index, cell, decision.note))
+            continue
+        say(f"{tag(position, len(order), cell, round_index, plan.rounds)}: {decision.note}")
+        if decision.kept is not None:
+            kept[position] = outcome_of(decision.kept, round_index, kept=True)
+    return pending, kept, len(order)
 
 
 class _Rounds:
@@ -110,34 +158,26 @@ class _Rounds:
         self.started, self.ran, self.total, self.to_run = time.monotonic(), 0, 0, 0
 
     def run(self, cells: tuple[Cell, ...], mode: resume.Mode) -> list[CellOutcome]:
-        order = schedule(cells, self.plan.rounds)
-        self.total = len(order)
-        outcomes: dict[int, CellOutcome] = {}
-        todo = []
-        for index, (round_index, cell) in enumerate(order, 1):
-            decision = resume.decide(
-                self.results_dir / result_name(cell.id, round_index),
-                self.backend.identity(cell, self.plan),
-                mode,
-            )
-            if decision.run:
-                todo.append((index, round_index, cell, decision.note))
-                continue
-            self.say(f"{self._tag(index, cell, round_index)}: {decision.note}")
-            if decision.kept is not None:
-                outcomes[index] = _kept(decision.kept, round_index)
+        todo, outcomes, self.total = decide(
+            self.plan,
+            cells,
+            self.results_dir,
+            lambda cell: self.backend.identity(cell, self.plan),
+            mode,
+            self.say,
+        )
         self.to_run, self.started = len(todo), time.monotonic()
         if self.workers == 1:
-            for index, round_index, cell, note in todo:
-                outcomes[index] = self._one(index, round_index, cell, note)
+            for pending in todo:
+                outcomes[pending.position] = self._one(pending)
         else:
             outcomes.update(self._concurrently(todo))
-        return [outcomes[index] for index in sorted(outcomes)]
+        return [outcomes[position] for position in sorted(outcomes)]
 
-    def _concurrently(self, todo: list[tuple[int, int, Cell, str | None]]) -> dict[int, CellOutcome]:
+    def _concurrently(self, todo: list[Pending]) -> dict[int, CellOutcome]:
         """Each run on the first free GPU, in schedule order; Ctrl-C stops them all, keeping nothing partial."""
         pool = concurrent.futures.ThreadPoolExecutor(self.workers, thread_name_prefix="cell")
-        futures = {pool.submit(self._one, *job): job[0] for job in todo}
+        futures = {pool.submit(self._one, pending): pending.position for pending in todo}
         try:
             done = {}
             pending = set(futures)
@@ -154,23 +194,19 @@ class _Rounds:
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 
-    def _tag(self, index: int, cell: Cell, round_index: int) -> str:
-        return f"[{index}/{self.total}] {cell.id}" + (f" round {round_index}" if self.plan.rounds > 1 else "")
-
-    def _one(self, index: int, round_index: int, cell: Cell, note: str | None) -> CellOutcome:
+    def _one(self, pending: Pending) -> CellOutcome:
         gpus = self.free.get()
         try:
-            return self._on(gpus, index, round_index, cell, note)
+            return self._on(gpus, pending)
         finally:
             self.free.put(gpus)
 
-    def _on(
-        self, gpus: tuple[str, ...], index: int, round_index: int, cell: Cell, note: str | None
-    ) -> CellOutcome:
-        tag = self._tag(index, cell, round_index)
+    def _on(self, gpus: tuple[str, ...], pending: Pending) -> CellOutcome:
+        cell, round_index, note = pending.cell, pending.round_index, pending.note
+        label = tag(pending.position, self.total, cell, round_index, self.plan.rounds)
         where = f" on GPU {','.join(gpus)}" if gpus else ""
         self.say(
-            f"{tag}: running on the {self.backend.name} backend{where} (torch {cell.torch}, cuDNN {cell.cudnn.label})"
+            f"{label}: running on the {self.backend.name} backend{where} (torch {cell.torch}, cuDNN {cell.cudnn.label})"
             + (f"; {note}" if note else "")
         )
         start = time.monotonic()
@@ -188,35 +224,31 @@ class _Rounds:
                 f"cannot write into {self.results_dir} ({exc.strerror or exc}) during {cell.id} round {round_index}; "
                 "nothing partial was kept; fix that and run again to resume"
             ) from None
-        outcome = CellOutcome(
-            cell.id,
-            round_index,
-            str(doc["status"]),
-            (doc.get("failure") or {}).get("reason"),  # type: ignore[union-attr]
-            time.monotonic() - start,
-            len(doc["measurements"]),
-        )  # type: ignore[arg-type]
+        outcome = outcome_of(doc, round_index, time.monotonic() - start)
         with self.lock:  # the runs still to go, at the rate finished runs came in (concurrency included)
             self.ran += 1
             left = self.to_run - self.ran
             eta = (time.monotonic() - self.started) / self.ran * left if left else None
         if outcome.status == "ok":
             self.say(
-                f"{tag}: ok{where}, {outcome.measurements} measurements in {outcome.wall_s:.1f} s"
+                f"{label}: ok{where}, {outcome.measurements} measurements in {outcome.wall_s:.1f} s"
                 + (f" (about {eta:.0f} s left)" if eta else "")
             )
         else:
-            self.say(f"{tag}: FAILED: {outcome.reason}")
+            self.say(f"{label}: FAILED: {outcome.reason}")
         return outcome
 
 
-def _kept(document: dict[str, Any], round_index: int) -> CellOutcome:
+def outcome_of(
+    document: dict[str, Any], round_index: int, wall_s: float = 0.0, kept: bool = False
+) -> CellOutcome:
+    """What a run's result document says, for progress and exit codes."""
     return CellOutcome(
         document["cell"]["id"],
         round_index,
-        document["status"],
+        str(document["status"]),
         (document.get("failure") or {}).get("reason"),
-        0.0,
+        wall_s,
         len(document["measurements"]),
-        kept=True,
+        kept=kept,
     )

@@ -29,11 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from harness import jsonio, resume, suite_listing
-from harness.backends import needs_gpu
+from harness.backends import needs_gpu, read_suite_result
 from harness.errors import BackendUnavailable, InputError, Problem, RunStopped
 from harness.matrix import Cell, Plan
 from harness.results import PLAN_FILE
-from harness.runner import CellOutcome, log_name, result_name, schedule
+from harness.runner import CellOutcome, decide, log_name, outcome_of, prepared, result_name, tag
 
 SLURM_DIR = "slurm"
 POLL_S = 2.0
@@ -133,24 +133,13 @@ class Submission:
 
     def run(self, cells: tuple[Cell, ...], mode: resume.Mode) -> list[CellOutcome]:
         self._refuse_if_an_array_still_writes_here()
-        with resume.locked(self.results_dir) as swept:
-            if swept:
-                self.say(f"removed what an interrupted run left: {', '.join(swept)}")
-            jsonio.write_atomic(self.results_dir / PLAN_FILE, self.plan.to_json())
-            order = schedule(cells, self.plan.rounds)
-            outcomes: dict[int, CellOutcome] = {}
-            tasks: list[Task] = []
-            for position, (round_index, cell) in enumerate(order, 1):
-                path = self.results_dir / result_name(cell.id, round_index)
-                decision = resume.decide(path, self.identity(cell), mode)
-                if decision.run:
-                    tasks.append(Task(len(tasks), position, cell, round_index))
-                    continue
-                self.say(f"[{position}/{len(order)}] {cell.id} round {round_index}: {decision.note}")
-                if decision.kept is not None:
-                    outcomes[position] = _outcome(decision.kept, round_index, kept=True)
+        with prepared(self.plan, self.results_dir, self.say):
+            pending, outcomes, total = decide(
+                self.plan, cells, self.results_dir, self.identity, mode, self.say
+            )
+            tasks = [Task(index, p.position, p.cell, p.round_index) for index, p in enumerate(pending)]
             if tasks:
-                outcomes.update(self._submit_and_follow(tasks, len(order)))
+                outcomes.update(self._submit_and_follow(tasks, total))
             return [outcomes[p] for p in sorted(outcomes)]
 
     def _comment(self) -> str:
@@ -230,29 +219,31 @@ class Submission:
             for task in tasks:
                 if task.order in outcomes or task.index in lost:
                     continue
-                tag = f"[{task.order}/{total}] {task.cell.id} round {task.round_index}"
+                label = tag(task.order, total, task.cell, task.round_index, self.plan.rounds)
                 state = queued.get(task.index)
                 if state is not None:
                     if seen.get(task.index) != state[0]:
                         seen[task.index] = state[0]
                         where = f" on {state[1]}" if state[0] == "RUNNING" and state[1] else ""
-                        self.say(f"{tag}: {state[0].lower()}{where} (task {job}_{task.index})")
+                        self.say(f"{label}: {state[0].lower()}{where} (task {job}_{task.index})")
                     continue
-                document = _read(self.results_dir / result_name(task.cell.id, task.round_index))
+                document = read_suite_result(self.results_dir / result_name(task.cell.id, task.round_index))
                 if document is None:  # gone from the queue with no result: what did Slurm do to it?
                     lost[task.index] = ended = _final_state(job, task.index)
-                    self.say(f"{tag}: ENDED WITHOUT A RESULT ({ended}; output "
+                    self.say(f"{label}: ENDED WITHOUT A RESULT ({ended}; output "
                              f"{self.results_dir / SLURM_DIR / 'logs'}/{job}_{task.index}.out)")  # fmt: skip
                     continue
-                outcome = _outcome(document, task.round_index)
+                outcome = outcome_of(
+                    document, task.round_index, float(document.get("run", {}).get("wall_s") or 0.0)
+                )
                 outcomes[task.order] = outcome
                 finished = len(outcomes) + len(lost)
                 eta = (time.monotonic() - started) / finished * (len(tasks) - finished)
                 if outcome.status == "ok":
-                    self.say(f"{tag}: ok, {outcome.measurements} measurements in {outcome.wall_s:.1f} s"
+                    self.say(f"{label}: ok, {outcome.measurements} measurements in {outcome.wall_s:.1f} s"
                              + (f" (about {eta:.0f} s left)" if finished < len(tasks) else ""))  # fmt: skip
                 else:
-                    self.say(f"{tag}: FAILED: {outcome.reason}")
+                    self.say(f"{label}: FAILED: {outcome.reason}")
             if len(outcomes) + len(lost) < len(tasks):
                 time.sleep(POLL_S)
         return outcomes, lost
@@ -285,21 +276,6 @@ def _final_state(job: str, index: int) -> str:
         + (f", {reason}" if reason not in ("None", "") else "")
         + (f", exit {fields['ExitCode']}" if fields.get("ExitCode", "0:0") != "0:0" else "")
     )
-
-
-def _read(path: Path) -> dict[str, Any] | None:
-    try:
-        document: dict[str, Any] = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return document
-
-
-def _outcome(document: dict[str, Any], round_index: int, kept: bool = False) -> CellOutcome:
-    return CellOutcome(
-        document["cell"]["id"], round_index, document["status"], (document.get("failure") or {}).get("reason"),
-        0.0 if kept else float(document.get("run", {}).get("wall_s") or 0.0), len(document["measurements"]), kept,
-    )  # fmt: skip
 
 
 def run_task(
