@@ -87,8 +87,9 @@ def base_image(engine):
         )
         subprocess.run(["tar", "-C", str(root), "-cf", str(tarball), "."], check=True)
         shutil.rmtree(root, ignore_errors=True)
-    with tarball.open("rb") as f:
-        engine.images.import_image(src=f, repository=BASE.split(":")[0], tag=BASE.split(":")[1])
+    repository, tag = BASE.split(":")
+    engine.api.import_image_from_file(str(tarball), repository=repository, tag=tag)
+    engine.images.get(BASE)  # raises if the import did not make it
     return BASE
 
 
