@@ -20,6 +20,8 @@ import sys
 import time
 from pathlib import Path
 
+from harness import jsonio
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -36,7 +38,7 @@ def _run(matrix: Path, out: Path, gpus: str) -> float:
 
 
 def _documents(out: Path) -> list[dict]:
-    return [json.loads(p.read_text()) for p in sorted(out.glob("*.r*.json"))]
+    return [jsonio.read(p) for p in sorted(out.glob("*.r*.json.gz"))]
 
 
 def _medians(docs: list[dict]) -> dict[tuple[str, str, str, str], list[float]]:

@@ -29,7 +29,7 @@ from harness import (
     runner,
     suite_listing,
 )
-from harness.backends import Backend
+from harness.backends import Backend, gpu_access
 from harness.backends.local import LocalBackend
 from harness.errors import HarnessError, InputError, Problem
 from harness.matrix import Cell, Plan
@@ -90,6 +90,7 @@ def _parser() -> argparse.ArgumentParser:
     rerun.add_argument("--out", type=Path, help="results folder for the new result (default: results/rerun)")
     rerun.add_argument("--timeout-s", type=float, default=3600.0)
     rerun.add_argument("--gpus", default="all")
+    _gpu_access_arg(rerun)
     rerun.set_defaults(handler=_rerun)
 
     rep = sub.add_parser("report", help="validate and merge results into reports/, with verdicts")
@@ -184,6 +185,7 @@ def _run_args(parser: argparse.ArgumentParser) -> None:
         "--memory",
         help="docker backend: memory limit per container, e.g. 16g (default: none); a cell past it fails as OOM",
     )
+    _gpu_access_arg(parser)
     parser.add_argument(
         "--only",
         action="append",
@@ -201,6 +203,16 @@ def _run_args(parser: argparse.ArgumentParser) -> None:
         "--fresh", action="store_true", help="run everything again; earlier results move to superseded/"
     )
     _build_args(parser)
+
+
+def _gpu_access_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--gpu-access",
+        choices=gpu_access.MODES,
+        help="docker backend: how containers get their GPUs (default: the matrix's docker.gpu_access, else "
+        "toolkit): toolkit = a device request (--gpus, needs the NVIDIA Container Toolkit); cdi = CDI names "
+        "nvidia.com/gpu=N (Docker 25+, Podman); devices = /dev/nvidia* and the driver's libraries, read-only",
+    )
 
 
 def _build_args(parser: argparse.ArgumentParser) -> None:
@@ -237,6 +249,7 @@ def _backend(plan: Plan, args: argparse.Namespace) -> Backend:
             timeout_s=args.timeout_s,
             memory=args.memory,
             progress=_progress,
+            gpu_access=args.gpu_access,
         )
     return LocalBackend(args.python, timeout_s=args.timeout_s, progress=_progress)
 
@@ -280,6 +293,14 @@ def _run(args: argparse.Namespace) -> int:
     if args.backend == "k8s" or args.dry_run:
         return _k8s(plan, args)
     outcomes = _run_plan(plan, args)
+    return _exit_code(outcomes)
+
+
+def _exit_code(outcomes: list[runner.CellOutcome]) -> int:
+    """0 all ran; 3 nothing could run because the host cannot give the containers their GPUs; else 1."""
+    if outcomes and all(o.stage == gpu_access.STAGE for o in outcomes):
+        print(f"nothing could run: {outcomes[0].reason}", file=sys.stderr)
+        return 3
     return 1 if any(o.status != "ok" for o in outcomes) else 0
 
 
@@ -412,9 +433,10 @@ def _run_slurm(plan: Plan, args: argparse.Namespace, out: Path) -> list[runner.C
         version = suite_listing.listing()["suite_version"]
 
         def identity(cell: Cell) -> dict[str, str]:
-            return image_identity(version, plan, images.render(cell, options).reference)
+            return image_identity(version, plan, images.render(cell, options, plan.image_python).reference)
 
         settings = {"backend": "docker", "timeout_s": args.timeout_s, "memory": args.memory,
+                    "gpu_access": args.gpu_access,
                     "build": {"index_url": options.index_url,
                               "wheelhouse": str(options.wheelhouse.resolve()) if options.wheelhouse else None,
                               "ca_bundle": str(options.ca_bundle.resolve()) if options.ca_bundle else None}}  # fmt: skip
@@ -453,7 +475,8 @@ def _slurm_task(args: argparse.Namespace) -> int:
                 ca_bundle=Path(build["ca_bundle"]) if build.get("ca_bundle") else None,
             )
             return DockerBackend(options, timeout_s=float(settings["timeout_s"]),  # type: ignore[arg-type]
-                                 memory=settings.get("memory"), progress=_progress)  # type: ignore[arg-type]  # fmt: skip
+                                 memory=settings.get("memory"), progress=_progress,  # type: ignore[arg-type]
+                                 gpu_access=settings.get("gpu_access"))  # type: ignore[arg-type]  # fmt: skip
         return LocalBackend(
             str(settings["python"]), timeout_s=float(settings["timeout_s"]), progress=_progress
         )  # type: ignore[arg-type]
@@ -466,7 +489,7 @@ def _images(args: argparse.Namespace) -> int:
     options = _build_options(args)
     if args.dry_run:
         for cell in plan.cells:
-            rendered = images.render(cell, options)
+            rendered = images.render(cell, options, plan.image_python)
             print(f"# ===== {rendered.reference}\n{rendered.dockerfile}")
         return 0
     from harness.backends.docker import DockerBackend
@@ -514,7 +537,11 @@ def _rerun(args: argparse.Namespace) -> int:
     from harness.backends.docker import DockerBackend
 
     backend = DockerBackend(
-        images.BuildOptions(), timeout_s=args.timeout_s, gpus=args.gpus, progress=_progress
+        images.BuildOptions(),
+        timeout_s=args.timeout_s,
+        gpus=args.gpus,
+        progress=_progress,
+        gpu_access=args.gpu_access,
     )
     out = args.out or Path("results") / "rerun"
     cell_id = document["cell"]["id"]
@@ -590,8 +617,8 @@ def _compare(args: argparse.Namespace) -> int:
     for side, path in sides.items():
         if path.is_dir():  # shards in subfolders count; plans, verdicts and quarantined files do not
             found[side] = sorted(
-                p for p in path.rglob("*.json")
-                if p.name not in (results.PLAN_FILE, "verdict.json")
+                p for p in path.rglob("*.json*")
+                if jsonio.is_document(p.name) and p.name not in (results.PLAN_FILE, "verdict.json")
                 and results.QUARANTINE not in p.parts and resume.SUPERSEDED not in p.parts
                 and (args.only is None or args.only in p.name)
             )  # fmt: skip
@@ -640,5 +667,7 @@ def _qualify(args: argparse.Namespace) -> int:
     plan = _load_plan(args.matrix)
     out = args.out or Path("results") / plan.name
     args.out = out
-    _run_plan(plan, args)
+    outcomes = _run_plan(plan, args)
+    if _exit_code(outcomes) == 3:
+        return 3
     return _render(plan, [out], args.report_out or Path("reports") / plan.name, args.strict)

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import harness
 from harness.errors import InputError, Problem
-from harness.matrix import Cell, Plan
+from harness.matrix import DEFAULT_IMAGE_PYTHON, Cell, Plan
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "images"
 SUITE_DIR = Path(__file__).resolve().parent / "suite"
 IMAGE_REPO = "cudnn-harness-cell"
+FACTS_FILE = "/opt/harness/image.json"  # written at build time by 'python -m harness.suite facts'
 LABEL_NS = "io.cudnn-harness"
 INDEX_URL = "https://download.pytorch.org/whl/{variant}"
 BUILD_DIR = "/tmp/harness-build"  # build stages only; never in the final image
@@ -64,8 +65,13 @@ def base_image(cell: Cell) -> str:
     return CPU_BASE if variant == "cpu" else CUDA_BASES.get(variant, CUDA_BASES["cu130"])
 
 
-def render(cell: Cell, options: BuildOptions) -> RenderedImage:
-    """The Dockerfile, build context and content-derived tag of ``cell``'s image."""
+def render(cell: Cell, options: BuildOptions, image_python: str = DEFAULT_IMAGE_PYTHON) -> RenderedImage:
+    """The Dockerfile, build context and content-derived tag of ``cell``'s image.
+
+    ``image_python``: for a ``torch: image`` cell, the base image's Python that holds torch.
+    """
+    if cell.torch == "image":
+        return _render_image_torch(cell, image_python)
     if cell.torch == "installed" or cell.python == "installed":
         raise InputError(
             [Problem("matrix", "axes", f"cell {cell.id}: docker cells need a concrete torch and python")]
@@ -129,6 +135,8 @@ def render(cell: Cell, options: BuildOptions) -> RenderedImage:
             f"COPY --from=cudnn {site}/{dist} {site}/{dist}\n"
         )
         expect["version"] = str(cell.cudnn.value)
+    elif kind == "system" and cell.cudnn.value == "image":
+        cudnn_layer = _drop_wheel_cudnn(f"{site}/nvidia/cudnn {site}/nvidia_cudnn_cu{cuda_major}-*.dist-info")
     elif kind == "system":
         stanzas.append(
             _template("cudnn-system", {**values, "build_inputs": inputs, "apt_options": apt_options})
@@ -141,6 +149,39 @@ def render(cell: Cell, options: BuildOptions) -> RenderedImage:
         )
         expect.update(lib_dir="/opt/cudnn/lib", version=str(cell.cudnn.value))
     stanzas.append(_template("cell", {**values, "cudnn_layer": cudnn_layer}))
+    return _finish(cell, stanzas, context, base, expect)
+
+
+def _render_image_torch(cell: Cell, image_python: str) -> RenderedImage:
+    """A cell on a base that already holds torch (NGC PyTorch, in-house images): no torch layer is built."""
+    base = cell.base_image
+    values = {"base_image": base, "image_python": image_python}
+    for name, value in values.items():
+        if not _SAFE.match(value):
+            raise InputError([Problem("matrix", name, f"{value!r} cannot go into a Dockerfile")])
+    cudnn_layer = ""
+    if cell.cudnn.kind == "system":  # the matrix allows only {system: image} with torch: image
+        find_site = (
+            f"site=$({image_python} -c 'import os, torch; "
+            "print(os.path.dirname(os.path.dirname(os.path.realpath(torch.__file__))))')"
+        )
+        cudnn_layer = _drop_wheel_cudnn('"$site/nvidia/cudnn" "$site"/nvidia_cudnn_cu*.dist-info', find_site)
+    stanza = _template("image-torch", {**values, "cudnn_layer": cudnn_layer})
+    return _finish(cell, [stanza], {}, base, {"source": cell.cudnn.kind})
+
+
+def _drop_wheel_cudnn(paths: str, find_site: str = "") -> str:
+    """{system: image}: exactly one cuDNN, the base image's; the torch wheel's copy goes."""
+    return (
+        "RUN set -eu; " + (find_site + "; " if find_site else "") + f"rm -rf {paths}; ldconfig; \\\n"
+        "    ldconfig -p | grep -q 'libcudnn[.]so[.]9 ' || { echo 'cudnn {system: image}: the base image "
+        "has no NVIDIA cuDNN in its ld.so cache (use an nvidia/cuda:*-cudnn-* or NGC base)' >&2; exit 1; }\n"
+    )
+
+
+def _finish(
+    cell: Cell, stanzas: list[str], context: dict[str, Path], base: str, expect: dict[str, str]
+) -> RenderedImage:
     header = (
         f"# cell {cell.id}: torch {cell.torch}, cuDNN {cell.cudnn.label}, Python {cell.python}\n"
         f"# rendered by harness {harness.__version__} from images/*.Dockerfile; do not edit\n"

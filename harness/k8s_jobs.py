@@ -40,7 +40,7 @@ def render(
 ) -> list[dict[str, Any]]:
     jobs = []
     for cell in cells:
-        image = images.render(cell, options)
+        image = images.render(cell, options, plan.image_python)
         reference = f"{registry.rstrip('/')}/{image.reference}" if registry else image.reference
         # the kubelet expands $(JOB_COMPLETION_INDEX), which the Job controller sets in each pod;
         # index i is round i + 1 (gathering the files into a run folder comes with submission)

@@ -34,6 +34,7 @@ DEFAULT_SUITE = {
 DEFAULT_REGRESSION_PCT = 5.0
 DEFAULT_ALPHA = 0.002  # asv's threshold for the Mann-Whitney U test; needs 7 rounds per side
 DEFAULT_ROUNDS = 1
+DEFAULT_IMAGE_PYTHON = "/usr/bin/python3"  # torch: image cells, unless docker.image_python names another
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,11 @@ class Cell:
     def id(self) -> str:
         """``torch<ver>-<variant>_cudnn-<source>_<hash>``: readable, and unique by content."""
         digest = hashlib.sha256(json.dumps(self.to_json(), sort_keys=True).encode()).hexdigest()[:10]
-        torch = "torch-installed" if self.torch == "installed" else "torch" + self.torch.replace("+", "-")
+        torch = (
+            f"torch-{self.torch}"
+            if self.torch in ("installed", "image")
+            else "torch" + self.torch.replace("+", "-")
+        )
         source = self.cudnn.kind
         if self.cudnn.value is not None:
             value = "path" if self.cudnn.value.startswith("/") else self.cudnn.value
@@ -121,10 +126,20 @@ class Plan:
     rounds: int = DEFAULT_ROUNDS
     alpha: float = DEFAULT_ALPHA
     slurm: dict[str, Any] = field(default_factory=dict)  # how 'run --backend slurm' asks for each task
+    docker: dict[str, Any] = field(default_factory=dict)  # gpu_access, driver_dir, image_python
+
+    @property
+    def gpu_access(self) -> str:
+        return str(self.docker.get("gpu_access", "toolkit"))
+
+    @property
+    def image_python(self) -> str:
+        return str(self.docker.get("image_python", DEFAULT_IMAGE_PYTHON))
 
     def to_json(self) -> dict[str, Any]:
         return {
             **({"slurm": self.slurm} if self.slurm else {}),
+            **({"docker": self.docker} if self.docker else {}),
             "schema_version": 1,
             "name": self.name,
             "backend": self.backend,
@@ -158,6 +173,7 @@ class Plan:
             rounds=int(raw.get("rounds", DEFAULT_ROUNDS)),
             alpha=float(raw["thresholds"].get("alpha", DEFAULT_ALPHA)),
             slurm=dict(raw.get("slurm", {})),
+            docker=dict(raw.get("docker", {})),
         )
 
     def threshold_pct(self, workload: str) -> float:
@@ -246,6 +262,7 @@ def load(path: Path, known_workloads: Iterable[str] | None = None) -> Plan:
         rounds=int(data.get("rounds", DEFAULT_ROUNDS)),
         alpha=float(thresholds.get("alpha", DEFAULT_ALPHA)),
         slurm=dict(data.get("slurm", {})),
+        docker=dict(data.get("docker", {})),
     )
 
 
@@ -255,14 +272,18 @@ def _backend_problems(backend: str, cells: list[Cell], problem: Any) -> list[Pro
     for cell in cells:
         kind, value = cell.cudnn.kind, cell.cudnn.value or ""
         if backend == "local":
-            if kind == "wheel":
+            if kind == "wheel" or cell.torch == "image" or value == "image":
+                what = "torch: image" if cell.torch == "image" else f"cudnn {cell.cudnn.label}"
                 found.append(
                     problem(
-                        ["axes", "cudnn"],
-                        f"cell {cell.id}: a cuDNN wheel source needs backend: docker; "
-                        "the local backend realizes bundled, system, disabled",
+                        ["axes", "torch" if cell.torch == "image" else "cudnn"],
+                        f"cell {cell.id}: {what} needs backend: docker; the local backend realizes "
+                        "torch: installed with cudnn bundled, system (a version, auto or a folder), disabled",
                     )
                 )
+            continue
+        if cell.torch == "image":
+            found += _image_torch_problems(cell, problem)
             continue
         if "installed" in (cell.torch, cell.python):
             found.append(
@@ -280,12 +301,46 @@ def _backend_problems(backend: str, cells: list[Cell], problem: Any) -> list[Pro
                     "pair it with cudnn: bundled or disabled (rules: exclude)",
                 )
             )
-        if kind == "system" and (value == "auto" or value.startswith("/") or value.count(".") != 3):
+        if (
+            kind == "system"
+            and value != "image"
+            and (value == "auto" or value.startswith("/") or value.count(".") != 3)
+        ):
             found.append(
                 problem(
                     ["axes", "cudnn"],
-                    f"cell {cell.id}: backend: docker installs NVIDIA's apt package, "
-                    "so system needs its full version, e.g. {system: '9.14.0.64'}",
+                    f"cell {cell.id}: backend: docker installs NVIDIA's apt package, so system needs its "
+                    "full version, e.g. {system: '9.14.0.64'}, or 'image' for the cuDNN already in the base",
                 )
             )
+    return found
+
+
+def _image_torch_problems(cell: Cell, problem: Any) -> list[Problem]:
+    """torch: image runs the torch a base image already holds, with that image's own Python."""
+    found = []
+    if cell.base_image == "auto":
+        found.append(
+            problem(
+                ["axes", "base_image"],
+                f"cell {cell.id}: torch: image takes the torch already in the base image, so base_image "
+                "must name that image (e.g. nvcr.io/nvidia/pytorch:25.10-py3), not auto",
+            )
+        )
+    if cell.python != "installed":
+        found.append(
+            problem(
+                ["axes", "python"],
+                f"cell {cell.id}: torch: image runs the base image's own Python; leave python out and "
+                "set docker.image_python if it is not /usr/bin/python3",
+            )
+        )
+    if cell.cudnn.kind in ("wheel", "system") and cell.cudnn.value != "image":
+        found.append(
+            problem(
+                ["axes", "cudnn"],
+                f"cell {cell.id}: torch: image takes cudnn bundled (the image's torch as it is), disabled, "
+                "or {system: image} (NVIDIA's cuDNN installed in the image)",
+            )
+        )
     return found

@@ -8,7 +8,6 @@ never merged.
 
 from __future__ import annotations
 
-import json
 import math
 import shutil
 import statistics
@@ -43,22 +42,17 @@ def check(path: Path) -> tuple[dict[str, Any] | None, list[Problem]]:
     """Parse and validate one result file; return the document (if valid) and every problem."""
     source = str(path)
     try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            return None, [Problem(source, "", f"file is {size} bytes; the limit is {MAX_BYTES}")]
-        document = json.loads(path.read_bytes(), parse_constant=_refuse_constant)
+        document = jsonio.read(path, MAX_BYTES)
+    except jsonio.TooLarge as exc:
+        return None, [Problem(source, "", f"file is {exc}")]
     except OSError as exc:
-        return None, [Problem(source, "", f"cannot read: {exc.strerror}")]
+        return None, [Problem(source, "", f"cannot read: {exc.strerror or exc}")]
     except (ValueError, RecursionError) as exc:
         return None, [Problem(source, "", f"not valid JSON: {exc}")]
     found = schemas.problems("result", document, source)
     if not found:
         found = _facts(document, source)
     return (None if found else document), found
-
-
-def _refuse_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a number JSON allows")
 
 
 def _facts(doc: dict[str, Any], source: str) -> list[Problem]:
@@ -132,8 +126,8 @@ def _bad_items(values: list[Any], good: Any) -> int | None:
 def load(results_dir: Path) -> LoadedResults:
     """Every valid result in ``results_dir``; invalid ones are moved to its quarantine folder."""
     documents, files, quarantined = [], [], []
-    for path in sorted(results_dir.glob("*.json")):
-        if path.name == PLAN_FILE or path.name.startswith("."):
+    for path in sorted(results_dir.glob("*.json*")):
+        if not jsonio.is_document(path.name) or path.name == PLAN_FILE or path.name.startswith("."):
             continue
         document, problems = check(path)
         if document is None:

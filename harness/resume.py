@@ -23,7 +23,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from harness import results
+from harness import jsonio, results
 from harness.errors import BackendUnavailable
 from harness.matrix import Plan
 
@@ -53,6 +53,11 @@ def suite_settings_sha256(plan: Plan) -> str:
 
 def decide(result_path: Path, identity: dict[str, Any], mode: Mode) -> Decision:
     """Whether to run the result at ``result_path`` (again), moving aside what must not stay."""
+    legacy = result_path.with_name(result_path.name.removesuffix(".gz"))
+    if legacy != result_path and legacy.exists() and not result_path.exists():
+        # a folder written before results were compressed: the same run under its new name
+        with contextlib.suppress(OSError, ValueError):
+            jsonio.compress(legacy, result_path, results.MAX_BYTES)
     if not result_path.exists():
         if mode is Mode.RERUN_FAILED:
             return Decision(False, "no result yet; --rerun-failed retries only failed runs")
@@ -93,10 +98,11 @@ def supersede(result_path: Path) -> None:
     folder = result_path.parent / SUPERSEDED
     folder.mkdir(exist_ok=True)
     target = folder / result_path.name
+    stem, dot, suffix = result_path.name.partition(".json")  # x.r1 .json .gz
     n = 1
-    while target.exists():  # keep every earlier version
+    while target.exists():  # keep every earlier version: x.r1.2.json.gz, x.r1.3.json.gz, ...
         n += 1
-        target = folder / f"{result_path.stem}.{n}{result_path.suffix}"
+        target = folder / f"{stem}.{n}{dot}{suffix}"
     shutil.move(str(result_path), target)
 
 

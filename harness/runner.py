@@ -33,6 +33,7 @@ class CellOutcome:
     wall_s: float
     measurements: int
     kept: bool = False  # from an earlier run into the same folder
+    stage: str | None = None  # where a failed run failed (build, gpu-access, run, ...)
 
 
 def schedule(cells: tuple[Cell, ...], rounds: int) -> list[tuple[int, Cell]]:
@@ -49,7 +50,7 @@ def schedule(cells: tuple[Cell, ...], rounds: int) -> list[tuple[int, Cell]]:
 
 
 def result_name(cell_id: str, round_index: int) -> str:
-    return f"{cell_id}.r{round_index}.json"
+    return f"{cell_id}.r{round_index}.json.gz"
 
 
 def log_name(cell_id: str, round_index: int) -> str:
@@ -251,4 +252,5 @@ def outcome_of(
         wall_s,
         len(document["measurements"]),
         kept=kept,
+        stage=(document.get("failure") or {}).get("stage"),
     )

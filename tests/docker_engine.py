@@ -95,9 +95,10 @@ def base_image(engine):
 
 @pytest.fixture(scope="module")
 def wheelhouse() -> Path:
-    """torch 2.13.0 (CPU) and its dependencies for Python 3.11, the base image's Python."""
+    """torch 2.13.0 (CPU) and its dependencies for Python 3.11, the base image's Python, and nvidia-ml-py
+    (cell images install it from the same source)."""
     path = CACHE / "wheelhouse-torch-2.13.0-cp311"
-    if not list(path.glob("torch-2.13.0*.whl")):
+    if not list(path.glob("torch-2.13.0*.whl")) or not list(path.glob("nvidia_ml_py-*.whl")):
         subprocess.run(
             [
                 sys.executable,
@@ -106,6 +107,7 @@ def wheelhouse() -> Path:
                 "download",
                 "--quiet",
                 "torch==2.13.0",
+                "nvidia-ml-py",
                 "-d",
                 str(path),
                 "--python-version",

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import results
+from harness import jsonio, results
 from tests.conftest import run_cli
 from tests.docker_engine import BASE, MATRIX, run_matrix
 
@@ -113,11 +113,11 @@ def test_the_suite_runs_in_least_privilege_containers(ran):
 
 def test_rerun_uses_the_exact_image(ran, tmp_path):
     root, _ = ran
-    result = next((root / "results").glob("torch*bundled*.json"))
-    before = json.loads(result.read_text())
+    result = next((root / "results").glob("torch*bundled*.json.gz"))
+    before = jsonio.read(result)
     done = run_cli("rerun", str(result), "--out", str(tmp_path), timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
-    after = json.loads((tmp_path / result.name).read_text())
+    after = jsonio.read(tmp_path / result.name)
     assert after["status"] == "ok" and after["run"]["image"]["id"] == before["run"]["image"]["id"]
     assert after["run"]["rerun_of"] == before["started_at"]
     assert results.check(tmp_path / result.name)[1] == []
@@ -182,18 +182,27 @@ def test_no_ca_bundle_or_wheel_in_any_layer_or_the_history(engine, base_image, w
     engine.images.remove(image.id, force=True)
 
 
-def test_gpu_cells_without_a_gpu_runtime_fail_with_what_to_install(ran):
+@pytest.mark.parametrize(
+    ("mode", "says"),
+    [
+        ("toolkit", "NVIDIA Container Toolkit"),
+        ("cdi", "nvidia-ctk cdi generate"),
+        ("devices", "missing on this host; load the NVIDIA driver"),
+    ],
+)
+def test_gpu_cells_a_host_cannot_serve_fail_with_what_to_install(ran, mode, says):
+    """This engine has no GPU runtime, no CDI and the host no /dev/nvidia*: each mode says what is missing."""
     root, _ = ran
     from harness.backends.docker import DockerBackend
     from harness.images import BuildOptions
     from harness.matrix import Cell, CudnnSource, Plan
 
-    doc = json.loads(next((root / "results").glob("torch*bundled*.json")).read_text())
+    doc = jsonio.read(next((root / "results").glob("torch*bundled*.json.gz")))
     plan = Plan.from_json(json.loads((root / "results" / "plan.json").read_text()))
     gpu_cell = Cell("2.13.0+cu130", CudnnSource("bundled"), BASE, "3.11")
-    backend = DockerBackend(BuildOptions())
-    if "nvidia" in json.dumps(backend.client.info().get("Runtimes", {})):
-        pytest.skip("this engine has a GPU runtime")
+    backend = DockerBackend(BuildOptions(), gpu_access=mode)
+    if "nvidia" in json.dumps(backend.client.info().get("Runtimes", {})) or Path("/dev/nvidiactl").exists():
+        pytest.skip("this host can attach GPUs")
     run: dict = {}
     failed = backend._run_container(
         gpu_cell,
@@ -201,11 +210,12 @@ def test_gpu_cells_without_a_gpu_runtime_fail_with_what_to_install(ran):
         doc["run"]["image"]["id"],
         ["list"],
         run,
-        root / "gpu" / "x.log",
+        root / "gpu" / f"{mode}.log",
         __import__("datetime").datetime.now(__import__("datetime").timezone.utc),
     )
-    assert failed["status"] == "failed" and failed["failure"]["stage"] == "start"
-    assert "NVIDIA Container Toolkit" in failed["failure"]["reason"]
+    assert failed["status"] == "failed" and failed["failure"]["stage"] == "gpu-access", failed["failure"]
+    assert says in failed["failure"]["reason"] and f"gpu_access {mode}" in failed["failure"]["reason"]
+    assert run["gpu_access"]["mode"] == mode
 
 
 def test_no_engine_is_a_clear_error(tmp_path):
@@ -232,7 +242,7 @@ def test_a_cell_past_its_time_limit_is_killed_and_recorded(built, wheelhouse, tm
     _, matrix, _, _ = built
     done = run_matrix(matrix, wheelhouse, tmp_path / "r", "--timeout-s", "1")
     assert done.returncode == 1
-    docs = [json.loads(p.read_text()) for p in (tmp_path / "r").glob("torch*.json")]
+    docs = [jsonio.read(p) for p in (tmp_path / "r").glob("torch*.json.gz")]
     assert len(docs) == 2
     assert all(d["status"] == "failed" and "timed out after 1 s" in d["failure"]["reason"] for d in docs)
     assert not list((tmp_path / "r").glob(".cell-*"))  # scratch output folders are gone
@@ -269,7 +279,7 @@ def test_runs_go_concurrently_one_gpu_id_each_and_ctrl_c_removes_every_container
     output, _ = proc.communicate(timeout=120)
     assert proc.returncode == 130, output
     assert client.containers.list(all=True, filters={"label": label}) == []
-    assert list(stopped.glob("*.r*.json")) == []
+    assert list(stopped.glob("*.r*.json.gz")) == []
 
 
 def test_a_gpu_run_asks_the_engine_for_exactly_its_gpu_ids(ran):
@@ -281,10 +291,12 @@ def test_a_gpu_run_asks_the_engine_for_exactly_its_gpu_ids(ran):
     plan = Plan.from_json(json.loads((root / "results" / "plan.json").read_text()))
     gpu_cell = Cell("2.13.0+cu130", CudnnSource("bundled"), BASE, "3.11")
     backend = DockerBackend(BuildOptions())
-    (request,) = backend._device_requests(gpu_cell, plan, ("1",))
+    (request,) = backend._attachment(gpu_cell, plan, ("1",), "toolkit").device_requests
     assert request["DeviceIDs"] == ["1"] and request["Capabilities"] == [["gpu"]] and not request.get("Count")
-    (every,) = backend._device_requests(gpu_cell, plan)
+    (every,) = backend._attachment(gpu_cell, plan, (), "toolkit").device_requests
     assert every["Count"] == -1  # without --gpus: every GPU, one run at a time
+    (cdi,) = backend._attachment(gpu_cell, plan, ("0", "1"), "cdi").device_requests
+    assert cdi["Driver"] == "cdi" and cdi["DeviceIDs"] == ["nvidia.com/gpu=0", "nvidia.com/gpu=1"]
 
 
 def test_slurm_tasks_run_each_cell_in_its_container(built, wheelhouse, tmp_path):
@@ -302,3 +314,66 @@ def test_slurm_tasks_run_each_cell_in_its_container(built, wheelhouse, tmp_path)
     for doc in docs:
         assert doc["run"]["backend"] == "docker" and doc["run"]["image"]["id"].startswith("sha256:")
         assert doc["run"]["container"]["user"] == "10001:10001" and doc["run"]["slurm"]["node"]
+
+
+def test_torch_from_the_image_builds_no_torch_layer_and_records_what_the_image_holds(
+    built, wheelhouse, tmp_path
+):
+    """torch: image on a base that already holds torch (the bundled cell image stands in for an NGC
+    PyTorch container); {system: image} on a base without NVIDIA's cuDNN fails its build saying so;
+    with GPU access the host cannot serve, nothing can run: exit 3."""
+    from harness.images import BuildOptions, render
+    from harness.matrix import Cell, CudnnSource
+
+    base = render(
+        Cell("2.13.0+cpu", CudnnSource("bundled"), BASE, "3.11"), BuildOptions(wheelhouse=wheelhouse)
+    )
+    matrix = tmp_path / "image.yaml"
+    text = f"""
+schema_version: 1
+name: docker-image-torch
+backend: docker
+docker: {{image_python: /opt/venv/bin/python}}
+axes:
+  torch: [image]
+  cudnn: [bundled, disabled, {{system: image}}]
+  base_image: ["{base.reference}"]
+suite: {{workloads: [relu], dtypes: [fp32], time_budget_s: 0.05, device: cpu}}
+baseline: {{cudnn: bundled}}
+"""
+    matrix.write_text(text)
+    out = tmp_path / "r"
+    done = run_cli("run", "--matrix", str(matrix), "--out", str(out), timeout=900)
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
+    docs = {d["cell"]["id"].split("_")[1]: d for d in results.load(out).documents}
+    assert sorted(docs) == ["cudnn-bundled", "cudnn-disabled", "cudnn-system-image"]
+    for name in ("cudnn-bundled", "cudnn-disabled"):
+        doc = docs[name]
+        assert doc["status"] == "ok", doc["failure"]
+        image = doc["run"]["image"]
+        assert image["torch"] == "2.13.0+cpu" and image["python"] == "/opt/venv/bin/python"
+        assert image["base"] == base.reference and image["base_id"].startswith("sha256:")
+        assert doc["environment"]["torch"]["version"] == "2.13.0+cpu"
+        assert doc["run"]["gpu_access"] == {"mode": "toolkit", "attached": False}
+        assert (
+            doc["run"]["container"]["user"] == "10001:10001" and doc["run"]["container"]["read_only_rootfs"]
+        )
+        build_log = (out / "logs" / f"{doc['cell']['id']}.build.log").read_text()
+        assert "pip install" not in build_log and "Step " in build_log  # no torch layer was built
+    failed = docs["cudnn-system-image"]
+    assert failed["status"] == "failed" and failed["failure"]["stage"] == "build"
+    assert "has no NVIDIA cuDNN in its ld.so cache" in failed["failure"]["log_tail"]
+
+    # the same cells on the GPU, where the host has no GPU to give: every run fails with what to do
+    matrix.write_text(text.replace(", device: cpu", "").replace(", {system: image}", ""))
+    for mode, says in (("devices", "/dev/nvidia"), ("toolkit", "NVIDIA Container Toolkit")):
+        if Path("/dev/nvidiactl").exists():
+            pytest.skip("this host has a GPU")
+        gpu = run_cli(
+            "run", "--matrix", str(matrix), "--out", str(tmp_path / mode), "--gpu-access", mode, timeout=900
+        )
+        assert gpu.returncode == 3, gpu.stdout[-3000:] + gpu.stderr[-3000:]
+        assert "nothing could run: gpu_access " + mode in gpu.stderr and says in gpu.stderr
+        assert "Traceback" not in gpu.stdout + gpu.stderr
+        for doc in results.load(tmp_path / mode).documents:
+            assert doc["failure"]["stage"] == "gpu-access" and doc["run"]["gpu_access"]["mode"] == mode

@@ -8,7 +8,6 @@ next run completes the matrix. Like the other docker tests these FAIL in CI when
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -20,7 +19,7 @@ from pathlib import Path
 import docker
 import pytest
 
-from harness import results
+from harness import jsonio, results
 from tests.conftest import REPO, harness_env
 from tests.docker_engine import MATRIX, run_matrix
 
@@ -32,7 +31,7 @@ RESTARTED: list[subprocess.Popen[bytes]] = []  # the engine this module restarte
 
 
 def docs(folder: Path) -> dict[str, dict]:
-    return {p.name: json.loads(p.read_text()) for p in sorted(folder.glob("torch*.json"))}
+    return {p.name: jsonio.read(p) for p in sorted(folder.glob("torch*.json.gz"))}
 
 
 def wait_for_container(client, cell_text: str, timeout_s: float = 900) -> object:
@@ -215,7 +214,7 @@ def test_a_full_output_disk_stops_the_run_and_keeps_only_whole_results(
         done = run_matrix(matrix, wheelhouse, out)
         assert done.returncode == 3, done.stdout[-3000:] + done.stderr[-3000:]
         assert f"cannot write into {out} (No space left on device)" in done.stderr
-        for path in out.glob("torch*.json"):
+        for path in out.glob("torch*.json.gz"):
             assert results.check(path)[1] == []  # whatever is there is whole
         assert not list(out.glob(".tmp-*"))
     finally:

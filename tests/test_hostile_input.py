@@ -18,7 +18,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness import images, matrix, results
+from harness import images, jsonio, matrix, results
 from harness.errors import InputError
 from tests.conftest import GPU_REPORT, run_cli
 
@@ -160,7 +160,7 @@ def test_the_cli_refuses_an_injection_with_exit_2_and_runs_nothing(tmp_path):
     assert not (tmp_path / "r").exists()  # nothing was run, nothing written
 
 
-SMALL_RESULT = json.loads(next((GPU_REPORT / "results").glob("torch*.json")).read_text())
+SMALL_RESULT = jsonio.read(next((GPU_REPORT / "results").glob("torch*.json.gz")))
 SMALL_RESULT["measurements"] = SMALL_RESULT["measurements"][:2]
 for _m in SMALL_RESULT["measurements"]:  # 5 equal samples: small, and still a consistent document
     if _m["status"] == "ok":

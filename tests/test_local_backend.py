@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import matrix, results
+from harness import jsonio, matrix, results
 from harness.backends import cudnn_dirs
 from harness.backends.local import LocalBackend
 from harness.errors import BackendUnavailable
@@ -127,7 +127,7 @@ baseline: {cudnn: bundled}
 """)
     done = run_cli("run", "--matrix", str(path), "--out", str(tmp_path / "r"), "--timeout-s", "0.5")
     assert done.returncode == 1
-    docs = [json.loads(p.read_text()) for p in sorted((tmp_path / "r").glob("torch*.json"))]
+    docs = [jsonio.read(p) for p in sorted((tmp_path / "r").glob("torch*.json.gz"))]
     assert len(docs) == 2 and all(d["status"] == "failed" for d in docs)
     assert all("timed out after" in d["failure"]["reason"] for d in docs)
 
@@ -196,7 +196,7 @@ def test_only_runs_a_subset_and_the_plan_keeps_every_cell(tmp_path, write_matrix
     done = run_cli("run", "--matrix", str(path), "--out", str(tmp_path / "r"), "--only", "disabled")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "running 1 of 4 cells" in done.stdout
-    assert [p.name.split("_")[1] for p in (tmp_path / "r").glob("torch*.json")] == ["cudnn-disabled"]
+    assert [p.name.split("_")[1] for p in (tmp_path / "r").glob("torch*.json.gz")] == ["cudnn-disabled"]
     plan = json.loads((tmp_path / "r" / "plan.json").read_text())
     assert len(plan["cells"]) == 4 and plan["baseline"] in {c["id"] for c in plan["cells"]}
     report = run_cli("report", "--results", str(tmp_path / "r"), "--out", str(tmp_path / "rep"))

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness import report, results, schemas
+from harness import jsonio, report, results, schemas
 from tests.conftest import GPU_REPORT, REPO, run_cli
 
 VERDICTS = REPO / "reports" / "gpu-verdicts"
@@ -62,7 +62,7 @@ def test_every_number_links_to_the_result_file_it_came_from(verdict_report):
     out, _ = verdict_report
     text = (out / "report.md").read_text()
     for shard in SHARDS:
-        for path in shard.glob("torch*.json"):
+        for path in shard.glob("torch*.json.gz"):
             assert f"({Path(report.os.path.relpath(path, out))})" in text
     rows = [
         ln for ln in section(text, "Verdicts against the baseline").splitlines() if ln.startswith("| sdpa ")
@@ -93,11 +93,11 @@ def test_an_a_a_comparison_of_the_same_cell_calls_no_regression(tmp_path):
 def test_results_that_must_not_be_compared_are_refused(tmp_path):
     other = tmp_path / "other-machine"
     shutil.copytree(SHARDS[1], other)
-    for path in other.glob("torch*.json"):
-        doc = json.loads(path.read_text())
+    for path in other.glob("torch*.json.gz"):
+        doc = jsonio.read(path)
         doc["environment"]["gpu"]["name"] = "NVIDIA H200"
         doc["environment"]["gpu"]["driver_version"] = "590.1"
-        path.write_text(json.dumps(doc))
+        jsonio.write_atomic(path, doc)
     done = run_cli(
         "report", "--results", str(SHARDS[0]), "--results", str(other), "--out", str(tmp_path / "r")
     )
@@ -111,9 +111,9 @@ def test_results_that_must_not_be_compared_are_refused(tmp_path):
 
 def test_a_different_suite_version_is_refused(tmp_path):
     a, b = tmp_path / "a.json", tmp_path / "b.json"
-    source = next(SHARDS[0].glob("*bundled*.json"))
+    source = next(SHARDS[0].glob("*bundled*.json.gz"))
     shutil.copy(source, a)
-    doc = json.loads(source.read_text())
+    doc = jsonio.read(source)
     doc["suite_version"] = "0.2"
     b.write_text(json.dumps(doc))
     done = run_cli("compare", str(a), str(b))
@@ -121,7 +121,7 @@ def test_a_different_suite_version_is_refused(tmp_path):
 
 
 def test_compare_refuses_bad_input_and_moves_nothing(tmp_path):
-    good = next(SHARDS[0].glob("*bundled*.json"))
+    good = next(SHARDS[0].glob("*bundled*.json.gz"))
     broken = tmp_path / "broken.json"
     broken.write_text('{"schema_version": 1, "truncated')
     done = run_cli("compare", str(good), str(broken))
@@ -132,7 +132,7 @@ def test_compare_refuses_bad_input_and_moves_nothing(tmp_path):
 
 
 def test_one_round_per_side_gives_numbers_but_no_verdict(tmp_path):
-    a, b = (next(SHARDS[0].glob(f"*{k}*.r1.json")) for k in ("bundled", "disabled"))
+    a, b = (next(SHARDS[0].glob(f"*{k}*.r1.json.gz")) for k in ("bundled", "disabled"))
     done = run_cli("compare", str(a), str(b))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "pass-with-inconclusive" in done.stdout and "one process per side" in done.stdout
@@ -163,7 +163,7 @@ SUITE_REPORT = GPU_REPORT.parent / "gpu-suite-default-0.5"
 
 
 def test_the_default_suite_results_are_valid(tmp_path):
-    for path in sorted((SUITE_REPORT / "results").glob("torch*.json")):
+    for path in sorted((SUITE_REPORT / "results").glob("torch*.json.gz")):
         document, problems = results.check(path)
         assert problems == [], problems[:3]
         ok = [m for m in document["measurements"] if m["status"] == "ok"]
@@ -191,7 +191,10 @@ MULTI = REPO / "reports" / "gpu-multi"
 
 def test_the_two_gpu_runs_went_concurrently_one_gpu_each(tmp_path):
     # reports/gpu-multi: the same 6 runs with --gpus 0 and with --gpus 0,1 on a 2-GPU H200 host
-    one, two = sorted((MULTI / "one-gpu").glob("*.r*.json")), sorted((MULTI / "2-gpus").glob("*.r*.json"))
+    one, two = (
+        sorted((MULTI / "one-gpu").glob("*.r*.json.gz")),
+        sorted((MULTI / "2-gpus").glob("*.r*.json.gz")),
+    )
     assert len(one) == len(two) == 6
     docs = {}
     for path in one + two:
@@ -221,7 +224,7 @@ def test_a_ddp_result_reports_its_scaling(tmp_path):
     assert "ddp_train_step" in scaling and "1: 13.286 ms" in scaling and "2: 13.128 ms" in scaling
     for efficiency in ("1.012", "0.980", "1.004", "0.872", "0.913", "0.929"):  # three runs x fp32, bf16
         assert efficiency in scaling
-    paths = sorted((MULTI / "ddp").glob("*.r*.json"))
+    paths = sorted((MULTI / "ddp").glob("*.r*.json.gz"))
     assert len(paths) == 3
     for path in paths:
         document, problems = results.check(path)

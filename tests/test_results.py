@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from harness import results
+from harness import jsonio, results
 from tests.conftest import GPU_REPORT, run_cli
 
-GPU_RESULTS = sorted((GPU_REPORT / "results").glob("torch*.json"))
+GPU_RESULTS = sorted((GPU_REPORT / "results").glob("torch*.json.gz"))
 
 
 @pytest.fixture
 def good() -> dict:
-    return json.loads(GPU_RESULTS[0].read_text())
+    return jsonio.read(GPU_RESULTS[0])
 
 
 def write(tmp_path: Path, doc: dict, name: str = "cell.json") -> Path:

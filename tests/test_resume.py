@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import results
+from harness import jsonio, results
 from tests.conftest import REPO, harness_env, run_cli
 
 MATRIX = """
@@ -36,7 +35,7 @@ baseline: {cudnn: bundled}
 
 def result_files(folder: Path) -> dict[str, str]:
     """name -> started_at of every result in ``folder`` (what identifies one run of one cell)."""
-    return {p.name: json.loads(p.read_text())["started_at"] for p in sorted(folder.glob("torch*.json"))}
+    return {p.name: jsonio.read(p)["started_at"] for p in sorted(folder.glob("torch*.json.gz"))}
 
 
 def suite_processes(out: Path) -> list[str]:
@@ -70,7 +69,7 @@ def test_a_second_run_keeps_every_valid_result_and_runs_nothing(matrix_file, tmp
     after = result_files(out)
     assert set(after) == set(before) and all(after[n] != before[n] for n in after)
     superseded = out / "superseded"
-    assert {p.name for p in superseded.glob("*.json")} == set(before)  # nothing valid is lost
+    assert {p.name for p in superseded.glob("*.json.gz")} == set(before)  # nothing valid is lost
 
 
 def test_a_killed_orchestrator_leaves_nothing_partial_and_the_next_run_resumes(matrix_file, tmp_path):
@@ -84,7 +83,7 @@ def test_a_killed_orchestrator_leaves_nothing_partial_and_the_next_run_resumes(m
     )
     # kill it while its second run is measuring: one result is written, one is in flight
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and len(list(out.glob("torch*.json"))) < 1:
+    while time.monotonic() < deadline and len(list(out.glob("torch*.json.gz"))) < 1:
         time.sleep(0.1)
     while time.monotonic() < deadline and not list((out / "logs").glob("*.part")):
         time.sleep(0.05)
@@ -97,7 +96,7 @@ def test_a_killed_orchestrator_leaves_nothing_partial_and_the_next_run_resumes(m
     assert leftovers, "the killed run's log should still be partial"
     time.sleep(0.5)
     assert not suite_processes(out)
-    for path in out.glob("torch*.json"):  # whatever was written is a whole, valid document
+    for path in out.glob("torch*.json.gz"):  # whatever was written is a whole, valid document
         assert results.check(path)[1] == []
 
     resumed = run_cli("run", "--matrix", str(matrix_file), "--out", str(out))
@@ -133,7 +132,7 @@ def test_ctrl_c_stops_cleanly_with_exit_130(matrix_file, tmp_path):
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "interrupted" in stderr
-    assert not list(out.glob("torch*.json"))  # the run in flight wrote nothing
+    assert not list(out.glob("torch*.json.gz"))  # the run in flight wrote nothing
     assert not suite_processes(out)
 
 
@@ -157,26 +156,26 @@ def test_failed_runs_are_kept_until_rerun_failed_retries_only_them(matrix_file, 
     assert retried.stdout.count("running on the local backend") == 2  # the bundled ones did not run
     after = result_files(out)
     assert {n: after[n] for n in bundled} == bundled
-    assert all(json.loads((out / n).read_text())["status"] == "ok" for n in after)
+    assert all(jsonio.read(out / n)["status"] == "ok" for n in after)
 
 
 def test_a_damaged_result_is_quarantined_and_run_again(matrix_file, tmp_path):
     out = tmp_path / "r"
     assert run_cli("run", "--matrix", str(matrix_file), "--out", str(out)).returncode == 0
-    victim = sorted(out.glob("torch*.json"))[0]
-    text = victim.read_text()
-    victim.write_text(text[: len(text) // 2])  # truncated, as by a full disk or a crash mid-copy
-    forged = sorted(out.glob("torch*.json"))[1]
-    doc = json.loads(forged.read_text())
+    victim = sorted(out.glob("torch*.json.gz"))[0]
+    data = victim.read_bytes()
+    victim.write_bytes(data[: len(data) // 2])  # truncated, as by a full disk or a crash mid-copy
+    forged = sorted(out.glob("torch*.json.gz"))[1]
+    doc = jsonio.read(forged)
     doc["measurements"][0]["stats"]["median"] *= 0.5  # a forged, faster median
-    forged.write_text(json.dumps(doc))
+    jsonio.write_atomic(forged, doc)
 
     resumed = run_cli("run", "--matrix", str(matrix_file), "--out", str(out))
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert resumed.stdout.count("the earlier result was invalid and is quarantined") == 2
-    quarantined = {p.name for p in (out / "quarantine").glob("*.json")}
+    quarantined = {p.name for p in (out / "quarantine").glob("*.json.gz")}
     assert quarantined == {victim.name, forged.name}
-    for path in out.glob("torch*.json"):
+    for path in out.glob("torch*.json.gz"):
         assert results.check(path)[1] == []
 
 
@@ -190,7 +189,7 @@ def test_results_made_differently_are_superseded_not_kept(matrix_file, tmp_path)
     done = run_cli("run", "--matrix", str(changed), "--out", str(out), "--only", "bundled")
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.count("it was made differently (suite_settings_sha256") == 2
-    assert len(list((out / "superseded").glob("*.json"))) == 2
+    assert len(list((out / "superseded").glob("*.json.gz"))) == 2
 
 
 def test_two_runs_into_one_folder_at_once_are_refused(matrix_file, tmp_path):
@@ -247,7 +246,7 @@ def test_a_disk_filled_mid_run_stops_the_run_keeps_what_was_whole_and_the_next_r
             cwd=REPO, env=harness_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not list(out.glob("torch*.json")):
+        while time.monotonic() < deadline and not list(out.glob("torch*.json.gz")):
             time.sleep(0.05)
         filler = fill(out)  # the disk fills while the second run measures
         stdout, stderr = proc.communicate(timeout=300)

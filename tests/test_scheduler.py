@@ -41,7 +41,7 @@ def _harness(*args: str, **kwargs) -> subprocess.CompletedProcess[str]:
 
 def _runs(out: Path) -> list[dict]:
     docs = []
-    for path in sorted(out.glob("*.r*.json")):
+    for path in sorted(out.glob("*.r*.json.gz")):
         doc, problems = results.check(path)
         assert not problems, problems
         docs.append(doc)
@@ -108,7 +108,7 @@ def test_ctrl_c_stops_every_concurrent_run_and_keeps_nothing_partial(tmp_path):
     output, _ = proc.communicate(timeout=60)
     assert proc.returncode == 130, output
     assert _suite_processes(out) == []
-    assert list(out.glob("*.r*.json")) == []
+    assert list(out.glob("*.r*.json.gz")) == []
     # the next run sweeps what was left and runs everything
     done = _harness(
         "run", "--matrix", str(_matrix(tmp_path, ["gemm"], 0.3)), "--out", str(out), "--gpus", "0,1"

@@ -38,7 +38,7 @@ def _matrix(tmp_path: Path, workload: str = "relu", budget: float = 0.2, **slurm
 
 def _results(out: Path) -> list[dict]:
     docs = []
-    for path in sorted(out.glob("*.r*.json")):
+    for path in sorted(out.glob("*.r*.json.gz")):
         document, problems = results.check(path)
         assert problems == [], problems
         docs.append(document)

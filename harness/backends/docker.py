@@ -1,10 +1,11 @@
-"""The docker backend: one image per cell, one container per cell run, GPUs through device requests.
+"""The docker backend: one image per cell, one container per cell run, GPUs in one of three modes.
 
 Builds go through the docker SDK (the classic builder: the build-only inputs stay in build stages,
 so no BuildKit secret is needed). An image is tagged by the hash of its Dockerfile and build
 context: an unchanged cell finds its tag and builds nothing. Containers run with least privilege:
 a non-root user, a read-only root filesystem, no network, every capability dropped, no new
-privileges; the only writable places are a small /tmp and the bind-mounted output folder.
+privileges; the only writable places are a small /tmp and the bind-mounted output folder. How the GPUs
+get in (a device request, CDI names, or the device nodes and driver libraries) is ``gpu_access``'s job.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import io
+import json
 import shutil
 import signal
 import tarfile
@@ -28,6 +30,7 @@ from harness import images, jsonio, resume, suite_listing
 from harness.backends import (
     failed_result,
     finish_result,
+    gpu_access,
     log_tail,
     needs_gpu,
     read_suite_result,
@@ -40,17 +43,11 @@ try:
     import docker
     import docker.errors
     import requests.exceptions
-    from docker.types import DeviceRequest
 except ImportError:  # the local backend and the report need no docker SDK
     docker = None
 
 CONTAINER_USER = "10001:10001"
 RESULTS_LABEL = f"{images.LABEL_NS}.results"  # the results folder a container writes into
-NO_GPU_RUNTIME = (
-    "the Docker engine cannot attach GPUs ({error}). Install the NVIDIA Container Toolkit "
-    "(nvidia-container-toolkit), run 'nvidia-ctk runtime configure --runtime=docker' and restart "
-    "dockerd; or run CPU-only cells (a '+cpu' torch build, or suite.device: cpu)"
-)
 
 
 @dataclass
@@ -75,6 +72,7 @@ class DockerBackend:
         gpus: str = "all",
         memory: str | None = None,
         progress: Callable[[str], None] | None = None,
+        gpu_access: str | None = None,
     ) -> None:
         if docker is None:
             raise BackendUnavailable("the docker backend needs the docker SDK: pip install docker")
@@ -90,6 +88,8 @@ class DockerBackend:
         self.timeout_s = timeout_s
         self.gpus = gpus
         self.memory = memory  # e.g. "16g": a cell past it is OOM-killed and recorded as such
+        self.gpu_access = gpu_access  # overrides the plan's docker.gpu_access (--gpu-access)
+        self._facts: dict[str, dict[str, Any]] = {}
         self.progress = progress or (lambda line: None)
         self.builds: dict[str, Build] = {}
         self._rendered: dict[str, images.RenderedImage] = {}
@@ -107,7 +107,7 @@ class DockerBackend:
         """Build ``cell``'s image unless an image with its content tag exists already."""
         if cell.id in self.builds:
             return self.builds[cell.id]
-        rendered = self._render(cell)
+        rendered = self._render(cell, plan)
         build = self.builds[cell.id] = Build(rendered)
         start = time.monotonic()
         try:
@@ -155,7 +155,7 @@ class DockerBackend:
         return build
 
     def image_facts(self, build: Build) -> dict[str, Any]:
-        """Provenance of a built image: its id and digests, and its base's."""
+        """Provenance of a built image: its id and digests, its base's, and the Python and torch in it."""
         image = self.client.images.get(build.image_id)
         facts: dict[str, Any] = {
             "reference": build.image.reference, "id": image.id, "repo_digests": image.attrs.get("RepoDigests", []),
@@ -167,17 +167,37 @@ class DockerBackend:
             facts.update(base_id=base.id, base_repo_digests=base.attrs.get("RepoDigests", []))
         except docker.errors.ImageNotFound:
             pass
+        held = self.held(image.id)
+        facts.update(python=held.get("python"), python_version=held.get("python_version"),
+                     torch=held.get("torch"), system_cudnn=held.get("system_cudnn"))  # fmt: skip
         return facts
+
+    def held(self, image_id: str) -> dict[str, Any]:
+        """What the image holds, as its build wrote it (images.FACTS_FILE): copied out of a container that
+        is created, never started. Empty for an image built before images carried the file."""
+        if image_id not in self._facts:
+            container = self.client.containers.create(image_id, network_mode="none")
+            try:
+                stream, _ = container.get_archive(images.FACTS_FILE)
+                with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+                    member = tar.extractfile(tar.getmembers()[0])
+                    held = json.loads(member.read(1 << 20)) if member is not None else {}
+            except (docker.errors.NotFound, tarfile.TarError, ValueError, IndexError):
+                held = {}
+            finally:
+                container.remove(force=True)
+            self._facts[image_id] = held if isinstance(held, dict) else {}
+        return self._facts[image_id]
 
     # -- runs --------------------------------------------------------------------------------
 
     def identity(self, cell: Cell, plan: Plan) -> dict[str, str]:
-        return image_identity(self.suite_version, plan, self._render(cell).reference)
+        return image_identity(self.suite_version, plan, self._render(cell, plan).reference)
 
-    def _render(self, cell: Cell) -> images.RenderedImage:
+    def _render(self, cell: Cell, plan: Plan) -> images.RenderedImage:
         """The cell's image, rendered once: rendering hashes the whole build context (the wheelhouse too)."""
         if cell.id not in self._rendered:
-            self._rendered[cell.id] = images.render(cell, self.options)
+            self._rendered[cell.id] = images.render(cell, self.options, plan.image_python)
         return self._rendered[cell.id]
 
     def sweep(self, results_dir: Path) -> list[str]:
@@ -241,8 +261,6 @@ class DockerBackend:
             jsonio.write_text_atomic(log_path, f"the image did not build: {build.error}\n")
             doc = failed_result(cell, plan, self.suite_version, "build", build.error, build.log_tail, started)
         else:
-            expect = build.image.expect_cudnn if cell.cudnn.kind != "disabled" else {"source": "disabled"}
-            command = suite_arguments(cell, plan, "/results/result.json", expect)
             try:
                 run["image"] = self.image_facts(build)
             except docker.errors.ImageNotFound:  # removed since it was built: build it again, once
@@ -256,9 +274,23 @@ class DockerBackend:
                     run["wall_s"] = time.monotonic() - t0
                     return finish_result(doc, cell, run, result_path, log_path)
                 run["image"] = self.image_facts(build)
+            command = suite_arguments(
+                cell, plan, "/results/result.json", self._expect(cell, build, run["image"])
+            )
             doc = self._run_container(cell, plan, build.image_id or "", command, run, log_path, started, gpus)
         run["wall_s"] = time.monotonic() - t0
         return finish_result(doc, cell, run, result_path, log_path)
+
+    @staticmethod
+    def _expect(cell: Cell, build: Build, image: dict[str, Any]) -> dict[str, Any]:
+        """The cuDNN the suite must find loaded: as rendered, or, for {system: image}, as the image holds it."""
+        if cell.cudnn.kind == "disabled":
+            return {"source": "disabled"}
+        if cell.cudnn.value == "image":
+            found = image.get("system_cudnn") or {}
+            expect = {"source": "system", "lib_dir": found.get("lib_dir", "(no system cuDNN in the image)")}
+            return {**expect, **({"version": found["version"]} if found.get("version") else {})}
+        return dict(build.image.expect_cudnn)
 
     def rerun(
         self, previous: dict[str, Any], result_path: Path, log_path: Path, plan: Plan
@@ -296,11 +328,25 @@ class DockerBackend:
     ) -> dict[str, Any]:
         run["command"] = command
         log_path.parent.mkdir(parents=True, exist_ok=True)
+        mode = self.gpu_access or plan.gpu_access
+        try:
+            attachment = self._attachment(cell, plan, gpus, mode)
+        except gpu_access.GpuAccessError as exc:
+            run["gpu_access"] = {"mode": mode}
+            jsonio.write_text_atomic(log_path, f"{exc}\n")
+            return failed_result(cell, plan, self.suite_version, gpu_access.STAGE, str(exc), "", started)
+        run["gpu_access"] = attachment.record
+        # HOME: uid 10001 has no home; libraries that cache under ~ (torch's inductor) get the tmpfs
+        environment = {"HOME": "/tmp", **attachment.environment}
+        if any(k["deterministic"] for k in plan.knob_sets):
+            environment["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"  # must be set before CUDA initializes
+        if cell.cudnn.kind == "system":
+            # torch refuses a runtime older than it was built against; the result records that it did
+            # (as the local backend does for its system cells).
+            environment["PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK"] = "1"
+        run["env_overrides"] = environment
         scratch = Path(tempfile.mkdtemp(prefix=".cell-", dir=log_path.parent.parent))
         scratch.chmod(0o777)  # the suite runs as uid 10001 and writes its result here
-        environment = (
-            {"CUBLAS_WORKSPACE_CONFIG": ":4096:8"} if any(k["deterministic"] for k in plan.knob_sets) else {}
-        )
         container = None
         try:
             container = self.client.containers.create(
@@ -308,8 +354,8 @@ class DockerBackend:
                 cap_drop=["ALL"], security_opt=["no-new-privileges:true"], privileged=False,
                 tmpfs={"/tmp": "rw,nosuid,nodev,size=2g"}, shm_size="1g",
                 mem_limit=self.memory, memswap_limit=self.memory,
-                volumes={str(scratch): {"bind": "/results", "mode": "rw"}},
-                environment=environment, device_requests=self._device_requests(cell, plan, gpus),
+                volumes={str(scratch): {"bind": "/results", "mode": "rw"}, **attachment.volumes},
+                environment=environment, device_requests=attachment.device_requests, devices=attachment.devices,
                 labels={f"{images.LABEL_NS}.cell": cell.id, RESULTS_LABEL: str(log_path.parent.parent.resolve())},
             )  # fmt: skip
             with self._lock:
@@ -343,10 +389,10 @@ class DockerBackend:
             return doc
         except docker.errors.APIError as exc:
             message = str(exc)
-            if "could not select device driver" in message or "nvidia-container-cli" in message:
-                message = NO_GPU_RUNTIME.format(error=exc.explanation or message)
-            jsonio.write_text_atomic(log_path, message + "\n")
-            return failed_result(cell, plan, self.suite_version, "start", message, "", started)
+            explained = gpu_access.explain_engine_error(mode, str(exc.explanation or message))
+            jsonio.write_text_atomic(log_path, (explained or message) + "\n")
+            stage = gpu_access.STAGE if explained else "start"
+            return failed_result(cell, plan, self.suite_version, stage, explained or message, "", started)
         finally:
             if container is not None:  # if the engine is gone, the next run's sweep removes it
                 with self._lock:
@@ -355,14 +401,12 @@ class DockerBackend:
                     container.remove(force=True)
             shutil.rmtree(scratch, ignore_errors=True)
 
-    def _device_requests(self, cell: Cell, plan: Plan, gpus: tuple[str, ...] = ()) -> list[Any]:
+    def _attachment(self, cell: Cell, plan: Plan, gpus: tuple[str, ...], mode: str) -> gpu_access.Attachment:
+        """The GPUs this run gets: the scheduler's choice, else the backend's (every GPU by default)."""
         if not needs_gpu(cell, plan):
-            return []
-        if gpus:  # the scheduler's choice for this run
-            return [DeviceRequest(device_ids=list(gpus), capabilities=[["gpu"]])]
-        if self.gpus == "all":
-            return [DeviceRequest(count=-1, capabilities=[["gpu"]])]
-        return [DeviceRequest(device_ids=self.gpus.split(","), capabilities=[["gpu"]])]
+            return gpu_access.Attachment(record={"mode": mode, "attached": False})
+        chosen = gpus or (() if self.gpus == "all" else tuple(self.gpus.split(",")))
+        return gpu_access.attach(mode, chosen, plan.docker.get("driver_dir"))
 
     def _wait(self, container: Any, log_path: Path) -> tuple[int | None, bool]:
         """Wait for the container within the time limit, copying its output to the log as it comes."""
@@ -422,7 +466,7 @@ def _security_facts(attrs: dict[str, Any]) -> dict[str, Any]:
         "id": attrs.get("Id", "")[:12], "user": attrs.get("Config", {}).get("User"),
         "read_only_rootfs": host.get("ReadonlyRootfs"), "network_mode": host.get("NetworkMode"),
         "cap_drop": host.get("CapDrop"), "security_opt": host.get("SecurityOpt"), "privileged": host.get("Privileged"),
-        "gpus": bool(host.get("DeviceRequests")), "memory_limit_bytes": host.get("Memory") or None,
+        "gpus": bool(host.get("DeviceRequests") or host.get("Devices")), "memory_limit_bytes": host.get("Memory") or None,
     }  # fmt: skip
 
 

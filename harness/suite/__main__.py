@@ -1,4 +1,4 @@
-"""``python -m harness.suite list|run``: the suite's command line, the orchestrator's only way in."""
+"""``python -m harness.suite list|run|facts``: the suite's command line, the orchestrator's only way in."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     lister = sub.add_parser("list", help="print the workload catalog")
     lister.add_argument("--json", action="store_true")
+    sub.add_parser("facts", help="print what this Python holds (torch, system cuDNN) as JSON")
     run = sub.add_parser("run", help="run workloads and write one result document")
     run.add_argument("--out", required=True, help="result JSON to write (atomically)")
     run.add_argument("--cell", default="{}", help="the cell spec as JSON, echoed into the result")
@@ -47,6 +48,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "list":
         return _list(args.json)
+    if args.command == "facts":
+        from harness.suite import image_facts
+
+        print(json.dumps(image_facts.collect(), sort_keys=True))
+        return 0
     return _run(args)
 
 
@@ -122,6 +128,10 @@ def _run(args: argparse.Namespace) -> int:
 
             gpu = GpuState(torch.cuda.current_device()) if device == "cuda" else None
             doc["environment"]["gpu_state"] = gpu.static() if gpu is not None else None
+            if gpu is not None and gpu.missing:
+                doc["warnings"].append(
+                    f"no NVML: {gpu.missing}; SM clocks, power and the throttle guard are not recorded"
+                )
             timer = Timer(device)
             knob_sets, dtypes = json.loads(args.knobs), args.dtypes.split(",")
             total = len(knob_sets) * len(workloads) * len(dtypes)

@@ -21,15 +21,18 @@ class GpuState:
     def __init__(self, index: int) -> None:
         self.handle = None
         self.min_sm_mhz: float | None = None
+        self.missing: str | None = None  # why NVML is not there, for the result's warnings
         if pynvml is None:
+            self.missing = "nvidia-ml-py (pynvml) is not installed in this Python"
             return
         try:
             pynvml.nvmlInit()
             self.handle = pynvml.nvmlDeviceGetHandleByIndex(index)
             default = pynvml.nvmlDeviceGetDefaultApplicationsClock(self.handle, pynvml.NVML_CLOCK_SM)
             self.min_sm_mhz = THROTTLE_FRACTION * default
-        except pynvml.NVMLError:
+        except pynvml.NVMLError as exc:
             self.handle = None
+            self.missing = f"NVML did not answer ({exc})"
 
     @property
     def available(self) -> bool:
