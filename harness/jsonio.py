@@ -85,7 +85,7 @@ def read_bytes(path: Path, limit: int) -> bytes:
         except (OSError, EOFError, zlib.error) as exc:
             raise ValueError(f"not a whole gzip file ({exc})") from None
     if len(data) > limit:
-        raise TooLarge(f"more than {limit} bytes (the limit)")
+        raise TooLarge(f"holds more than {limit} bytes; the limit is {limit}")
     return data
 
 

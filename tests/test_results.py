@@ -117,3 +117,29 @@ def test_cli_validate_exit_codes(tmp_path, good):
     assert bad.returncode == 2
     assert "schema_version: 2 is not allowed; expected 1" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def test_result_files_are_read_compressed_or_plain_and_reads_are_bounded(tmp_path):
+    import gzip
+    import os
+
+    from harness import jsonio
+
+    doc = {"a": [1, 2, 3]}
+    jsonio.write_atomic(tmp_path / "x.json.gz", doc, compact=True)
+    jsonio.write_atomic(tmp_path / "x.json", doc, compact=True)
+    assert (tmp_path / "x.json.gz").read_bytes()[:2] == b"\x1f\x8b"
+    assert jsonio.read(tmp_path / "x.json.gz") == jsonio.read(tmp_path / "x.json") == doc
+    bomb = tmp_path / "bomb.json.gz"
+    bomb.write_bytes(gzip.compress(b" " * (8 << 20)))  # 8 MiB of blanks in a few KiB
+    with pytest.raises(jsonio.TooLarge):
+        jsonio.read(bomb, limit=1 << 20)
+    (tmp_path / "zero.json").symlink_to("/dev/zero")
+    with pytest.raises(OSError, match="not a regular file"):
+        jsonio.read(tmp_path / "zero.json")
+    os.mkfifo(tmp_path / "fifo.json")
+    with pytest.raises(OSError, match="not a regular file"):  # opened without blocking, then refused
+        jsonio.read(tmp_path / "fifo.json")
+    (tmp_path / "cut.json.gz").write_bytes((tmp_path / "x.json.gz").read_bytes()[:12])
+    with pytest.raises(ValueError, match="not a whole gzip file"):
+        jsonio.read(tmp_path / "cut.json.gz")
