@@ -13,9 +13,11 @@ import json
 import statistics
 from pathlib import Path
 
+from harness import jsonio
+
 
 def _medians(path: Path) -> dict[tuple[str, str, str], float]:
-    doc = json.loads(path.read_text())
+    doc = jsonio.read(path)
     return {(m["workload"], m["dtype"], json.dumps(m["knobs"], sort_keys=True)): m["stats"]["median"]
             for m in doc["measurements"] if m["status"] == "ok"}  # fmt: skip
 
@@ -38,7 +40,7 @@ def aa(a: Path, b: Path) -> None:
 
 def walltime(paths: list[Path]) -> None:
     for path in paths:
-        doc = json.loads(path.read_text())
+        doc = jsonio.read(path)
         ok = [m for m in doc["measurements"] if m["status"] == "ok"]
         sampled = sum(sum(m["samples_s"]) for m in ok)
         sampling_wall = sum(m.get("sampling_wall_s", 0) for m in ok)

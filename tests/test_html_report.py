@@ -109,5 +109,5 @@ def test_the_plots_show(page):
 
 def test_numbers_link_to_their_result_files(page):
     links = [a.get_attribute("href") for a in verdict_table(page).find_elements(By.TAG_NAME, "a")]
-    assert links and all(href.startswith("file://") and href.endswith(".json") for href in links)
+    assert links and all(href.startswith("file://") and href.endswith(".json.gz") for href in links)
     assert all(Path(href.removeprefix("file://")).is_file() for href in links[:20])

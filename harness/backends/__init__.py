@@ -103,8 +103,8 @@ def suite_arguments(cell: Cell, plan: Plan, out: str, expect: dict[str, object])
 def read_suite_result(path: Path) -> dict[str, Any] | None:
     """The document the suite wrote, or None where it wrote none (or something that is not one)."""
     try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError):
+        doc = jsonio.read(path)  # plain from the suite, compressed from a finished run (Slurm reads those)
+    except (OSError, ValueError, RecursionError):
         return None
     return doc if isinstance(doc, dict) else None
 
