@@ -85,21 +85,31 @@ def _table(section: Section) -> str:
         for value in row:
             sort = _sort_key(value)
             attribute = f" data-sort='{sort}'" if sort is not None else ""
-            css = (
-                f" class='v-{value.split()[-1]}'"
-                if isinstance(value, str) and value[:1] and value[:1] in "▼▲=?✗–"
-                else ""
-            )
+            css = f" class='v-{_verdict_class(value)}'" if _verdict_class(value) else ""
             cells.append(f"<td{attribute}{css}>{_cell(value)}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return f"<table class='sortable'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _verdict_class(value: Any) -> str | None:
+    """The CSS class of a verdict cell ('▼ slower' -> 'slower'); None for anything else, so no text from a
+    result file ever reaches an attribute (a GPU name or warning may start with a glyph too)."""
+    if not isinstance(value, str) or value[:1] not in tuple("▼▲=?✗–"):
+        return None
+    word = value.split()[-1]
+    return word if re.fullmatch(r"[a-z][a-z-]{0,31}", word) else None
+
+
+def _href(target: str) -> str:
+    """A link target that can only be a relative path: a scheme-like first segment gets './' before it."""
+    return _e(f"./{target}" if ":" in target.split("/", 1)[0] else target)
 
 
 def _cell(value: Any) -> str:
     from harness.report import Link
 
     if isinstance(value, Link):
-        return f"<a href='{_e(value.href)}'>{_e(value.text)}</a>"
+        return f"<a href='{_href(value.href)}'>{_e(value.text)}</a>"
     if isinstance(value, list):
         return " ".join(_cell(v) for v in value)
     if value is None or (isinstance(value, float) and math.isnan(value)):
