@@ -591,6 +591,10 @@ def _stored_plan(results_dir: Path) -> Plan:
 def _loaded_or_refuse(dirs_or_files: list[Path], loaded: results.LoadedResults) -> None:
     for q in loaded.quarantined:
         print(f"quarantined {q.name}: {q.problems[0]}", file=sys.stderr)
+    if len(set(dirs_or_files)) < len(dirs_or_files):
+        print("a folder given more than once is read once", file=sys.stderr)
+    for d in loaded.duplicates:
+        print(f"counted once: {d.name} holds the same run as {d.same_as}", file=sys.stderr)
     problems = compare.comparability_problems(loaded)
     if problems:
         raise InputError([Problem(", ".join(map(str, dirs_or_files)), "", p) for p in problems])
@@ -637,7 +641,8 @@ def _compare(args: argparse.Namespace) -> int:
             documents.append(document)
             files.append(str(path))
             group_of[str(path)] = side
-    loaded = results.LoadedResults(tuple(documents), tuple(files), ())
+    loaded = results.unique(documents, files)
+    group_of = {file: group_of[file] for file in loaded.files}
     _loaded_or_refuse(list(sides.values()), loaded)
     labels = {side: f"{side}: {sides[side]}" for side in sides}
     view = report.View("compare", "A", ("A", "B"), labels, args.threshold_pct, args.alpha, 0,

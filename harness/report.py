@@ -163,7 +163,9 @@ def _header(view: View, analysis: Analysis, loaded: LoadedResults, sources: list
     return "\n".join([
         f"Rendered {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC by `python -m harness` from "
         + ", ".join(f"`{s}`" for s in sources)
-        + f" ({len(loaded.documents)} valid result files, {len(loaded.quarantined)} quarantined); {view.note}.",
+        + f" ({len(loaded.documents)} valid result files, {len(loaded.quarantined)} quarantined"
+        + (f", {len(loaded.duplicates)} duplicates counted once" if loaded.duplicates else "")
+        + f"); {view.note}.",
         "",
         f"**Outcome: {gate.outcome}** (exit code {gate.exit_code}). Each row compares a group with the baseline: "
         "the ratio is candidate median / baseline median (above 1 is slower), over the per-round medians of "
@@ -212,6 +214,11 @@ def _problems(analysis: Analysis, loaded: LoadedResults) -> list[Section]:
     if loaded.quarantined:
         rows = tuple((q.name, "\n".join(q.problems[:5])) for q in loaded.quarantined)
         out.append(Section("Quarantined result files (not merged)", "", ("file", "problems"), rows))
+    if loaded.duplicates:
+        rows = tuple((d.name, d.same_as) for d in loaded.duplicates)
+        out.append(Section("Duplicate result files (counted once)", "These files hold a run already read from "
+                           "another file (same cell, same start and finish): a copy is not another round.",
+                           ("file", "the same run as"), rows))  # fmt: skip
     warnings = sorted({(g, w) for g, e in analysis.docs.items() for d, _ in e for w in d.get("warnings", [])})
     if warnings:
         out.append(Section("Warnings", "", ("group", "warning"), tuple(warnings)))

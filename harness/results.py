@@ -8,6 +8,7 @@ never merged.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import shutil
 import statistics
@@ -32,10 +33,38 @@ class Quarantined:
 
 
 @dataclass(frozen=True)
+class Duplicate:
+    name: str  # a file holding a run already loaded from another file
+    same_as: str
+
+
+@dataclass(frozen=True)
 class LoadedResults:
     documents: tuple[dict[str, Any], ...]
     files: tuple[str, ...]  # the path of the file each document came from, same order
     quarantined: tuple[Quarantined, ...]
+    duplicates: tuple[Duplicate, ...] = ()  # copies of runs already loaded: counted once, never as rounds
+
+
+def run_key(document: dict[str, Any]) -> tuple[str, str, str]:
+    """What makes a run that run: its cell and when it started and finished. A copy under another name, the
+    same folder given twice, a shard copied into another: all the same run, which must count once."""
+    return (document["cell"]["id"], document["started_at"], document["finished_at"])
+
+
+def unique(documents: list[dict[str, Any]], files: list[str]) -> LoadedResults:
+    """The documents with every repeated run left out (the first file keeps it) and said."""
+    seen: dict[tuple[str, str, str], str] = {}
+    kept_docs, kept_files, duplicates = [], [], []
+    for document, file in zip(documents, files, strict=True):
+        key = run_key(document)
+        if key in seen:
+            duplicates.append(Duplicate(file, seen[key]))
+            continue
+        seen[key] = file
+        kept_docs.append(document)
+        kept_files.append(file)
+    return LoadedResults(tuple(kept_docs), tuple(kept_files), (), tuple(duplicates))
 
 
 def check(path: Path) -> tuple[dict[str, Any] | None, list[Problem]]:
@@ -71,7 +100,14 @@ def _facts(doc: dict[str, Any], source: str) -> list[Problem]:
                 f"(expected {expected_id!r}); the document was altered or forged",
             )
         )
+    first_of: dict[str, int] = {}
     for i, m in enumerate(doc["measurements"]):
+        key = repr((m.get("workload"), m.get("dtype"), sorted((m.get("knobs") or {}).items())))
+        if key in first_of:
+            found.append(Problem(source, f"measurements[{i}]", f"repeats measurements[{first_of[key]}] (the same "
+                                 "workload, dtype and knobs); a document holds each measurement once"))  # fmt: skip
+            continue
+        first_of[key] = i
         if m["status"] != "ok":
             continue
         field, samples, s = f"measurements[{i}]", m["samples_s"], m["stats"]
@@ -139,16 +175,17 @@ def load(results_dir: Path) -> LoadedResults:
         name = problems_file.name.removesuffix(".problems.txt")
         if all(q.name != name for q in quarantined):
             quarantined.append(Quarantined(name, tuple(problems_file.read_text().splitlines())))
-    return LoadedResults(tuple(documents), tuple(files), tuple(quarantined))
+    return dataclasses.replace(unique(documents, files), quarantined=tuple(quarantined))
 
 
 def load_many(results_dirs: list[Path]) -> LoadedResults:
     """Results of several folders (shards, machines) as one set; each folder is checked as ``load`` does."""
-    parts = [load(d) for d in results_dirs]
-    return LoadedResults(
-        tuple(d for p in parts for d in p.documents),
-        tuple(f for p in parts for f in p.files),
-        tuple(q for p in parts for q in p.quarantined),
+    parts = [load(d) for d in dict.fromkeys(results_dirs)]  # a folder given twice is read once
+    merged = unique([d for p in parts for d in p.documents], [f for p in parts for f in p.files])
+    return dataclasses.replace(
+        merged,
+        quarantined=tuple(q for p in parts for q in p.quarantined),
+        duplicates=tuple(x for p in parts for x in p.duplicates) + merged.duplicates,
     )
 
 

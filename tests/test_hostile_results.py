@@ -47,3 +47,50 @@ def test_no_string_from_a_result_file_reaches_an_html_attribute(tmp_path):
     parser = _Attributes()
     parser.feed(page)
     assert not [n for n in parser.names if n.startswith("on")]  # ... never as markup
+
+
+LOCAL = GPU_REPORT.parent / "gpu-docker" / "local"  # 3 rounds a cell: its large changes read inconclusive
+
+
+def test_copies_of_a_run_count_once_however_they_arrive(tmp_path):
+    # the same folder three times: once p = 4.1e-05 'SLOWER', now the 3 rounds it holds
+    thrice = run_cli("report", *(["--results", str(LOCAL)] * 3), "--out", str(tmp_path / "thrice"))
+    assert thrice.returncode == 0, thrice.stdout + thrice.stderr
+    assert "SLOWER" not in thrice.stdout and "a folder given more than once is read once" in thrice.stderr
+    # every result copied under another name inside the folder
+    folder = tmp_path / "copies"
+    shutil.copytree(LOCAL, folder)
+    originals = sorted(folder.glob("*.json.gz"))
+    for path in originals:
+        shutil.copy(path, folder / f"copy-{path.name}")
+    done = run_cli("report", "--results", str(folder), "--out", str(tmp_path / "report"))
+    assert done.returncode == 0 and "SLOWER" not in done.stdout, done.stdout
+    assert done.stderr.count("counted once:") == len(originals)
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert (
+        f"{len(originals)} duplicates counted once" in text
+        and "Duplicate result files (counted once)" in text
+    )
+    # the same through compare: bundled against disabled, every round also under a second name
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    for path in folder.glob("*bundled*"):
+        shutil.copy(path, a / path.name)
+    for path in folder.glob("*disabled*"):
+        shutil.copy(path, b / path.name)
+    compared = run_cli("compare", str(a), str(b))
+    assert compared.returncode == 0 and "SLOWER" not in compared.stdout, compared.stdout + compared.stderr
+    assert compared.stderr.count("counted once:") == 6  # each side: 3 rounds, each also as copy-*
+
+
+def test_a_measurement_repeated_inside_a_document_makes_it_invalid(tmp_path):
+    from harness import results
+
+    doc = jsonio.read(next(LOCAL.glob("*bundled*.r1.json.gz")))
+    doc["measurements"].append(doc["measurements"][0])
+    path = tmp_path / "repeated.json.gz"
+    jsonio.write_atomic(path, doc)
+    _, problems = results.check(path)
+    assert [p.field for p in problems] == [f"measurements[{len(doc['measurements']) - 1}]"]
+    assert "repeats measurements[0]" in problems[0].message

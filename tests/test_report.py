@@ -115,6 +115,7 @@ def test_a_different_suite_version_is_refused(tmp_path):
     shutil.copy(source, a)
     doc = jsonio.read(source)
     doc["suite_version"] = "0.2"
+    doc["started_at"] = doc["finished_at"]  # another run (the same run twice would count once)
     b.write_text(json.dumps(doc))
     done = run_cli("compare", str(a), str(b))
     assert done.returncode == 2 and "results differ in suite version" in done.stderr
