@@ -530,10 +530,7 @@ def _rerun(args: argparse.Namespace) -> int:
                 )
             ]
         )
-    plan_file = args.result.parent / results.PLAN_FILE
-    if not plan_file.is_file():
-        raise InputError([Problem(str(plan_file), "", "the plan.json beside the result is missing")])
-    plan = Plan.from_json(json.loads(plan_file.read_text()))
+    plan = _stored_plan(args.result.parent)
     from harness.backends.docker import DockerBackend
 
     backend = DockerBackend(
@@ -580,9 +577,9 @@ def _stored_plan(results_dir: Path) -> Plan:
         raise InputError([Problem(str(results_dir), "", f"no {results.PLAN_FILE} here; is this a results folder "
                                   "written by 'python -m harness run'?")])  # fmt: skip
     try:
-        plan = Plan.from_json(json.loads(plan_file.read_text()))
+        plan = Plan.from_json(jsonio.read(plan_file, results.MAX_BYTES))
         plan.cell(plan.baseline_id)
-    except (ValueError, KeyError, TypeError, AttributeError, StopIteration) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, StopIteration, RecursionError) as exc:
         raise InputError([Problem(str(plan_file), "", f"not a plan written by 'python -m harness run' ({exc!r}); "
                                   "re-run the matrix to recreate it")]) from None  # fmt: skip
     return plan

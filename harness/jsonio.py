@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import math
 import os
 import stat
 import tempfile
@@ -66,7 +67,7 @@ class TooLarge(ValueError):
     """A file (or what it decompresses to) is over the reader's limit."""
 
 
-def read_bytes(path: Path, limit: int) -> bytes:
+def read_bytes(path: Path, limit: int, decompress: bool = True) -> bytes:
     """The bytes of a regular file, decompressed if it is gzip, at most ``limit`` of them.
 
     Only regular files are opened (a FIFO would block, a device never end), and the read stops at
@@ -78,7 +79,7 @@ def read_bytes(path: Path, limit: int) -> bytes:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(f"{path} is not a regular file")
         data = f.read(limit + 1)
-    if data[:2] == GZIP_MAGIC:
+    if decompress and data[:2] == GZIP_MAGIC:
         try:
             with gzip.GzipFile(fileobj=io.BytesIO(data)) as unzipped:
                 data = unzipped.read(limit + 1)
@@ -91,11 +92,18 @@ def read_bytes(path: Path, limit: int) -> bytes:
 
 def read(path: Path, limit: int = 256 * 1024 * 1024) -> Any:
     """The JSON document in ``path`` (plain or gzip), refusing NaN and infinity."""
-    return json.loads(read_bytes(path, limit), parse_constant=_refuse_constant)
+    return json.loads(read_bytes(path, limit), parse_constant=_refuse_constant, parse_float=_finite)
 
 
 def _refuse_constant(name: str) -> float:
     raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999 parses as infinity
+        raise ValueError(f"{text} is not a finite number")
+    return value
 
 
 def is_document(name: str) -> bool:

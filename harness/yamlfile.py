@@ -1,11 +1,14 @@
 """Strict YAML loading: plain data only, with line numbers for error messages.
 
-Refused: duplicate keys, anchors/aliases (the "billion laughs" expansion), and every tag that
-would construct an object (PyYAML's SafeLoader already refuses ``!!python/...``).
+Refused: duplicate keys, keys that are not text, anchors/aliases (the "billion laughs" expansion),
+NaN and infinity (``.nan``, ``.inf``, ``1e999``: no setting means them), and every tag that would
+construct an object (PyYAML's SafeLoader already refuses ``!!python/...``). Only a regular file is
+read, and only up to MAX_BYTES, so a FIFO or a device given as a matrix cannot hang or flood us.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -14,6 +17,7 @@ import yaml
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, Node, SequenceNode
 
+from harness import jsonio
 from harness.errors import InputError, Problem
 
 MAX_BYTES = 1_000_000
@@ -30,6 +34,13 @@ class _StrictLoader(yaml.SafeLoader):
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=True)  # type: ignore[no-untyped-call]
+            if not isinstance(key, str):
+                raise ConstructorError(
+                    None,
+                    None,
+                    f"key {key_node.value!r} is not text; every key is a name",
+                    key_node.start_mark,
+                )
             if key in seen:
                 raise ConstructorError(
                     None,
@@ -40,6 +51,17 @@ class _StrictLoader(yaml.SafeLoader):
             seen[key] = key_node.start_mark.line + 1
         return super().construct_mapping(node, deep=deep)
 
+    def construct_finite_float(self, node: Node) -> float:
+        value: float = self.construct_yaml_float(node)  # type: ignore[no-untyped-call]
+        if not math.isfinite(value):
+            raise ConstructorError(
+                None, None, f"{node.value!r} is not a finite number; write a plain number", node.start_mark
+            )
+        return value
+
+
+_StrictLoader.add_constructor("tag:yaml.org,2002:float", _StrictLoader.construct_finite_float)
+
 
 Locator = Callable[[Sequence[Any]], "int | None"]
 
@@ -48,11 +70,11 @@ def load(path: Path) -> tuple[Any, Locator]:
     """Parse ``path``; return the data and a function mapping a JSON path to a line number."""
     source = str(path)
     try:
-        raw = path.read_bytes()
+        raw = jsonio.read_bytes(path, MAX_BYTES, decompress=False)
+    except jsonio.TooLarge as exc:
+        raise InputError([Problem(source, "", f"file {exc}")]) from None
     except OSError as exc:
-        raise InputError([Problem(source, "", f"cannot read: {exc.strerror}")]) from None
-    if len(raw) > MAX_BYTES:
-        raise InputError([Problem(source, "", f"file is {len(raw)} bytes; the limit is {MAX_BYTES}")])
+        raise InputError([Problem(source, "", f"cannot read: {exc.strerror or exc}")]) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -6,9 +6,12 @@ attribute; copies of one document counted as independent rounds.
 
 from __future__ import annotations
 
+import json
 import shutil
 from html.parser import HTMLParser
 from pathlib import Path
+
+import pytest
 
 from harness import jsonio
 from tests.conftest import GPU_REPORT, run_cli
@@ -94,3 +97,68 @@ def test_a_measurement_repeated_inside_a_document_makes_it_invalid(tmp_path):
     _, problems = results.check(path)
     assert [p.field for p in problems] == [f"measurements[{len(doc['measurements']) - 1}]"]
     assert "repeats measurements[0]" in problems[0].message
+
+
+MATRIX = """\
+schema_version: 1
+name: hostile
+backend: local
+axes: {torch: [installed], cudnn: [bundled, disabled]}
+suite: {workloads: [relu], dtypes: [fp32], time_budget_s: BUDGET}
+baseline: {cudnn: bundled}
+"""
+
+
+@pytest.mark.parametrize("budget", [".nan", ".inf", "-.inf", "1.0e+999"])
+def test_nan_and_infinity_are_refused_where_they_are_written(tmp_path, budget):
+    path = tmp_path / "matrix.yaml"
+    path.write_text(MATRIX.replace("BUDGET", budget))
+    for args in (("plan",), ("run", "--out", str(tmp_path / "r"))):
+        done = run_cli(*args, "--matrix", str(path))
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert f"{path}:5:" in done.stderr and "is not a finite number" in done.stderr
+    assert not (tmp_path / "r").exists()  # refused before anything was written
+
+
+def test_keys_that_are_not_text_are_refused_without_a_traceback(tmp_path):
+    path = tmp_path / "matrix.yaml"
+    for key in ("[a, b]", "1", "null", "true"):
+        path.write_text(MATRIX.replace("BUDGET", "0.1") + f"{key}: x\n")
+        done = run_cli("plan", "--matrix", str(path))
+        assert done.returncode == 2 and "is not text" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_fifo_or_a_device_is_refused_at_once_as_a_matrix_plan_or_result(tmp_path):
+    import os
+
+    fifo = tmp_path / "matrix.yaml"
+    os.mkfifo(fifo)
+    done = run_cli("plan", "--matrix", str(fifo), timeout=60)  # once, this waited for a writer forever
+    assert done.returncode == 2 and "not a regular file" in done.stderr
+    zero = tmp_path / "zero.yaml"
+    zero.symlink_to("/dev/zero")
+    done = run_cli("plan", "--matrix", str(zero), timeout=60)
+    assert done.returncode == 2 and "not a regular file" in done.stderr
+    folder = _copy_results(tmp_path)
+    (folder / "plan.json").unlink()
+    os.mkfifo(folder / "plan.json")
+    done = run_cli("report", "--results", str(folder), "--out", str(tmp_path / "rep"), timeout=60)
+    assert done.returncode == 2 and "plan.json" in done.stderr and "Traceback" not in done.stderr
+    (folder / "plan.json").unlink()
+    (folder / "plan.json").write_text('{"name": ')  # malformed: once a traceback in report and rerun
+    docker_result = next((GPU_REPORT.parent / "gpu-docker" / "results").glob("*bundled*.r1.json.gz"))
+    shutil.copy(docker_result, folder / docker_result.name)
+    for args in (("report", "--results", str(folder)), ("rerun", str(folder / docker_result.name))):
+        done = run_cli(*args, "--out", str(tmp_path / "x"), timeout=60)
+        assert done.returncode == 2 and "not a plan written by" in done.stderr, done.stderr
+
+
+def test_an_infinite_number_in_a_result_file_makes_it_invalid(tmp_path):
+    from harness import results
+
+    source = next(LOCAL.glob("*bundled*.r1.json.gz"))
+    text = json.dumps(jsonio.read(source)).replace('"duration_s": ', '"duration_s": 1e999, "x": ', 1)
+    path = tmp_path / "inf.json"
+    path.write_text(text)
+    _, problems = results.check(path)
+    assert problems and "1e999 is not a finite number" in problems[0].message
