@@ -545,9 +545,17 @@ def _rerun(args: argparse.Namespace) -> int:
     # the re-run keeps the round of the result it repeats, so its files sit beside the originals' names
     round_index = document["run"].get("round", 1)
     result_path = out / runner.result_name(cell_id, round_index)
-    jsonio.write_atomic(out / results.PLAN_FILE, plan.to_json())
-    print(f"re-running {cell_id} in image {document['run']['image']['id']}", flush=True)
-    doc = backend.rerun(document, result_path, out / "logs" / runner.log_name(cell_id, round_index), plan)
+    if (out / results.PLAN_FILE).exists() and results.stored_plan(out) != plan:
+        raise InputError([Problem(str(out), "--out", f"holds the results of another plan ({results.PLAN_FILE}); "
+                                  "re-run into an empty folder or one of the same plan")])  # fmt: skip
+    with resume.locked(
+        out
+    ):  # nothing else writes there meanwhile; an earlier result is moved aside, never lost
+        jsonio.write_atomic(out / results.PLAN_FILE, plan.to_json())
+        if result_path.exists() or result_path.is_symlink():
+            resume.supersede(result_path)
+        print(f"re-running {cell_id} in image {document['run']['image']['id']}", flush=True)
+        doc = backend.rerun(document, result_path, out / "logs" / runner.log_name(cell_id, round_index), plan)
     print(
         f"{cell_id}: {doc['status']}"
         + (f": {doc['failure']['reason']}" if doc["failure"] else "")
@@ -572,17 +580,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _stored_plan(results_dir: Path) -> Plan:
-    plan_file = results_dir / results.PLAN_FILE
-    if not plan_file.is_file():
-        raise InputError([Problem(str(results_dir), "", f"no {results.PLAN_FILE} here; is this a results folder "
-                                  "written by 'python -m harness run'?")])  # fmt: skip
-    try:
-        plan = Plan.from_json(jsonio.read(plan_file, results.MAX_BYTES))
-        plan.cell(plan.baseline_id)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, StopIteration, RecursionError) as exc:
-        raise InputError([Problem(str(plan_file), "", f"not a plan written by 'python -m harness run' ({exc!r}); "
-                                  "re-run the matrix to recreate it")]) from None  # fmt: skip
-    return plan
+    return results.stored_plan(results_dir)
 
 
 def _loaded_or_refuse(dirs_or_files: list[Path], loaded: results.LoadedResults) -> None:

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import shutil
+import os
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness import jsonio, schemas
-from harness.errors import Problem
-from harness.matrix import Cell
+from harness.errors import InputError, Problem
+from harness.matrix import Cell, Plan
 
 MAX_BYTES = 64 * 1024 * 1024
 MAX_SAMPLE_S = 86400.0
@@ -191,9 +191,52 @@ def load_many(results_dirs: list[Path]) -> LoadedResults:
 
 def quarantine(path: Path, problems: list[Problem]) -> Quarantined:
     """Move ``path`` aside with the validator's messages; nothing is deleted."""
-    folder = path.parent / QUARANTINE
-    folder.mkdir(exist_ok=True)
+    target = move_aside(path, QUARANTINE)
     lines = tuple(str(p) for p in problems)
-    jsonio.write_text_atomic(folder / f"{path.name}.problems.txt", "\n".join(lines) + "\n")
-    shutil.move(str(path), folder / path.name)
-    return Quarantined(path.name, lines)
+    jsonio.write_text_atomic(target.with_name(f"{target.name}.problems.txt"), "\n".join(lines) + "\n")
+    return Quarantined(target.name, lines)
+
+
+def move_aside(path: Path, folder_name: str) -> Path:
+    """Move ``path`` into ``folder_name/`` beside it, under a name no file there has yet (x.r1.2.json.gz):
+    nothing is overwritten, and nothing leaves the results folder, whatever an attacker put there."""
+    folder = path.parent / folder_name
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        raise InputError([Problem(str(folder), "", f"is a link or a file, not a folder; remove it, so that nothing "
+                                  f"is moved out of {path.parent}")])  # fmt: skip
+    folder.mkdir(exist_ok=True)
+    stem, dot, suffix = path.name.partition(".json")  # x.r1 .json .gz
+    target, n = folder / path.name, 1
+    while target.exists() or target.is_symlink():
+        n += 1
+        target = folder / (f"{stem}.{n}{dot}{suffix}" if dot else f"{path.name}.{n}")
+    os.rename(path, target)  # a link is moved as the link; the folder is on the same file system
+    return target
+
+
+def stored_plan(results_dir: Path) -> Plan:
+    """The plan.json of a results folder, checked as the untrusted input it is: its schema (every name that
+    becomes a path or reaches a command is pattern-checked), cell ids that match their cells, a baseline
+    among them. Raises InputError naming what is wrong."""
+    plan_file = results_dir / PLAN_FILE
+    source = str(plan_file)
+    if not plan_file.exists() and not plan_file.is_symlink():
+        raise InputError([Problem(str(results_dir), "", f"no {PLAN_FILE} here; is this a results folder "
+                                  "written by 'python -m harness run'?")])  # fmt: skip
+    try:
+        raw = jsonio.read(plan_file, MAX_BYTES)
+    except (OSError, ValueError, RecursionError) as exc:
+        raise InputError([Problem(source, "", f"not a plan written by 'python -m harness run' ({exc}); "
+                                  "re-run the matrix to recreate it")]) from None  # fmt: skip
+    found = schemas.problems("plan", raw, source)
+    if not found:
+        for i, cell in enumerate(raw["cells"]):
+            if Cell.from_json(cell).id != cell["id"]:
+                found.append(
+                    Problem(source, f"cells[{i}].id", f"{cell['id']!r} does not match the cell's content")
+                )
+        if raw["baseline"] not in {c["id"] for c in raw["cells"]}:
+            found.append(Problem(source, "baseline", f"{raw['baseline']!r} is none of the plan's cells"))
+    if found:
+        raise InputError(found)
+    return Plan.from_json(raw)

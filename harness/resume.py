@@ -95,15 +95,7 @@ def _difference(recorded: Any, identity: dict[str, Any]) -> str:
 
 
 def supersede(result_path: Path) -> None:
-    folder = result_path.parent / SUPERSEDED
-    folder.mkdir(exist_ok=True)
-    target = folder / result_path.name
-    stem, dot, suffix = result_path.name.partition(".json")  # x.r1 .json .gz
-    n = 1
-    while target.exists():  # keep every earlier version: x.r1.2.json.gz, x.r1.3.json.gz, ...
-        n += 1
-        target = folder / f"{stem}.{n}{dot}{suffix}"
-    shutil.move(str(result_path), target)
+    results.move_aside(result_path, SUPERSEDED)
 
 
 def partial(log_path: Path) -> Path:

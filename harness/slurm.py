@@ -32,7 +32,7 @@ from harness import jsonio, resume, suite_listing
 from harness.backends import needs_gpu, read_suite_result
 from harness.errors import BackendUnavailable, InputError, Problem, RunStopped
 from harness.matrix import Cell, Plan
-from harness.results import PLAN_FILE
+from harness.results import stored_plan
 from harness.runner import CellOutcome, decide, log_name, outcome_of, prepared, result_name, tag
 
 SLURM_DIR = "slurm"
@@ -282,7 +282,7 @@ def run_task(
     results_dir: Path, tasks_file: Path, index: int, make_backend: Callable[[Plan, dict[str, Any]], Any]
 ) -> int:
     """On a node: run one task's cell with the matrix's backend; its result lands in ``results_dir``."""
-    plan = Plan.from_json(json.loads((results_dir / PLAN_FILE).read_text()))
+    plan = stored_plan(results_dir)
     settings = json.loads(tasks_file.read_text())
     task = settings["tasks"][index]
     cell, round_index = plan.cell(task["cell"]), int(task["round"])

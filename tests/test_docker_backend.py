@@ -123,6 +123,34 @@ def test_rerun_uses_the_exact_image(ran, tmp_path):
     assert results.check(tmp_path / result.name)[1] == []
 
 
+def test_rerun_runs_only_what_the_harness_would_and_never_overwrites(ran, engine, tmp_path):
+    """A result file is untrusted: a command or an image it names is not run unless the harness would."""
+    import shutil
+
+    root, _ = ran
+    result = next((root / "results").glob("torch*bundled*.json.gz"))
+    forged_dir = tmp_path / "forged"
+    forged_dir.mkdir()
+    shutil.copy(root / "results" / "plan.json", forged_dir / "plan.json")
+    doc = jsonio.read(result)
+    for field, value, says in (
+        ("command", ["list"], "is not the command the harness runs"),
+        (
+            "image",
+            {**doc["run"]["image"], "id": engine.images.get(BASE).id},
+            "is not an image this harness built",
+        ),
+    ):
+        forged = forged_dir / result.name
+        jsonio.write_atomic(forged, {**doc, "run": {**doc["run"], field: value}})
+        done = run_cli("rerun", str(forged), "--out", str(tmp_path / "out"), timeout=300)
+        assert done.returncode == 2 and says in done.stderr and "Traceback" not in done.stderr, done.stderr
+    again = run_cli("rerun", str(result), "--out", str(tmp_path / "twice"), timeout=600)
+    assert again.returncode == 0, again.stdout + again.stderr
+    again = run_cli("rerun", str(result), "--out", str(tmp_path / "twice"), timeout=600)
+    assert again.returncode == 0 and len(list((tmp_path / "twice" / "superseded").glob("*.json.gz"))) == 1
+
+
 def test_a_failed_build_fails_its_cell_and_the_others_run(engine, base_image, wheelhouse, tmp_path):
     matrix = tmp_path / "matrix.yaml"
     matrix.write_text(

@@ -36,7 +36,7 @@ from harness.backends import (
     read_suite_result,
     suite_arguments,
 )
-from harness.errors import BackendUnavailable, RunStopped
+from harness.errors import BackendUnavailable, InputError, Problem, RunStopped
 from harness.matrix import Cell, Plan
 
 try:
@@ -295,23 +295,41 @@ class DockerBackend:
     def rerun(
         self, previous: dict[str, Any], result_path: Path, log_path: Path, plan: Plan
     ) -> dict[str, Any]:
-        """Run the exact image a result came from again, with the same suite arguments."""
+        """Run the image a result came from again, with the suite arguments the harness gives that cell.
+
+        A result file is untrusted: its command and image id are not run as they are. The cell must be
+        one of the plan's, the image one this harness built for that cell (its label says so), and the
+        command the one re-derived from the plan; anything else is refused (InputError).
+        """
+        cell = Cell.from_json(previous["cell"])
         image_id = previous["run"]["image"]["id"]
+        source = str(result_path.name)
+        if cell.id not in {c.id for c in plan.cells}:
+            raise InputError(
+                [Problem(source, "cell", f"{cell.id} is not a cell of the plan beside the result")]
+            )
         try:
-            self.client.images.get(image_id)
+            image = self.client.images.get(image_id)
         except docker.errors.ImageNotFound:
             raise BackendUnavailable(
                 f"image {image_id} is gone from this engine; rebuild it with "
                 "'python -m harness images' (same matrix, same inputs)"
             ) from None
-        cell = Cell.from_json(previous["cell"])
+        if (image.labels or {}).get(f"{images.LABEL_NS}.cell") != cell.id:
+            raise InputError([Problem(source, "run.image.id", f"{image_id} is not an image this harness built "
+                                      f"for cell {cell.id}; refusing to run it")])  # fmt: skip
+        expect = self._expect(
+            cell, Build(images.render(cell, self.options, plan.image_python)), self.held(image.id)
+        )
+        command = suite_arguments(cell, plan, "/results/result.json", expect)
+        if previous["run"]["command"] != command:
+            raise InputError([Problem(source, "run.command", "is not the command the harness runs for this cell "
+                                      "under the plan beside it; refusing to run it")])  # fmt: skip
         started = dt.datetime.now(dt.timezone.utc)
         t0 = time.monotonic()
         run = {**previous["run"], "exit_code": None, "log": log_path.name, "rerun_of": previous["started_at"]}
         with _engine_errors("the cell was running"):
-            doc = self._run_container(
-                cell, plan, image_id, previous["run"]["command"], run, log_path, started
-            )
+            doc = self._run_container(cell, plan, image.id, command, run, log_path, started)
         run["wall_s"] = time.monotonic() - t0
         return finish_result(doc, cell, run, result_path, log_path)
 
