@@ -238,5 +238,7 @@ def stored_plan(results_dir: Path) -> Plan:
         if raw["baseline"] not in {c["id"] for c in raw["cells"]}:
             found.append(Problem(source, "baseline", f"{raw['baseline']!r} is none of the plan's cells"))
     if found:
+        found.append(Problem(source, "", "not a plan written by 'python -m harness run'; re-run the matrix to "
+                             "recreate it"))  # fmt: skip
         raise InputError(found)
     return Plan.from_json(raw)
