@@ -32,9 +32,13 @@ def built(engine, base_image, wheelhouse, tmp_path_factory):
     root = tmp_path_factory.mktemp("docker")
     matrix = root / "matrix.yaml"
     matrix.write_text(MATRIX)
-    for image in engine.images.list(name="cudnn-harness-cell"):
-        if any("torch2.13.0-cpu_cudnn-" in tag for tag in image.tags):
-            engine.images.remove(image.id, force=True)
+    # torch: image cells are built FROM the bundled cell image: they go first, or it cannot be removed
+    ours = ("torch-image_", "torch2.13.0-cpu_cudnn-")
+    stale = [
+        i for i in engine.images.list(name="cudnn-harness-cell") if any(o in t for t in i.tags for o in ours)
+    ]
+    for image in sorted(stale, key=lambda i: not any("torch-image_" in t for t in i.tags)):
+        engine.images.remove(image.id, force=True)
     args = ("--matrix", str(matrix), "--wheelhouse", str(wheelhouse), "--log-dir", str(root / "logs"))
     first = run_cli("images", *args, timeout=1800)
     second = run_cli("images", *args, timeout=600)
