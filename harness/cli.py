@@ -530,7 +530,7 @@ def _rerun(args: argparse.Namespace) -> int:
                 )
             ]
         )
-    plan = _stored_plan(args.result.parent)
+    plan = results.stored_plan(args.result.parent)
     from harness.backends.docker import DockerBackend
 
     backend = DockerBackend(
@@ -548,9 +548,8 @@ def _rerun(args: argparse.Namespace) -> int:
     if (out / results.PLAN_FILE).exists() and results.stored_plan(out) != plan:
         raise InputError([Problem(str(out), "--out", f"holds the results of another plan ({results.PLAN_FILE}); "
                                   "re-run into an empty folder or one of the same plan")])  # fmt: skip
-    with resume.locked(
-        out
-    ):  # nothing else writes there meanwhile; an earlier result is moved aside, never lost
+    # the lock: nothing else writes there meanwhile; an earlier result is moved aside, never lost
+    with resume.locked(out):
         jsonio.write_atomic(out / results.PLAN_FILE, plan.to_json())
         if result_path.exists() or result_path.is_symlink():
             resume.supersede(result_path)
@@ -566,7 +565,7 @@ def _rerun(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     dirs = args.results or [Path("results") / _load_plan(args.matrix).name]
-    plans = [_stored_plan(d) for d in dirs]
+    plans = [results.stored_plan(d) for d in dirs]
     plan = plans[0]
     for other, folder in zip(plans[1:], dirs[1:], strict=True):
         if other.name != plan.name or other.baseline_id != plan.baseline_id:
@@ -577,10 +576,6 @@ def _report(args: argparse.Namespace) -> int:
     if len(cells) != len(plan.cells):  # shards may cover different cells of one matrix: report them all
         plan = dataclasses.replace(plan, cells=tuple(cells.values()))
     return _render(plan, dirs, args.out or Path("reports") / plan.name, args.strict)
-
-
-def _stored_plan(results_dir: Path) -> Plan:
-    return results.stored_plan(results_dir)
 
 
 def _loaded_or_refuse(dirs_or_files: list[Path], loaded: results.LoadedResults) -> None:

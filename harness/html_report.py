@@ -85,7 +85,8 @@ def _table(section: Section) -> str:
         for value in row:
             sort = _sort_key(value)
             attribute = f" data-sort='{sort}'" if sort is not None else ""
-            css = f" class='v-{_verdict_class(value)}'" if _verdict_class(value) else ""
+            verdict = _verdict_class(value)
+            css = f" class='v-{verdict}'" if verdict else ""
             cells.append(f"<td{attribute}{css}>{_cell(value)}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return f"<table class='sortable'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"

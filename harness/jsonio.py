@@ -37,7 +37,7 @@ def write_atomic(path: Path, document: Any, compact: bool = False) -> None:
         text = json.dumps(document, indent=1, sort_keys=True, allow_nan=False)
     data = (text + "\n").encode()
     if path.name.endswith(".gz"):
-        data = gzip.compress(data, compresslevel=6, mtime=0)  # mtime 0: the same document, the same bytes
+        data = _gzip(data)
     write_bytes_atomic(path, data)
 
 
@@ -59,8 +59,12 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
 def compress(plain: Path, target: Path, limit: int) -> None:
     """Replace the plain file ``plain`` by its gzip ``target`` (bytes as they are, valid or not)."""
     data = read_bytes(plain, limit)
-    write_bytes_atomic(target, gzip.compress(data, compresslevel=6, mtime=0))
+    write_bytes_atomic(target, _gzip(data))
     plain.unlink()
+
+
+def _gzip(data: bytes) -> bytes:
+    return gzip.compress(data, compresslevel=6, mtime=0)  # mtime 0: the same document, the same bytes
 
 
 class TooLarge(ValueError):

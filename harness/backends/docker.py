@@ -275,14 +275,14 @@ class DockerBackend:
                     return finish_result(doc, cell, run, result_path, log_path)
                 run["image"] = self.image_facts(build)
             command = suite_arguments(
-                cell, plan, "/results/result.json", self._expect(cell, build, run["image"])
+                cell, plan, "/results/result.json", self._expect(cell, build.image, run["image"])
             )
             doc = self._run_container(cell, plan, build.image_id or "", command, run, log_path, started, gpus)
         run["wall_s"] = time.monotonic() - t0
         return finish_result(doc, cell, run, result_path, log_path)
 
     @staticmethod
-    def _expect(cell: Cell, build: Build, image: dict[str, Any]) -> dict[str, Any]:
+    def _expect(cell: Cell, rendered: images.RenderedImage, image: dict[str, Any]) -> dict[str, Any]:
         """The cuDNN the suite must find loaded: as rendered, or, for {system: image}, as the image holds it."""
         if cell.cudnn.kind == "disabled":
             return {"source": "disabled"}
@@ -290,7 +290,7 @@ class DockerBackend:
             found = image.get("system_cudnn") or {}
             expect = {"source": "system", "lib_dir": found.get("lib_dir", "(no system cuDNN in the image)")}
             return {**expect, **({"version": found["version"]} if found.get("version") else {})}
-        return dict(build.image.expect_cudnn)
+        return dict(rendered.expect_cudnn)
 
     def rerun(
         self, previous: dict[str, Any], result_path: Path, log_path: Path, plan: Plan
@@ -318,9 +318,7 @@ class DockerBackend:
         if (image.labels or {}).get(f"{images.LABEL_NS}.cell") != cell.id:
             raise InputError([Problem(source, "run.image.id", f"{image_id} is not an image this harness built "
                                       f"for cell {cell.id}; refusing to run it")])  # fmt: skip
-        expect = self._expect(
-            cell, Build(images.render(cell, self.options, plan.image_python)), self.held(image.id)
-        )
+        expect = self._expect(cell, self._render(cell, plan), self.held(image.id))
         command = suite_arguments(cell, plan, "/results/result.json", expect)
         if previous["run"]["command"] != command:
             raise InputError([Problem(source, "run.command", "is not the command the harness runs for this cell "
