@@ -19,6 +19,7 @@ from tabulate import tabulate
 
 from harness import (
     __version__,
+    arguments,
     compare,
     images,
     jsonio,
@@ -35,6 +36,7 @@ from harness.errors import HarnessError, InputError, Problem
 from harness.matrix import Cell, Plan
 
 DEFAULT_MATRIX = Path("matrix.yaml")
+TIMEOUT = arguments.number("a time limit in seconds", 0, 7 * 86400)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,7 +90,7 @@ def _parser() -> argparse.ArgumentParser:
     rerun = sub.add_parser("rerun", help="run the exact image a docker result came from again")
     rerun.add_argument("result", type=Path)
     rerun.add_argument("--out", type=Path, help="results folder for the new result (default: results/rerun)")
-    rerun.add_argument("--timeout-s", type=float, default=3600.0)
+    rerun.add_argument("--timeout-s", type=TIMEOUT, default=3600.0)
     rerun.add_argument("--gpus", default="all")
     _gpu_access_arg(rerun)
     rerun.set_defaults(handler=_rerun)
@@ -115,8 +117,11 @@ def _parser() -> argparse.ArgumentParser:
         metavar="TEXT",
         help="in folders, take only result files whose name contains TEXT (e.g. a cell id)",
     )
-    cmp.add_argument("--threshold-pct", type=float, default=matrix.DEFAULT_REGRESSION_PCT)
-    cmp.add_argument("--alpha", type=float, default=matrix.DEFAULT_ALPHA)
+    cmp.add_argument("--threshold-pct", type=arguments.number("a regression threshold in %", 0, 1000),
+                     default=matrix.DEFAULT_REGRESSION_PCT)  # fmt: skip
+    cmp.add_argument(
+        "--alpha", type=arguments.number("a significance level", 0, 0.5), default=matrix.DEFAULT_ALPHA
+    )
     cmp.add_argument(
         "--out", type=Path, help="also write the full report (Markdown, HTML, CSV, verdict.json) here"
     )
@@ -147,7 +152,9 @@ def _matrix_arg(parser: argparse.ArgumentParser) -> None:
 def _run_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, help="results folder (default: results/<matrix name>)")
     parser.add_argument("--python", help="interpreter with torch for the local backend (default: this one)")
-    parser.add_argument("--timeout-s", type=float, default=3600.0, help="time limit per cell (default 3600)")
+    parser.add_argument(
+        "--timeout-s", type=TIMEOUT, default=3600.0, help="time limit per cell (default 3600)"
+    )
     parser.add_argument(
         "--backend",
         choices=("local", "docker", "slurm", "k8s"),
@@ -160,7 +167,9 @@ def _run_args(parser: argparse.ArgumentParser) -> None:
         "--slurm-time", help="slurm: time limit per task, e.g. 30, 01:00:00 (default 01:00:00)"
     )
     parser.add_argument(
-        "--slurm-gpus", type=int, help="slurm: GPUs per task (default 1 for a GPU suite, 0 for device: cpu)"
+        "--slurm-gpus",
+        type=arguments.count,
+        help="slurm: GPUs per task (default 1 for a GPU suite, 0 for device: cpu)",
     )
     parser.add_argument(
         "--dry-run",
@@ -340,6 +349,7 @@ def _run_plan(plan: Plan, args: argparse.Namespace) -> list[runner.CellOutcome]:
     if args.backend == "k8s" or args.dry_run:
         raise InputError([Problem("--backend", "", "qualify runs and judges; 'run --backend k8s --dry-run' "
                                   "prints the Jobs")])  # fmt: skip
+    arguments.output_folder(out, "--out")
     if args.backend == "slurm":
         return _run_slurm(plan, args, out)
     if args.backend:
@@ -495,7 +505,7 @@ def _images(args: argparse.Namespace) -> int:
     from harness.backends.docker import DockerBackend
 
     backend = DockerBackend(options, progress=_progress)
-    log_dir = args.log_dir or Path("results") / plan.name / "logs"
+    log_dir = arguments.output_folder(args.log_dir or Path("results") / plan.name / "logs", "--log-dir")
     rows, failed = [], 0
     for index, cell in enumerate(plan.cells, 1):
         print(f"[{index}/{len(plan.cells)}] {cell.id}: building", flush=True)
@@ -540,7 +550,7 @@ def _rerun(args: argparse.Namespace) -> int:
         progress=_progress,
         gpu_access=args.gpu_access,
     )
-    out = args.out or Path("results") / "rerun"
+    out = arguments.output_folder(args.out or Path("results") / "rerun", "--out")
     cell_id = document["cell"]["id"]
     # the re-run keeps the round of the result it repeats, so its files sit beside the originals' names
     round_index = document["run"].get("round", 1)
@@ -578,14 +588,20 @@ def _report(args: argparse.Namespace) -> int:
     return _render(plan, dirs, args.out or Path("reports") / plan.name, args.strict)
 
 
-def _loaded_or_refuse(dirs_or_files: list[Path], loaded: results.LoadedResults) -> None:
+def _loaded_or_refuse(
+    dirs_or_files: list[Path], loaded: results.LoadedResults, group_of_file: dict[str, str] | None = None
+) -> None:
     for q in loaded.quarantined:
         print(f"quarantined {q.name}: {q.problems[0]}", file=sys.stderr)
     if len(set(dirs_or_files)) < len(dirs_or_files):
         print("a folder given more than once is read once", file=sys.stderr)
     for d in loaded.duplicates:
         print(f"counted once: {d.name} holds the same run as {d.same_as}", file=sys.stderr)
-    problems = compare.comparability_problems(loaded)
+    if not loaded.documents:
+        where = ", ".join(map(str, dirs_or_files))
+        raise InputError([Problem(where, "", f"holds no valid result ({len(loaded.quarantined)} quarantined, "
+                                  "their problems beside them in quarantine/); run the matrix first")])  # fmt: skip
+    problems = compare.comparability_problems(loaded, group_of_file)
     if problems:
         raise InputError([Problem(", ".join(map(str, dirs_or_files)), "", p) for p in problems])
 
@@ -595,6 +611,10 @@ def _render(plan: Plan, dirs: list[Path], out_dir: Path, strict: bool) -> int:
     _loaded_or_refuse(dirs, loaded)
     view = report.View.from_plan(plan)
     analysis = report.analyze(view, loaded, strict=strict)
+    for file, cell_id in analysis.outside:
+        print(f"not in the plan: {file} holds cell {cell_id}, which plan.json does not list; not compared",
+              file=sys.stderr)  # fmt: skip
+    arguments.output_folder(out_dir, "--out")
     rendered = report.render(view, analysis, loaded, out_dir, dirs)
     print(
         f"report: {rendered.markdown}, {rendered.html}, {rendered.csv}, {rendered.verdict_json} "
@@ -607,6 +627,8 @@ def _render(plan: Plan, dirs: list[Path], out_dir: Path, strict: bool) -> int:
 
 def _compare(args: argparse.Namespace) -> int:
     sides = {"A": args.a, "B": args.b}
+    if args.out:
+        arguments.output_folder(args.out, "--out")
     found: dict[str, list[Path]] = {}
     for side, path in sides.items():
         if path.is_dir():  # shards in subfolders count; plans, verdicts and quarantined files do not
@@ -622,6 +644,10 @@ def _compare(args: argparse.Namespace) -> int:
             raise InputError([Problem(str(path), side, "no such file or folder")])
         if not found[side]:
             raise InputError([Problem(str(path), side, "holds no result files")])
+    both = {p.resolve() for p in found["A"]} & {p.resolve() for p in found["B"]}
+    if both:
+        raise InputError([Problem(str(min(both)), "B", f"is also in A ({len(both)} files are on both sides); a run "
+                                  "compared with itself shows no change by construction: compare two runs")])  # fmt: skip
     documents, files, group_of = [], [], {}
     for side, paths in found.items():
         for path in paths:
@@ -632,8 +658,12 @@ def _compare(args: argparse.Namespace) -> int:
             files.append(str(path))
             group_of[str(path)] = side
     loaded = results.unique(documents, files)
+    for copy in loaded.duplicates:
+        if group_of[copy.name] != group_of[copy.same_as]:
+            raise InputError([Problem(copy.name, group_of[copy.name], f"is the same run as {copy.same_as}; a run "
+                                      "compared with itself shows no change by construction: compare two runs")])  # fmt: skip
     group_of = {file: group_of[file] for file in loaded.files}
-    _loaded_or_refuse(list(sides.values()), loaded)
+    _loaded_or_refuse(list(sides.values()), loaded, group_of)
     labels = {side: f"{side}: {sides[side]}" for side in sides}
     view = report.View("compare", "A", ("A", "B"), labels, args.threshold_pct, args.alpha, 0,
                        f"ad-hoc comparison, threshold {args.threshold_pct:g}%")  # fmt: skip
@@ -662,7 +692,8 @@ def _qualify(args: argparse.Namespace) -> int:
     plan = _load_plan(args.matrix)
     out = args.out or Path("results") / plan.name
     args.out = out
+    report_out = arguments.output_folder(args.report_out or Path("reports") / plan.name, "--report-out")
     outcomes = _run_plan(plan, args)
     if _exit_code(outcomes) == 3:
         return 3
-    return _render(plan, [out], args.report_out or Path("reports") / plan.name, args.strict)
+    return _render(plan, [out], report_out, args.strict)

@@ -163,15 +163,42 @@ def comparability_key(doc: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def comparability_problems(loaded: LoadedResults) -> list[str]:
-    """Why these results must not be merged into one comparison (empty when they may be)."""
+def build_key(doc: dict[str, Any]) -> dict[str, str]:
+    """What must be equal among the runs of one cell (or one side of a compare): the torch and cuDNN that ran.
+    An ``installed`` cell's shards from hosts with different torch builds are different cells in truth."""
+    torch = (doc.get("environment") or {}).get("torch") or {}
+    return {
+        "torch build": str(torch.get("version")),
+        "cuDNN runtime": str((doc.get("cudnn") or {}).get("runtime_version")),
+    }
+
+
+def comparability_problems(loaded: LoadedResults, group_of_file: dict[str, str] | None = None) -> list[str]:
+    """Why these results must not be merged into one comparison (empty when they may be). The suite, GPU and
+    driver must agree across all; the torch and cuDNN builds within each group (a cell, or a compare's side)."""
+    problems = _differing(loaded, comparability_key, None)
+    group_of = group_of_file or {
+        f: d["cell"]["id"] for d, f in zip(loaded.documents, loaded.files, strict=True)
+    }
+    for group in dict.fromkeys(group_of.values()):
+        problems += _differing(loaded, build_key, group, group_of)
+    return problems
+
+
+def _differing(
+    loaded: LoadedResults,
+    key: Any,
+    group: str | None,
+    group_of: dict[str, str] | None = None,
+) -> list[str]:
     seen: dict[str, dict[str, list[str]]] = {}
     for doc, file in zip(loaded.documents, loaded.files, strict=True):
-        if doc["status"] != "ok":
+        if doc["status"] != "ok" or (group_of is not None and group_of.get(file) != group):
             continue  # a failed run has no numbers to compare
-        for field, value in comparability_key(doc).items():
+        for field, value in key(doc).items():
             seen.setdefault(field, {}).setdefault(value, []).append(file)
     problems = []
+    where = f" within {group}" if group else ""
     for field, values in seen.items():
         if len(values) > 1:
             listing = "; ".join(
@@ -179,7 +206,7 @@ def comparability_problems(loaded: LoadedResults) -> list[str]:
                 for value, files in values.items()
             )
             problems.append(
-                f"results differ in {field} ({listing}): timings from different {field}s are not comparable; "
-                "report them separately or re-run one side"
+                f"results differ in {field}{where} ({listing}): timings from different {field}s are not "
+                "comparable; report them separately or re-run one side"
             )
     return problems

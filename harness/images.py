@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import harness
+from harness.cuda_bases import CPU_BASE, CUDA_BASES
 from harness.errors import InputError, Problem
 from harness.matrix import DEFAULT_IMAGE_PYTHON, Cell, Plan
 
@@ -23,17 +24,6 @@ FACTS_FILE = "/opt/harness/image.json"  # written at build time by 'python -m ha
 LABEL_NS = "io.cudnn-harness"
 INDEX_URL = "https://download.pytorch.org/whl/{variant}"
 BUILD_DIR = "/tmp/harness-build"  # build stages only; never in the final image
-# nvidia/cuda "base" flavours (cudart + compat, no cuDNN): the wheel or the apt layer brings cuDNN.
-CUDA_BASES = {
-    "cu118": "nvidia/cuda:11.8.0-base-ubuntu22.04",
-    "cu121": "nvidia/cuda:12.1.1-base-ubuntu22.04",
-    "cu124": "nvidia/cuda:12.4.1-base-ubuntu22.04",
-    "cu126": "nvidia/cuda:12.6.3-base-ubuntu24.04",
-    "cu128": "nvidia/cuda:12.8.1-base-ubuntu24.04",
-    "cu129": "nvidia/cuda:12.9.1-base-ubuntu24.04",
-    "cu130": "nvidia/cuda:13.0.1-base-ubuntu24.04",
-}
-CPU_BASE = "ubuntu:24.04"
 _SAFE = re.compile(r"^[A-Za-z0-9/][A-Za-z0-9_.:/@+-]*$")  # a second guard behind the matrix schema
 
 
@@ -62,7 +52,7 @@ def base_image(cell: Cell) -> str:
     if cell.base_image != "auto":
         return cell.base_image
     variant = cell.torch.split("+")[1]
-    return CPU_BASE if variant == "cpu" else CUDA_BASES.get(variant, CUDA_BASES["cu130"])
+    return CPU_BASE if variant == "cpu" else CUDA_BASES[variant]  # matrix.load refused any other
 
 
 def render(cell: Cell, options: BuildOptions, image_python: str = DEFAULT_IMAGE_PYTHON) -> RenderedImage:

@@ -10,12 +10,14 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from harness import schemas, yamlfile
+from harness.cuda_bases import CUDA_BASES
 from harness.errors import InputError, Problem
 
 CudnnKind = Literal["bundled", "disabled", "wheel", "system"]
@@ -34,6 +36,9 @@ DEFAULT_SUITE = {
 DEFAULT_REGRESSION_PCT = 5.0
 DEFAULT_ALPHA = 0.002  # asv's threshold for the Mann-Whitney U test; needs 7 rounds per side
 DEFAULT_ROUNDS = 1
+# A matrix is expanded in memory before rules apply; 10^6 cells took a minute and 1.4 GB. 1024 cells is
+# already more GPU time than any qualification we run (each cell is an image and rounds of the suite).
+MAX_CELLS = 1024
 DEFAULT_IMAGE_PYTHON = "/usr/bin/python3"  # torch: image cells, unless docker.image_python names another
 
 
@@ -196,6 +201,11 @@ def load(path: Path, known_workloads: Iterable[str] | None = None) -> Plan:
 
     found = []
     axes = {axis: data["axes"].get(axis, [AXIS_DEFAULTS.get(axis)]) for axis in AXES}
+    expanded = math.prod(len(values) for values in axes.values())
+    if expanded > MAX_CELLS:
+        sizes = " x ".join(f"{len(axes[a])} {a}" for a in AXES)
+        raise InputError([problem(["axes"], f"expands to {expanded} cells ({sizes}); at most {MAX_CELLS}: split "
+                                  "the matrix into several, or list fewer values per axis")])  # fmt: skip
     cells = [
         Cell(torch=t, cudnn=CudnnSource.from_json(c), base_image=b, python=p)
         for t, c, b, p in itertools.product(*(axes[a] for a in AXES))
@@ -216,13 +226,16 @@ def load(path: Path, known_workloads: Iterable[str] | None = None) -> Plan:
             cells.append(extra)
     if not cells:
         found.append(problem(["rules"], "the rules leave no cell to run"))
+    if len(cells) > MAX_CELLS:
+        found.append(problem(["rules", "include"], f"the matrix has {len(cells)} cells; at most {MAX_CELLS}"))
 
     backend = data.get("backend", "local")
     found += _backend_problems(backend, cells, problem)
 
     baseline = [c for c in cells if c.matches(data["baseline"])]
     if len(baseline) != 1:
-        which = ", ".join(c.id for c in baseline) if baseline else "none"
+        which = ", ".join(c.id for c in baseline[:5]) if baseline else "none"
+        which += f" and {len(baseline) - 5} more" if len(baseline) > 5 else ""
         found.append(problem(["baseline"], f"must match exactly one cell; matches {which}"))
 
     suite = {**DEFAULT_SUITE, **data.get("suite", {})}
@@ -269,9 +282,14 @@ def load(path: Path, known_workloads: Iterable[str] | None = None) -> Plan:
 def _backend_problems(backend: str, cells: list[Cell], problem: Any) -> list[Problem]:
     """What the chosen backend cannot realize, found before anything runs."""
     found = []
+    named_images: set[str] = set()
     for cell in cells:
         kind, value = cell.cudnn.kind, cell.cudnn.value or ""
         if backend == "local":
+            if cell.base_image != "auto" and cell.base_image not in named_images:
+                named_images.add(cell.base_image)
+                found.append(problem(["axes", "base_image"], f"{cell.base_image!r}: the local backend runs no "
+                                     "image, so a base_image changes nothing; it needs backend: docker"))  # fmt: skip
             if kind == "wheel" or cell.torch == "image" or value == "image":
                 what = "torch: image" if cell.torch == "image" else f"cudnn {cell.cudnn.label}"
                 found.append(
@@ -293,6 +311,10 @@ def _backend_problems(backend: str, cells: list[Cell], problem: Any) -> list[Pro
                     "needs a concrete torch (e.g. '2.11.0+cu130') and python (e.g. '3.12')",
                 )
             )
+        elif cell.base_image == "auto" and cell.torch.split("+")[1] not in ("cpu", *CUDA_BASES):
+            found.append(problem(["axes", "torch"], f"cell {cell.id}: no CUDA base image is known for "
+                                 f"{cell.torch.split('+')[1]} (known: {', '.join(CUDA_BASES)}); name one as "
+                                 "base_image, or pick a known variant"))  # fmt: skip
         elif cell.torch.endswith("+cpu") and kind in ("wheel", "system"):
             found.append(
                 problem(

@@ -67,6 +67,7 @@ class Analysis:
     gate: verdicts.Gate
     docs: dict[str, list[tuple[dict[str, Any], str]]]  # group -> (document, file) per round
     samples: dict[tuple[str, str, str, str], list[float]]
+    outside: tuple[tuple[str, str], ...] = ()  # (file, cell id) of valid results of no group: not compared
 
 
 def analyze(
@@ -76,9 +77,15 @@ def analyze(
     if group_of_file is not None and not frame.empty:
         frame["group"] = frame["file"].map(group_of_file)
     docs: dict[str, list[tuple[dict[str, Any], str]]] = {g: [] for g in view.groups}
+    outside = []
     for doc, file in zip(loaded.documents, loaded.files, strict=True):
         group = group_of_file[file] if group_of_file is not None else doc["cell"]["id"]
-        docs.setdefault(group, []).append((doc, file))
+        if group in docs:
+            docs[group].append((doc, file))
+        else:  # a cell the plan does not list (an edited matrix, a stray file): said, never compared
+            outside.append((file, group))
+    if outside and not frame.empty:
+        frame = frame[~frame["file"].isin({file for file, _ in outside})]
     samples = compare.samples(loaded)
     timing = verdicts.timing(frame, view.baseline, view.groups, view.threshold_pct, view.alpha, samples)
     numerics = verdicts.numerics(frame, view.baseline, view.groups) if not frame.empty else pd.DataFrame()
@@ -89,7 +96,7 @@ def analyze(
     ]  # fmt: skip
     failed_runs += [f"{group}: no result file" for group in view.groups if not docs.get(group)]
     gate = verdicts.gate(timing, numerics, failed_runs, strict=strict)
-    return Analysis(frame, timing, numerics, gate, docs, samples)
+    return Analysis(frame, timing, numerics, gate, docs, samples, tuple(outside))
 
 
 @dataclass(frozen=True)
@@ -219,6 +226,10 @@ def _problems(analysis: Analysis, loaded: LoadedResults) -> list[Section]:
         out.append(Section("Duplicate result files (counted once)", "These files hold a run already read from "
                            "another file (same cell, same start and finish): a copy is not another round.",
                            ("file", "the same run as"), rows))  # fmt: skip
+    if analysis.outside:
+        out.append(Section("Result files of cells not in the plan (not compared)", "plan.json does not list "
+                           "these cells (the matrix was edited, or the files came from elsewhere).",
+                           ("file", "cell"), analysis.outside))  # fmt: skip
     warnings = sorted({(g, w) for g, e in analysis.docs.items() for d, _ in e for w in d.get("warnings", [])})
     if warnings:
         out.append(Section("Warnings", "", ("group", "warning"), tuple(warnings)))

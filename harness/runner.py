@@ -17,11 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import jsonio, resume
+from harness import jsonio, results, resume
 from harness.backends import Backend
-from harness.errors import RunStopped
+from harness.errors import InputError, Problem, RunStopped
 from harness.matrix import Cell, Plan
-from harness.results import PLAN_FILE
 
 
 @dataclass(frozen=True)
@@ -90,8 +89,27 @@ def prepared(plan: Plan, results_dir: Path, say: Callable[[str], None]) -> Itera
     with resume.locked(results_dir) as swept:
         if swept:
             say(f"removed what an interrupted run left: {', '.join(swept)}")
-        jsonio.write_atomic(results_dir / PLAN_FILE, plan.to_json())
+        _refuse_another_plan(plan, results_dir)
+        jsonio.write_atomic(results_dir / results.PLAN_FILE, plan.to_json())
         yield
+
+
+def _refuse_another_plan(plan: Plan, results_dir: Path) -> None:
+    """A folder holds one matrix's results: its plan.json is replaced by an edit of that matrix (same name),
+    never by another matrix's, and never when it is not a plan at all."""
+    plan_file = results_dir / results.PLAN_FILE
+    if not plan_file.exists() and not plan_file.is_symlink():
+        return
+    fix = "use another --out, or remove the folder if its results are no longer wanted"
+    try:
+        stored = results.stored_plan(results_dir)
+    except InputError as exc:
+        raise InputError(
+            [*exc.problems[:-1], Problem(str(plan_file), "", f"run will not replace it: {fix}")]
+        ) from None
+    if stored.name != plan.name:
+        raise InputError([Problem(str(results_dir), "--out", f"holds the results of matrix {stored.name!r} "
+                                  f"({results.PLAN_FILE}), not {plan.name!r}; {fix}")])  # fmt: skip
 
 
 @dataclass(frozen=True)
