@@ -9,9 +9,9 @@ never merged.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import math
 import os
-import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from typing import Any
 from harness import jsonio, schemas
 from harness.errors import InputError, Problem
 from harness.matrix import Cell, Plan
+from harness.suite.summary import summarize
 
 MAX_BYTES = 64 * 1024 * 1024
 MAX_SAMPLE_S = 86400.0
@@ -100,6 +101,16 @@ def _facts(doc: dict[str, Any], source: str) -> list[Problem]:
                 f"(expected {expected_id!r}); the document was altered or forged",
             )
         )
+    started, finished = _instant(doc["started_at"]), _instant(doc["finished_at"])
+    if started is None or finished is None:
+        found.append(Problem(source, "started_at", "started_at or finished_at is not a time Python can read"))
+    elif finished < started:
+        found.append(
+            Problem(source, "finished_at", f"{doc['finished_at']} is before started_at {doc['started_at']}")
+        )
+    elif not math.isclose((finished - started).total_seconds(), doc["duration_s"], abs_tol=1.0):
+        found.append(Problem(source, "duration_s", f"is {doc['duration_s']} s, but the run started "
+                             f"{(finished - started).total_seconds():g} s before it finished"))  # fmt: skip
     first_of: dict[str, int] = {}
     for i, m in enumerate(doc["measurements"]):
         key = repr((m.get("workload"), m.get("dtype"), sorted((m.get("knobs") or {}).items())))
@@ -140,18 +151,21 @@ def _facts(doc: dict[str, Any], source: str) -> list[Problem]:
                 Problem(source, f"{field}.stats.n", f"is {s['n']} but there are {len(samples)} samples")
             )
             continue
-        if not (s["min"] <= s["q1"] <= s["median"] <= s["q3"] <= s["max"]):
-            found.append(Problem(source, f"{field}.stats", "min <= q1 <= median <= q3 <= max does not hold"))
-        median = statistics.median(samples)
-        if not math.isclose(median, s["median"], rel_tol=1e-9):
-            found.append(
-                Problem(
-                    source,
-                    f"{field}.stats.median",
-                    f"is {s['median']} but the median of the samples is {median}",
-                )
-            )
+        expected = summarize(samples)
+        for key, value in s.items():
+            if not math.isclose(value, expected[key], rel_tol=1e-9, abs_tol=1e-15):
+                found.append(Problem(source, f"{field}.stats.{key}", f"is {value} but the samples give "
+                                     f"{expected[key]}; the statistics must be those of samples_s"))  # fmt: skip
+                break
     return found
+
+
+def _instant(text: str) -> dt.datetime | None:
+    """An RFC 3339 time (the schema checked its form) as an aware datetime; None where Python cannot read it."""
+    try:
+        return dt.datetime.fromisoformat(text.upper().replace("Z", "+00:00"))
+    except ValueError:
+        return None
 
 
 def _bad_items(values: list[Any], good: Any) -> int | None:

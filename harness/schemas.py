@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import rfc3339_validator
 from jsonschema.exceptions import ValidationError
 
 from harness.errors import Problem
@@ -22,7 +23,7 @@ def validator(name: str) -> jsonschema.Draft202012Validator:
     """The checked validator for ``schemas/<name>.schema.json``."""
     schema = json.loads((SCHEMA_DIR / f"{name}.schema.json").read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
-    return _EcmaValidator(schema)
+    return _EcmaValidator(schema, format_checker=FORMATS)
 
 
 def ecma_pattern(pattern: str) -> re.Pattern[str]:
@@ -56,6 +57,11 @@ def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Any:
     if validator.is_type(instance, "string") and not ecma_pattern(pattern).search(instance):
         yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
+
+# 'format' is only an annotation unless checked; date-time needs rfc3339-validator, imported so that its
+# absence is an ImportError here rather than every timestamp silently passing.
+FORMATS = jsonschema.FormatChecker(formats=["date-time"])
+assert rfc3339_validator.validate_rfc3339 and "date-time" in FORMATS.checkers
 
 _EcmaValidator = jsonschema.validators.extend(jsonschema.Draft202012Validator, {"pattern": _pattern})
 

@@ -169,7 +169,8 @@ def _measure_one(
     import torch
 
     from harness.suite import gpu_state, numerics, peaks
-    from harness.suite.measure import measure, summarize
+    from harness.suite.measure import measure
+    from harness.suite.summary import summarize
     from harness.suite.workloads import apply_knobs
 
     spec = CATALOG[workload]

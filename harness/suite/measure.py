@@ -28,6 +28,8 @@ from typing import Any
 
 import torch
 
+from harness.suite.summary import summarize
+
 MIN_SAMPLES = 10
 MAX_SAMPLES = 2000
 TARGET_REL_NOISE = 0.005  # nvbench's default stdrel target
@@ -277,21 +279,3 @@ class _RunningNoise:
         if self.n < 2 or self.mean <= 0:
             return math.inf
         return math.sqrt(self._m2 / (self.n - 1)) / self.mean
-
-
-def summarize(samples: list[float]) -> dict[str, float | int]:
-    q1, median, q3 = statistics.quantiles(samples, n=4, method="inclusive")
-    mean = statistics.fmean(samples)
-    stdev = statistics.stdev(samples) if len(samples) > 1 else 0.0
-    return {
-        "n": len(samples),
-        "min": min(samples),
-        "q1": q1,
-        "median": median,
-        "q3": q3,
-        "max": max(samples),
-        "mean": mean,
-        "stdev": stdev,
-        "rel_stdev": stdev / mean if mean > 0 else 0.0,
-        "rel_iqr": (q3 - q1) / median if median > 0 else 0.0,
-    }
