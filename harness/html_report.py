@@ -219,7 +219,7 @@ def _distributions(view: View, analysis: Analysis, letters: dict[str, str]) -> l
         if not data:
             continue
         figure, axes = plt.subplots(figsize=(3.6, 2.4))
-        axes.boxplot(data, vert=False, showfliers=False, whis=(5, 95))
+        axes.boxplot(data, orientation="horizontal", showfliers=False, whis=(5, 95))
         axes.set_yticks(range(1, len(names) + 1), names, fontsize=7)
         axes.set_xlabel("µs per call (whiskers 5-95%)", fontsize=7)
         axes.tick_params(axis="x", labelsize=7)

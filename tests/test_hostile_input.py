@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from harness import images, jsonio, matrix, results
 from harness.errors import InputError
+from harness.suite.summary import summarize
 from tests.conftest import GPU_REPORT, run_cli
 
 VALID = {
@@ -28,13 +29,14 @@ VALID = {
     "backend": "docker",
     "axes": {
         "torch": ["2.11.0+cu130", "2.13.0+cpu"],
-        "cudnn": ["bundled", {"system": "auto"}, "disabled", {"wheel": "9.19.0.56"}],
+        "cudnn": ["bundled", {"system": "9.14.0.64"}, "disabled", {"wheel": "9.19.0.56"}],
         "base_image": ["auto"],
         "python": ["3.12"],
     },
     "knobs": {"cudnn_benchmark": [False, True]},
     "suite": {"profile": "smoke", "dtypes": ["fp32"], "time_budget_s": 0.5},
     "rounds": 2,
+    "rules": {"exclude": [{"torch": "2.13.0+cpu", "cudnn": "wheel"}, {"torch": "2.13.0+cpu", "cudnn": "system"}]},
     "baseline": {"torch": "2.11.0+cu130", "cudnn": "bundled"},
     "thresholds": {"regression_pct": 5},
 }
@@ -56,6 +58,10 @@ json_value = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
     max_leaves=12,
 )
+
+
+def test_the_valid_matrix_is_valid_before_it_is_damaged():
+    assert len(load(VALID).cells) == 6  # else every case below is a refusal, and nothing accepted is checked
 
 
 def paths(node: Any, prefix: tuple = ()) -> list[tuple]:
@@ -167,7 +173,7 @@ for _m in SMALL_RESULT["measurements"]:  # 5 equal samples: small, and still a c
         _median = _m["stats"]["median"]
         _m["samples_s"] = [_median] * 5
         _m["sm_clock_mhz"] = (_m.get("sm_clock_mhz") or [None] * 5)[:5]
-        _m["stats"].update(n=5, min=_median, q1=_median, q3=_median, max=_median, mean=_median, stdev=0.0)
+        _m["stats"] = summarize(_m["samples_s"])
 
 
 def test_the_small_result_is_valid_before_it_is_damaged(tmp_path):
@@ -199,3 +205,45 @@ def test_a_result_naming_a_path_outside_its_folder_is_refused(tmp_path):
         done = run_cli("rerun", str(file), "--out", str(tmp_path / "out"))
         assert done.returncode == 2 and "cell.id" in done.stderr and "Traceback" not in done.stderr
         assert not (tmp_path / "out").exists() and not (tmp_path.parent / "etc").exists()
+
+
+def test_a_matrix_of_too_many_cells_is_refused_before_it_is_expanded(tmp_path):
+    document = copy.deepcopy(VALID)
+    document["axes"] = {
+        "torch": [f"2.{i}.0+cu130" for i in range(100)],
+        "cudnn": [{"wheel": f"9.{i}.0.1"} for i in range(100)],
+        "base_image": [f"repo/img:{i}" for i in range(100)],
+        "python": [f"3.{i}" for i in range(100)],
+    }  # 10^8 cells: once a minute per 10^6 and past 5 GB
+    path = tmp_path / "matrix.yaml"
+    path.write_text(yaml.safe_dump(document))
+    done = run_cli("plan", "--matrix", str(path), timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "expands to 100000000 cells (100 torch x 100 cudnn x 100 base_image x 100 python)" in done.stderr
+    document["axes"]["torch"] = [f"2.{i}.0+cu130" for i in range(1100)]  # one axis alone: the schema's limit
+    path.write_text(yaml.safe_dump(document))
+    done = run_cli("plan", "--matrix", str(path), timeout=120)
+    assert done.returncode == 2 and "axes.torch" in done.stderr and "is too long" in done.stderr
+
+
+def test_what_a_backend_would_ignore_or_guess_is_refused(tmp_path):
+    local = {**copy.deepcopy(VALID), "backend": "local"}
+    local["axes"] = {"torch": ["installed"], "cudnn": ["bundled", "disabled"], "base_image": ["a", "b"]}
+    local["baseline"] = {"cudnn": "bundled", "base_image": "a"}
+    del local["rules"]
+    try:
+        load(local)
+        raise AssertionError("a base_image axis on the local backend gave identical cells")
+    except InputError as exc:
+        assert {p.field for p in exc.problems} == {"axes.base_image"}
+        assert "the local backend runs no image" in str(exc)
+    unknown = copy.deepcopy(VALID)
+    unknown["axes"]["torch"] = ["2.11.0+cu130", "2.11.0+cu999"]  # once built silently on the cu130 base
+    del unknown["rules"]
+    try:
+        load(unknown)
+        raise AssertionError("torch +cu999 was accepted")
+    except InputError as exc:
+        assert "no CUDA base image is known for cu999" in str(exc)
+    unknown["axes"]["base_image"] = ["nvidia/cuda:13.0.1-base-ubuntu24.04"]  # named: no guess needed
+    assert len(load(unknown).cells) == 8

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness import jsonio
-from tests.conftest import GPU_REPORT, run_cli
+from tests.conftest import GPU_REPORT, REPO, run_cli
 
 PAYLOAD = "▼ slower x'onmouseover='alert(1)"  # its last word once became a CSS class, unescaped
 
@@ -162,3 +162,152 @@ def test_an_infinite_number_in_a_result_file_makes_it_invalid(tmp_path):
     path.write_text(text)
     _, problems = results.check(path)
     assert problems and "1e999 is not a finite number" in problems[0].message
+
+
+def _local_matrix(tmp_path: Path, name: str = "hostile") -> Path:
+    path = tmp_path / "matrix.yaml"
+    path.write_text(MATRIX.replace("BUDGET", "0.1").replace("name: hostile", f"name: {name}"))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (("run", "--timeout-s", "nan"), "--timeout-s"),  # once: every run 'timed out after nan s', kept
+        (("run", "--timeout-s", "-1"), "--timeout-s"),
+        (("run", "--timeout-s", "inf"), "--timeout-s"),
+        (("qualify", "--timeout-s", "0"), "--timeout-s"),
+        (("run", "--slurm-gpus", "-2"), "--slurm-gpus"),
+        (("compare", str(LOCAL), str(LOCAL), "--alpha", "5"), "--alpha"),  # once called p = 0.1 'slower'
+        (("compare", str(LOCAL), str(LOCAL), "--alpha", "nan"), "--alpha"),
+        (("compare", str(LOCAL), str(LOCAL), "--threshold-pct", "-5"), "--threshold-pct"),
+    ],
+)
+def test_a_value_out_of_range_is_refused_before_anything_runs(tmp_path, args, option):
+    extra = ("--matrix", str(_local_matrix(tmp_path)), "--out", str(tmp_path / "r")) if args[0] != "compare" else ()
+    done = run_cli(*args, *extra)
+    assert done.returncode == 2 and f"argument {option}:" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "r").exists()
+
+
+def test_an_output_folder_that_is_a_file_or_cannot_be_written_is_refused(tmp_path):
+    matrix = str(_local_matrix(tmp_path))
+    a_file = tmp_path / "a-file"
+    a_file.write_text("mine\n")
+    report_dir, compare_b = _copy_results(tmp_path), tmp_path / "b"
+    shutil.copytree(LOCAL, compare_b)
+    commands = {
+        "run": ("run", "--matrix", matrix, "--out"),
+        "qualify": ("qualify", "--matrix", matrix, "--report-out"),
+        "report": ("report", "--results", str(report_dir), "--out"),
+        "compare": ("compare", str(LOCAL / "torch2.11.0-cu130_cudnn-bundled_fd7979a52b.r1.json.gz"),
+                    str(compare_b / "torch2.11.0-cu130_cudnn-disabled_ef610b7191.r1.json.gz"), "--out"),
+    }  # fmt: skip
+    # a file; a folder under a file; a file system no one writes (once a FileExistsError traceback, exit 1)
+    for out in (a_file, a_file / "sub", Path("/proc/harness-out")):
+        for name, args in commands.items():
+            done = run_cli(*args, str(out))
+            assert done.returncode == 2, (name, out, done.stderr)
+            assert f"{out}: {args[-1]}:" in done.stderr and "Traceback" not in done.stderr, done.stderr
+            assert "running" not in done.stdout  # refused before anything ran
+    assert a_file.read_text() == "mine\n" and not (REPO / "results" / "hostile").exists()  # qualify's default
+
+
+def test_a_folder_with_no_valid_result_is_refused_not_a_traceback(tmp_path):
+    folder = _copy_results(tmp_path)
+    for path in folder.glob("*.json.gz"):
+        path.write_text('{"not": "a result"}')
+    done = run_cli("report", "--results", str(folder), "--out", str(tmp_path / "report"))
+    assert done.returncode == 2 and "holds no valid result" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "report").exists() and len(list((folder / "quarantine").glob("*.json.gz"))) == 3
+
+
+def test_a_run_compared_with_itself_is_refused(tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(LOCAL, copy)
+    for b in (LOCAL, copy):  # the same files, and copies of them: either way no change by construction
+        done = run_cli("compare", str(LOCAL), str(b))
+        assert done.returncode == 2 and "compared with itself" in done.stderr, done.stdout + done.stderr
+
+
+def test_results_of_cells_the_plan_lacks_are_said_and_not_compared(tmp_path):
+    folder = tmp_path / "results"
+    shutil.copytree(LOCAL, folder)
+    plan = jsonio.read(folder / "plan.json")
+    dropped = plan["cells"].pop(1)  # as if the matrix was edited after this cell ran
+    jsonio.write_atomic(folder / "plan.json", plan)
+    done = run_cli("report", "--results", str(folder), "--out", str(tmp_path / "report"))
+    assert done.returncode in (0, 1), done.stderr
+    assert done.stderr.count(f"holds cell {dropped['id']}, which plan.json does not list") == 3
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "Result files of cells not in the plan (not compared)" in text and dropped["id"] in text
+
+
+def _shifted(doc: dict, seconds: int) -> dict:
+    """The same document as a run ``seconds`` later: another run, not a copy."""
+    import datetime as dt
+
+    for key in ("started_at", "finished_at"):
+        doc[key] = (dt.datetime.fromisoformat(doc[key]) + dt.timedelta(seconds=seconds)).isoformat()
+    return doc
+
+
+def test_shards_of_one_cell_from_different_torch_builds_do_not_merge(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    shutil.copytree(LOCAL, a)
+    shutil.copytree(LOCAL, b)
+    for path in b.glob("*.json.gz"):
+        doc = _shifted(jsonio.read(path), 86400)
+        doc["environment"]["torch"]["version"] = "2.12.0+cu130"  # another host's 'installed' torch
+        jsonio.write_atomic(path, doc)
+    done = run_cli("report", "--results", str(a), "--results", str(b), "--out", str(tmp_path / "report"))
+    assert done.returncode == 2 and "results differ in torch build within" in done.stderr, done.stderr
+    assert "'2.12.0+cu130'" in done.stderr and not (tmp_path / "report").exists()
+
+
+def test_run_does_not_overwrite_the_plan_of_another_matrix(tmp_path):
+    folder = _copy_results(tmp_path)
+    before = (folder / "plan.json").read_bytes()
+    done = run_cli("run", "--matrix", str(_local_matrix(tmp_path, "another")), "--out", str(folder))
+    assert done.returncode == 2 and "holds the results of matrix" in done.stderr and "Traceback" not in done.stderr
+    assert (folder / "plan.json").read_bytes() == before and not (folder / "logs").exists()
+    (folder / "plan.json").write_text("[]")  # not a plan at all: not replaced either
+    done = run_cli("run", "--matrix", str(_local_matrix(tmp_path, "another")), "--out", str(folder))
+    assert done.returncode == 2 and "run will not replace it" in done.stderr
+
+
+def _damaged(**change: object):
+    def damage(doc: dict) -> None:
+        for key, value in change.items():
+            target = doc
+            *parents, last = key.split(".")
+            for parent in parents:
+                target = target[int(parent)] if parent.isdigit() else target[parent]
+            target[last] = value(target[last]) if callable(value) else value
+
+    return damage
+
+
+@pytest.mark.parametrize(
+    ("damage", "field"),
+    [
+        (_damaged(**{"measurements.0.stats.mean": lambda x: x * 0.5}), "measurements[0].stats.mean"),
+        (_damaged(**{"measurements.0.stats.max": lambda x: x * 2}), "measurements[0].stats.max"),
+        (_damaged(**{"measurements.0.stats.rel_iqr": 0.0}), "measurements[0].stats.rel_iqr"),
+        (_damaged(finished_at="2020-01-01T00:00:00+00:00"), "finished_at"),
+        (_damaged(started_at="yesterday"), "started_at"),
+        (_damaged(finished_at="2026-11-23"), "finished_at"),  # a date is not a date-time
+        (_damaged(duration_s=lambda x: x + 3600), "duration_s"),
+        (_damaged(**{"environment.gpu": None}), "environment.gpu"),  # device cuda, no GPU
+        (_damaged(device="cpu"), "environment.gpu"),  # device cpu, a GPU
+    ],
+)
+def test_a_result_that_contradicts_itself_is_invalid(tmp_path, damage, field):
+    from harness import results
+
+    doc = jsonio.read(next(LOCAL.glob("*bundled*.r1.json.gz")))
+    damage(doc)
+    path = tmp_path / "damaged.json.gz"
+    jsonio.write_atomic(path, doc)
+    _, problems = results.check(path)
+    assert field in [p.field for p in problems], problems
