@@ -36,7 +36,9 @@ VALID = {
     "knobs": {"cudnn_benchmark": [False, True]},
     "suite": {"profile": "smoke", "dtypes": ["fp32"], "time_budget_s": 0.5},
     "rounds": 2,
-    "rules": {"exclude": [{"torch": "2.13.0+cpu", "cudnn": "wheel"}, {"torch": "2.13.0+cpu", "cudnn": "system"}]},
+    "rules": {
+        "exclude": [{"torch": "2.13.0+cpu", "cudnn": "wheel"}, {"torch": "2.13.0+cpu", "cudnn": "system"}]
+    },
     "baseline": {"torch": "2.11.0+cu130", "cudnn": "bundled"},
     "thresholds": {"regression_pct": 5},
 }

@@ -184,7 +184,11 @@ def _local_matrix(tmp_path: Path, name: str = "hostile") -> Path:
     ],
 )
 def test_a_value_out_of_range_is_refused_before_anything_runs(tmp_path, args, option):
-    extra = ("--matrix", str(_local_matrix(tmp_path)), "--out", str(tmp_path / "r")) if args[0] != "compare" else ()
+    extra = (
+        ("--matrix", str(_local_matrix(tmp_path)), "--out", str(tmp_path / "r"))
+        if args[0] != "compare"
+        else ()
+    )
     done = run_cli(*args, *extra)
     assert done.returncode == 2 and f"argument {option}:" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "r").exists()
@@ -269,7 +273,11 @@ def test_run_does_not_overwrite_the_plan_of_another_matrix(tmp_path):
     folder = _copy_results(tmp_path)
     before = (folder / "plan.json").read_bytes()
     done = run_cli("run", "--matrix", str(_local_matrix(tmp_path, "another")), "--out", str(folder))
-    assert done.returncode == 2 and "holds the results of matrix" in done.stderr and "Traceback" not in done.stderr
+    assert (
+        done.returncode == 2
+        and "holds the results of matrix" in done.stderr
+        and "Traceback" not in done.stderr
+    )
     assert (folder / "plan.json").read_bytes() == before and not (folder / "logs").exists()
     (folder / "plan.json").write_text("[]")  # not a plan at all: not replaced either
     done = run_cli("run", "--matrix", str(_local_matrix(tmp_path, "another")), "--out", str(folder))

@@ -115,8 +115,9 @@ def test_a_different_suite_version_is_refused(tmp_path):
     shutil.copy(source, a)
     doc = jsonio.read(source)
     doc["suite_version"] = "0.2"
-    doc["started_at"] = doc["started_at"].replace("20", "19", 1)  # another run (the same run twice counts once)
-    doc["finished_at"] = doc["finished_at"].replace("20", "19", 1)  # ... a century earlier, as long
+    # another run, a century earlier and as long (the same run twice would count once)
+    doc["started_at"] = doc["started_at"].replace("20", "19", 1)
+    doc["finished_at"] = doc["finished_at"].replace("20", "19", 1)
     b.write_text(json.dumps(doc))
     done = run_cli("compare", str(a), str(b))
     assert done.returncode == 2 and "results differ in suite version" in done.stderr
