@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -41,6 +42,13 @@ def count(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 0")
     return value
+
+
+def memory(text: str) -> str:
+    """An argparse type: a container memory limit as Docker reads it (16g, 512m, 1073741824)."""
+    if not re.fullmatch(r"[1-9][0-9]{0,15}[bkmgBKMG]?", text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a memory size such as 16g, 512m or 1073741824")
+    return text
 
 
 def output_folder(path: Path, option: str) -> Path:

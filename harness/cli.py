@@ -192,6 +192,7 @@ def _run_args(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--memory",
+        type=arguments.memory,
         help="docker backend: memory limit per container, e.g. 16g (default: none); a cell past it fails as OOM",
     )
     _gpu_access_arg(parser)
@@ -349,19 +350,19 @@ def _run_plan(plan: Plan, args: argparse.Namespace) -> list[runner.CellOutcome]:
     if args.backend == "k8s" or args.dry_run:
         raise InputError([Problem("--backend", "", "qualify runs and judges; 'run --backend k8s --dry-run' "
                                   "prints the Jobs")])  # fmt: skip
-    arguments.output_folder(out, "--out")
     if args.backend == "slurm":
-        return _run_slurm(plan, args, out)
+        return _run_slurm(plan, args, arguments.output_folder(out, "--out"))
     if args.backend:
         plan = dataclasses.replace(plan, backend=args.backend)
     backend = _backend(plan, args)
     cells = _only(plan, args)
     mode = _mode(args)
+    gpus = _gpu_ids(args.gpus)
+    arguments.output_folder(out, "--out")
     print(
         f"running {len(cells)} of {len(plan.cells)} cells of {plan.name!r} into {out}/ (logs in {out}/logs/)"
         + ("" if mode is resume.Mode.RESUME else f", {mode.value}")
     )
-    gpus = _gpu_ids(args.gpus)
     exclusive = _needs_every_gpu(plan, args)
     if gpus:
         print(

@@ -15,7 +15,6 @@ missing (``--rerun-failed``: the failed ones too). Ctrl-C cancels the array.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import re
 import shlex
@@ -28,11 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import jsonio, resume, suite_listing
+from harness import jsonio, resume, schemas, suite_listing
 from harness.backends import needs_gpu, read_suite_result
 from harness.errors import BackendUnavailable, InputError, Problem, RunStopped
 from harness.matrix import Cell, Plan
-from harness.results import stored_plan
+from harness.results import MAX_BYTES, stored_plan
 from harness.runner import CellOutcome, decide, log_name, outcome_of, prepared, result_name, tag
 
 SLURM_DIR = "slurm"
@@ -278,12 +277,35 @@ def _final_state(job: str, index: int) -> str:
     )
 
 
+def _tasks(tasks_file: Path, index: int, plan: Plan) -> dict[str, Any]:
+    """The tasks file, checked before a task runs anything it names: its schema, the index, the plan's cells."""
+    source = str(tasks_file)
+    try:
+        settings = jsonio.read(tasks_file, MAX_BYTES)
+    except (OSError, ValueError, RecursionError) as exc:
+        raise InputError(
+            [Problem(source, "", f"not a tasks file written by 'run --backend slurm' ({exc})")]
+        ) from None
+    found = schemas.problems("slurm-tasks", settings, source)
+    if not found and not 0 <= index < len(settings["tasks"]):
+        found.append(
+            Problem(source, "tasks", f"has {len(settings['tasks'])} tasks; --index {index} is none of them")
+        )
+    if not found and not any(c.id == settings["tasks"][index]["cell"] for c in plan.cells):
+        found.append(
+            Problem(source, f"tasks[{index}].cell", "is none of the cells of the folder's plan.json")
+        )
+    if found:
+        raise InputError(found)
+    return settings
+
+
 def run_task(
     results_dir: Path, tasks_file: Path, index: int, make_backend: Callable[[Plan, dict[str, Any]], Any]
 ) -> int:
     """On a node: run one task's cell with the matrix's backend; its result lands in ``results_dir``."""
     plan = stored_plan(results_dir)
-    settings = json.loads(tasks_file.read_text())
+    settings = _tasks(tasks_file, index, plan)
     task = settings["tasks"][index]
     cell, round_index = plan.cell(task["cell"]), int(task["round"])
     backend = make_backend(plan, settings)

@@ -128,6 +128,12 @@ COMMANDS = st.one_of(
         _options(**{"--dry-run": st.just(["--dry-run"]), "--log-dir": _opt("--log-dir", path)}),
     ),
     st.tuples(
+        st.tuples(path, path, value).map(
+            lambda t: ["slurm-task", "--results", t[0], "--tasks", t[1], "--index", t[2]]
+        ),
+        st.just([]),
+    ),
+    st.tuples(
         path.map(lambda p: ["rerun", p]),
         _options(
             **{

@@ -178,6 +178,7 @@ def _local_matrix(tmp_path: Path, name: str = "hostile") -> Path:
         (("run", "--timeout-s", "inf"), "--timeout-s"),
         (("qualify", "--timeout-s", "0"), "--timeout-s"),
         (("run", "--slurm-gpus", "-2"), "--slurm-gpus"),
+        (("run", "--memory", "lots"), "--memory"),  # once ignored by local, failed every docker cell
         (("compare", str(LOCAL), str(LOCAL), "--alpha", "5"), "--alpha"),  # once called p = 0.1 'slower'
         (("compare", str(LOCAL), str(LOCAL), "--alpha", "nan"), "--alpha"),
         (("compare", str(LOCAL), str(LOCAL), "--threshold-pct", "-5"), "--threshold-pct"),
@@ -319,3 +320,40 @@ def test_a_result_that_contradicts_itself_is_invalid(tmp_path, damage, field):
     jsonio.write_atomic(path, doc)
     _, problems = results.check(path)
     assert field in [p.field for p in problems], problems
+
+
+def test_a_slurm_tasks_file_is_checked_before_a_task_runs_what_it_names(tmp_path):
+    folder = _copy_results(tmp_path)
+    cell = jsonio.read(folder / "plan.json")["cells"][0]["id"]
+    tasks = tmp_path / "tasks.json"
+    good = {
+        "backend": "local",
+        "python": "/usr/bin/python3",
+        "timeout_s": 60,
+        "tasks": [{"cell": cell, "round": 1}],
+    }
+    cases = {
+        "not json": ("not a tasks file", 0),
+        json.dumps({**good, "python": "/tmp/evil\nrm -rf /"}): ("python", 0),
+        json.dumps({**good, "timeout_s": -1}): ("timeout_s", 0),
+        json.dumps({**good, "backend": "k8s"}): ("backend", 0),
+        json.dumps(good): ("--index 5 is none of them", 5),
+        json.dumps({**good, "tasks": [{"cell": "torch-x_cudnn-y_0123456789", "round": 1}]}): (
+            "tasks[0].cell",
+            0,
+        ),
+    }  # each once a traceback (KeyError, JSONDecodeError) or a run of whatever it named
+    for text, (expected, index) in cases.items():
+        tasks.write_text(text)
+        done = run_cli("slurm-task", "--results", str(folder), "--tasks", str(tasks), "--index", str(index))
+        assert done.returncode == 2 and expected in done.stderr and "Traceback" not in done.stderr, (
+            done.stderr
+        )
+        assert not (folder / "logs").exists()  # nothing ran
+
+
+def test_a_bad_gpu_list_writes_nothing(tmp_path):
+    done = run_cli(
+        "run", "--matrix", str(_local_matrix(tmp_path)), "--out", str(tmp_path / "r"), "--gpus", "0,0"
+    )
+    assert done.returncode == 2 and "names a GPU twice" in done.stderr and not (tmp_path / "r").exists()
