@@ -554,7 +554,7 @@ def _rerun(args: argparse.Namespace) -> int:
     out = arguments.output_folder(args.out or Path("results") / "rerun", "--out")
     cell_id = document["cell"]["id"]
     # the re-run keeps the round of the result it repeats, so its files sit beside the originals' names
-    round_index = document["run"].get("round", 1)
+    round_index = results.round_of(document)
     result_path = out / runner.result_name(cell_id, round_index)
     if (out / results.PLAN_FILE).exists() and results.stored_plan(out) != plan:
         raise InputError([Problem(str(out), "--out", f"holds the results of another plan ({results.PLAN_FILE}); "

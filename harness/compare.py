@@ -1,4 +1,4 @@
-"""Merge validated results into pandas tables: long form, and medians side by side vs the baseline."""
+"""Merge validated results into pandas tables (long form, raw samples) and say which results may be compared."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ from typing import Any
 
 import pandas as pd
 
-from harness.matrix import CudnnSource, Plan
+from harness import results
+from harness.matrix import CudnnSource
 from harness.results import LoadedResults
 
 KEYS = ["workload", "dtype", "knobs"]
@@ -36,7 +37,7 @@ def long_form(loaded: LoadedResults) -> pd.DataFrame:
         common = {
             "group": cell["id"],
             "cell_id": cell["id"],
-            "round": (doc.get("run") or {}).get("round", 1),
+            "round": results.round_of(doc),
             "cell": cell_label(cell),
             "torch": cell["torch"],
             "cudnn_source": CudnnSource.from_json(cell["cudnn"]).label,
@@ -84,60 +85,6 @@ def _numerics_columns(numerics: dict[str, Any] | None) -> dict[str, Any]:
     return {"rel_rmse": numerics.get("rel_rmse"), "within_tolerance": numerics.get("within_tolerance"),
             "bitwise_repeatable": numerics.get("bitwise_repeatable"), "nan_count": numerics.get("nan_count"),
             "digest": numerics.get("digest")}  # fmt: skip
-
-
-def numerics_summary(frame: pd.DataFrame, plan: Plan) -> pd.DataFrame:
-    """Per cell: how many measurements were checked, repeatable, within tolerance, NaN-free, equal to the baseline."""
-    if "digest" not in frame or frame["digest"].isna().all():
-        return pd.DataFrame()
-    checked = frame[frame["digest"].notna()]
-    baseline = checked[checked["cell_id"] == plan.baseline_id].set_index(KEYS)["digest"]
-    rows = []
-    for cell in plan.cells:
-        mine = checked[checked["cell_id"] == cell.id]
-        if mine.empty:
-            continue
-        same = mine.set_index(KEYS)["digest"].reindex(baseline.index)
-        comparable = same.notna()
-        rows.append({
-            "cell_id": cell.id, "checked": len(mine),
-            "not_repeatable": int(mine["bitwise_repeatable"].eq(False).sum()),
-            "outside_tolerance": int(mine["within_tolerance"].eq(False).sum()),
-            "with_nan": int((mine["nan_count"].fillna(0) > 0).sum()),
-            "same_digest_as_baseline": f"{int((same[comparable] == baseline[comparable]).sum())}/{int(comparable.sum())}",
-        })  # fmt: skip
-    return pd.DataFrame(rows)
-
-
-def medians(frame: pd.DataFrame, plan: Plan) -> pd.DataFrame:
-    """Median over rounds of the per-round median seconds, per workload x dtype x knobs (rows), one
-    column per cell in plan order. The lower median, so every number is one result file's value."""
-    if frame.empty or "median_s" not in frame:
-        return pd.DataFrame()
-    ok = frame[frame["status"] == "ok"]
-    table = ok.pivot_table(index=KEYS, columns="cell_id", values="median_s", aggfunc=_median_low, sort=False)
-    return table[[c.id for c in plan.cells if c.id in table.columns]]
-
-
-def median_files(frame: pd.DataFrame) -> dict[tuple[str, str, str, str], str]:
-    """(cell_id, workload, dtype, knobs) -> the result file holding the value ``medians`` shows."""
-    ok = frame[frame["status"] == "ok"].sort_values("median_s")
-    out = {}
-    for (cell_id, *key), rows in ok.groupby(["cell_id", *KEYS], sort=False):
-        out[(cell_id, *key)] = rows["file"].iloc[(len(rows) - 1) // 2]
-    return out  # type: ignore[return-value]
-
-
-def _median_low(values: pd.Series) -> float:
-    ordered = sorted(values)
-    return ordered[(len(ordered) - 1) // 2]
-
-
-def speedups(table: pd.DataFrame, baseline_id: str) -> pd.DataFrame:
-    """baseline median / cell median per row: > 1 means the cell is faster than the baseline."""
-    if baseline_id not in table.columns:
-        return pd.DataFrame(index=table.index)
-    return table.rdiv(table[baseline_id], axis=0)
 
 
 def samples(loaded: LoadedResults) -> dict[tuple[str, str, str, str], list[float]]:

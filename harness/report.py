@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 from tabulate import tabulate
 
-from harness import compare, jsonio, schemas, verdicts
+from harness import compare, jsonio, results, schemas, verdicts
 from harness.compare import KEYS
 from harness.matrix import Plan
 from harness.results import LoadedResults
@@ -90,7 +90,7 @@ def analyze(
     timing = verdicts.timing(frame, view.baseline, view.groups, view.threshold_pct, view.alpha, samples)
     numerics = verdicts.numerics(frame, view.baseline, view.groups) if not frame.empty else pd.DataFrame()
     failed_runs = [
-        f"{group} round {(doc.get('run') or {}).get('round', 1)} ({file}): "
+        f"{group} round {results.round_of(doc)} ({file}): "
         f"{doc['failure']['stage']}: {doc['failure']['reason']}"
         for group, entries in docs.items() for doc, file in entries if doc["status"] != "ok"
     ]  # fmt: skip
@@ -201,7 +201,7 @@ def _cells(view: View, analysis: Analysis, out_dir: Path, letters: dict[str, str
         ok = [(d, f) for d, f in entries if d["status"] == "ok"]
         doc = ok[0][0] if ok else (entries[0][0] if entries else {})
         cudnn = doc.get("cudnn") or {}
-        files = [_link(f"r{(d.get('run') or {}).get('round', 1)}", f, out_dir) for d, f in entries]
+        files = [_link(f"r{results.round_of(d)}", f, out_dir) for d, f in entries]
         rows.append((
             letters[group], group + (" (baseline)" if group == view.baseline else ""), view.labels.get(group, group),
             f"{len(ok)}/{len(entries)} ok" + (f", {view.rounds} asked" if view.rounds else ""),
@@ -316,7 +316,7 @@ def _scaling_section(
                     scaling["world_sizes"], scaling["median_step_s"], scaling["samples_per_s"], strict=True
                 )
                 rows.append((
-                    letters.get(group, group), (doc.get("run") or {}).get("round", 1), m["workload"], m["dtype"],
+                    letters.get(group, group), results.round_of(doc), m["workload"], m["dtype"],
                     "; ".join(f"{size}: {_duration(step)}, {rate:,.0f}/s" for size, step, rate in per_size),
                     _link(f"{scaling['efficiency']:.3f}" if scaling["efficiency"] is not None else "one GPU", file, out_dir),
                 ))  # fmt: skip
@@ -370,7 +370,7 @@ def _environment(view: View, analysis: Analysis, letters: dict[str, str]) -> Sec
             if gpu.get("uuid"):
                 uuids.add(gpu["uuid"])
             rows.append((
-                letters[group], f"r{(doc.get('run') or {}).get('round', 1)}", env["torch"]["version"],
+                letters[group], f"r{results.round_of(doc)}", env["torch"]["version"],
                 env["torch"].get("cuda") or "none",
                 f"{cudnn.get('runtime_version') or 'none'} (built for {cudnn.get('compile_version') or 'none'})",
                 "\n".join(cudnn.get("loaded_libraries", [])) or "none", gpu.get("name", "none (CPU)"),

@@ -47,6 +47,11 @@ class LoadedResults:
     duplicates: tuple[Duplicate, ...] = ()  # copies of runs already loaded: counted once, never as rounds
 
 
+def round_of(document: dict[str, Any]) -> int:
+    """Which round of its cell a result is (1 for results written before rounds were recorded)."""
+    return int((document.get("run") or {}).get("round", 1))
+
+
 def run_key(document: dict[str, Any]) -> tuple[str, str, str]:
     """What makes a run that run: its cell and when it started and finished. A copy under another name, the
     same folder given twice, a shard copied into another: all the same run, which must count once."""
