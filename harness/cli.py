@@ -351,7 +351,7 @@ def _run_plan(plan: Plan, args: argparse.Namespace) -> list[runner.CellOutcome]:
         raise InputError([Problem("--backend", "", "qualify runs and judges; 'run --backend k8s --dry-run' "
                                   "prints the Jobs")])  # fmt: skip
     if args.backend == "slurm":
-        return _run_slurm(plan, args, arguments.output_folder(out, "--out"))
+        return _run_slurm(plan, args, out)
     if args.backend:
         plan = dataclasses.replace(plan, backend=args.backend)
     backend = _backend(plan, args)
@@ -436,6 +436,7 @@ def _run_slurm(plan: Plan, args: argparse.Namespace, out: Path) -> list[runner.C
     req = slurm.request(
         plan, args.slurm_partition, args.slurm_account, args.slurm_time, args.slurm_gpus, exclusive
     )
+    arguments.output_folder(out, "--out")
     slurm.available()
     if plan.backend == "docker":
         from harness.backends.docker import image_identity

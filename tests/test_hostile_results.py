@@ -203,6 +203,7 @@ def test_an_output_folder_that_is_a_file_or_cannot_be_written_is_refused(tmp_pat
     shutil.copytree(LOCAL, compare_b)
     commands = {
         "run": ("run", "--matrix", matrix, "--out"),
+        "slurm": ("run", "--backend", "slurm", "--matrix", matrix, "--out"),  # refused before sbatch is asked
         "qualify": ("qualify", "--matrix", matrix, "--report-out"),
         "report": ("report", "--results", str(report_dir), "--out"),
         "compare": ("compare", str(LOCAL / "torch2.11.0-cu130_cudnn-bundled_fd7979a52b.r1.json.gz"),
