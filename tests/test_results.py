@@ -143,3 +143,12 @@ def test_result_files_are_read_compressed_or_plain_and_reads_are_bounded(tmp_pat
     (tmp_path / "cut.json.gz").write_bytes((tmp_path / "x.json.gz").read_bytes()[:12])
     with pytest.raises(ValueError, match="not a whole gzip file"):
         jsonio.read(tmp_path / "cut.json.gz")
+
+
+def test_the_suite_the_orchestrator_and_the_schema_agree_on_the_result_format():
+    from harness import backends, schemas
+    from harness.suite import RESULT_SCHEMA_VERSION
+
+    schema = json.loads((schemas.SCHEMA_DIR / "result.schema.json").read_text())
+    assert schema["properties"]["schema_version"]["const"] == RESULT_SCHEMA_VERSION
+    assert backends.RESULT_SCHEMA_VERSION is RESULT_SCHEMA_VERSION  # one constant, not two that may drift

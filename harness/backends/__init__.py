@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from harness import jsonio, resume
 from harness.matrix import Cell, Plan
+from harness.suite import RESULT_SCHEMA_VERSION  # the format the suite writes, and so do failed results
 
 
 class Backend(Protocol):
@@ -50,7 +51,6 @@ class Backend(Protocol):
         ...
 
 
-RESULT_SCHEMA_VERSION = 1  # the result format these backends write (schemas/result.schema.json)
 LOG_TAIL_CHARS = 4000
 MIN_FREE_BYTES = 4 * 1024 * 1024  # below this, a failed run is blamed on the disk, not the cell
 
