@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
@@ -123,29 +124,26 @@ def build_key(doc: dict[str, Any]) -> dict[str, str]:
 def comparability_problems(loaded: LoadedResults, group_of_file: dict[str, str] | None = None) -> list[str]:
     """Why these results must not be merged into one comparison (empty when they may be). The suite, GPU and
     driver must agree across all; the torch and cuDNN builds within each group (a cell, or a compare's side)."""
-    problems = _differing(loaded, comparability_key, None)
-    group_of = group_of_file or {
-        f: d["cell"]["id"] for d, f in zip(loaded.documents, loaded.files, strict=True)
-    }
-    for group in dict.fromkeys(group_of.values()):
-        problems += _differing(loaded, build_key, group, group_of)
+    ok = [  # a failed run has no numbers to compare
+        (doc, file) for doc, file in zip(loaded.documents, loaded.files, strict=True) if doc["status"] == "ok"
+    ]
+    groups: dict[str, list[tuple[dict[str, Any], str]]] = {}
+    for doc, file in ok:
+        groups.setdefault(group_of_file[file] if group_of_file else doc["cell"]["id"], []).append((doc, file))
+    problems = _differing(ok, comparability_key, "")
+    for group, entries in groups.items():
+        problems += _differing(entries, build_key, f" within {group}")
     return problems
 
 
 def _differing(
-    loaded: LoadedResults,
-    key: Any,
-    group: str | None,
-    group_of: dict[str, str] | None = None,
+    entries: list[tuple[dict[str, Any], str]], key: Callable[[dict[str, Any]], dict[str, str]], where: str
 ) -> list[str]:
     seen: dict[str, dict[str, list[str]]] = {}
-    for doc, file in zip(loaded.documents, loaded.files, strict=True):
-        if doc["status"] != "ok" or (group_of is not None and group_of.get(file) != group):
-            continue  # a failed run has no numbers to compare
+    for doc, file in entries:
         for field, value in key(doc).items():
             seen.setdefault(field, {}).setdefault(value, []).append(file)
     problems = []
-    where = f" within {group}" if group else ""
     for field, values in seen.items():
         if len(values) > 1:
             listing = "; ".join(

@@ -233,10 +233,10 @@ def move_aside(path: Path, folder_name: str) -> Path:
     return target
 
 
-def stored_plan(results_dir: Path) -> Plan:
+def stored_plan(results_dir: Path, remedy: str = "re-run the matrix to recreate it") -> Plan:
     """The plan.json of a results folder, checked as the untrusted input it is: its schema (every name that
     becomes a path or reaches a command is pattern-checked), cell ids that match their cells, a baseline
-    among them. Raises InputError naming what is wrong."""
+    among them. Raises InputError naming what is wrong and, for a damaged plan, ``remedy``."""
     plan_file = results_dir / PLAN_FILE
     source = str(plan_file)
     if not plan_file.exists() and not plan_file.is_symlink():
@@ -246,7 +246,7 @@ def stored_plan(results_dir: Path) -> Plan:
         raw = jsonio.read(plan_file, MAX_BYTES)
     except (OSError, ValueError, RecursionError) as exc:
         raise InputError([Problem(source, "", f"not a plan written by 'python -m harness run' ({exc}); "
-                                  "re-run the matrix to recreate it")]) from None  # fmt: skip
+                                  f"{remedy}")]) from None  # fmt: skip
     found = schemas.problems("plan", raw, source)
     if not found:
         for i, cell in enumerate(raw["cells"]):
@@ -257,7 +257,6 @@ def stored_plan(results_dir: Path) -> Plan:
         if raw["baseline"] not in {c["id"] for c in raw["cells"]}:
             found.append(Problem(source, "baseline", f"{raw['baseline']!r} is none of the plan's cells"))
     if found:
-        found.append(Problem(source, "", "not a plan written by 'python -m harness run'; re-run the matrix to "
-                             "recreate it"))  # fmt: skip
+        found.append(Problem(source, "", f"not a plan written by 'python -m harness run'; {remedy}"))
         raise InputError(found)
     return Plan.from_json(raw)

@@ -101,12 +101,7 @@ def _refuse_another_plan(plan: Plan, results_dir: Path) -> None:
     if not plan_file.exists() and not plan_file.is_symlink():
         return
     fix = "use another --out, or remove the folder if its results are no longer wanted"
-    try:
-        stored = results.stored_plan(results_dir)
-    except InputError as exc:
-        raise InputError(
-            [*exc.problems[:-1], Problem(str(plan_file), "", f"run will not replace it: {fix}")]
-        ) from None
+    stored = results.stored_plan(results_dir, remedy=f"run will not replace it: {fix}")
     if stored.name != plan.name:
         raise InputError([Problem(str(results_dir), "--out", f"holds the results of matrix {stored.name!r} "
                                   f"({results.PLAN_FILE}), not {plan.name!r}; {fix}")])  # fmt: skip

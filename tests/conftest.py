@@ -14,6 +14,18 @@ pytest_plugins = ["tests.docker_engine"]  # engine, base_image, wheelhouse
 
 REPO = Path(__file__).resolve().parent.parent
 GPU_REPORT = REPO / "reports" / "gpu-local-cudnn-sources"
+GPU_LOCAL_ROUNDS = (
+    REPO / "reports" / "gpu-docker" / "local"
+)  # 3 rounds a cell: large changes read inconclusive
+# A local matrix for hostile-input tests: BUDGET is replaced by the time budget under test.
+HOSTILE_MATRIX = """\
+schema_version: 1
+name: hostile
+backend: local
+axes: {torch: [installed], cudnn: [bundled, disabled]}
+suite: {workloads: [relu], dtypes: [fp32], time_budget_s: BUDGET}
+baseline: {cudnn: bundled}
+"""
 
 
 def harness_env() -> dict[str, str]:

@@ -19,24 +19,17 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from harness import cli
-from tests.conftest import GPU_REPORT
+from tests.conftest import GPU_LOCAL_ROUNDS, HOSTILE_MATRIX
 
-LOCAL = GPU_REPORT.parent / "gpu-docker" / "local"
+LOCAL = GPU_LOCAL_ROUNDS
 SCRATCH = Path(tempfile.mkdtemp(prefix="hostile-cli-"))
-MATRIX = """\
-schema_version: 1
-name: NAME
-backend: local
-axes: {torch: [installed], cudnn: [bundled, disabled]}
-suite: {workloads: [relu], dtypes: [fp32], time_budget_s: BUDGET}
-baseline: {cudnn: bundled}
-"""
+MATRIX = HOSTILE_MATRIX
 REFUSED_MATRICES = {
     "nan.yaml": MATRIX.replace("BUDGET", ".nan"),
     "huge.yaml": MATRIX.replace("BUDGET", "1e999"),
     "cu999.yaml": MATRIX.replace("[installed]", '["2.11.0+cu999"]').replace("local", "docker"),
     "base.yaml": MATRIX.replace("BUDGET", "0.1").replace("disabled]}", "disabled], base_image: [a, b]}"),
-    "escape.yaml": MATRIX.replace("NAME", "../../escape").replace("BUDGET", "0.1"),
+    "escape.yaml": MATRIX.replace("name: hostile", "name: ../../escape").replace("BUDGET", "0.1"),
     "keys.yaml": MATRIX.replace("BUDGET", "0.1") + "[a, b]: x\n",
     "text.yaml": "[[[",
     "empty.yaml": "",
@@ -52,8 +45,8 @@ def _pool() -> list[str]:
     (SCRATCH / "zero").symlink_to("/dev/zero")
     (SCRATCH / "empty").mkdir()
     for name, text in REFUSED_MATRICES.items():
-        (SCRATCH / name).write_text(text.replace("NAME", "hostile"))
-    (SCRATCH / "ok.yaml").write_text(MATRIX.replace("NAME", "hostile").replace("BUDGET", "0.1"))
+        (SCRATCH / name).write_text(text)
+    (SCRATCH / "ok.yaml").write_text(MATRIX.replace("BUDGET", "0.1"))
     paths = ["results", "one.json.gz", "a-file", "a-file/sub", "fifo", "zero", "empty", "missing", "/proc/x"]
     return [*paths, "results/plan.json", *REFUSED_MATRICES]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness import jsonio
-from tests.conftest import GPU_REPORT, REPO, run_cli
+from tests.conftest import GPU_LOCAL_ROUNDS, GPU_REPORT, HOSTILE_MATRIX, REPO, run_cli
 
 PAYLOAD = "▼ slower x'onmouseover='alert(1)"  # its last word once became a CSS class, unescaped
 
@@ -52,7 +52,7 @@ def test_no_string_from_a_result_file_reaches_an_html_attribute(tmp_path):
     assert not [n for n in parser.names if n.startswith("on")]  # ... never as markup
 
 
-LOCAL = GPU_REPORT.parent / "gpu-docker" / "local"  # 3 rounds a cell: its large changes read inconclusive
+LOCAL = GPU_LOCAL_ROUNDS
 
 
 def test_copies_of_a_run_count_once_however_they_arrive(tmp_path):
@@ -99,14 +99,7 @@ def test_a_measurement_repeated_inside_a_document_makes_it_invalid(tmp_path):
     assert "repeats measurements[0]" in problems[0].message
 
 
-MATRIX = """\
-schema_version: 1
-name: hostile
-backend: local
-axes: {torch: [installed], cudnn: [bundled, disabled]}
-suite: {workloads: [relu], dtypes: [fp32], time_budget_s: BUDGET}
-baseline: {cudnn: bundled}
-"""
+MATRIX = HOSTILE_MATRIX
 
 
 @pytest.mark.parametrize("budget", [".nan", ".inf", "-.inf", "1.0e+999"])
