@@ -25,7 +25,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness import jsonio, results
+from harness import jsonio
+from harness.results import documents
 
 Row = tuple[str, str, str]  # cuDNN source, workload, dtype
 
@@ -40,7 +41,7 @@ def source_of(doc_or_group: Any) -> str:
 
 def medians(folder: Path) -> tuple[dict[Row, float], list[dict[str, Any]]]:
     """Median over rounds of each round's median, per row; and the documents."""
-    docs = list(results.load(folder).documents)
+    docs = list(documents.load(folder).documents)
     per_row: dict[Row, list[float]] = {}
     for doc in docs:
         for m in doc["measurements"]:

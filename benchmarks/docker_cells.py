@@ -24,7 +24,9 @@ from pathlib import Path
 
 import docker
 
-from harness import images, matrix
+from harness import images
+from harness.backends import registry
+from harness.plan import matrix
 
 MATRIX = """
 schema_version: 1
@@ -82,7 +84,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="docker-bench-"))
     matrix_path = work / "matrix.yaml"
     matrix_path.write_text(MATRIX)
-    plan = matrix.load(matrix_path)
+    plan = matrix.load(matrix_path, cell_rules=registry.cell_problems)
     rendered = [images.render(c, images.BuildOptions(wheelhouse=args.wheelhouse)) for c in plan.cells]
 
     for image in client.images.list(name=images.IMAGE_REPO):

@@ -1,10 +1,10 @@
 """Errors the library raises; only ``harness.cli`` turns them into messages and exit codes.
 
-HarnessError             something went wrong; exit 1
-├── InputError           bad input (matrix, result documents, arguments); exit 2, one line per Problem
-└── BackendUnavailable   the machine cannot realize what was asked (no torch, no cuDNN found); exit 3
+HarnessError             something went wrong
+├── InputError           bad input (matrix, result documents, arguments): one line per Problem
+└── BackendUnavailable   the machine cannot realize what was asked (no torch, no cuDNN found)
     └── RunStopped       the run cannot go on (the engine went away, the disk is full); what
-                         finished is kept and the next run resumes; exit 3
+                         finished is kept and the next run resumes
 """
 
 from __future__ import annotations
@@ -28,19 +28,21 @@ class Problem:
 
 
 class HarnessError(Exception):
-    exit_code = 1
+    pass
 
 
 class InputError(HarnessError):
-    exit_code = 2
-
     def __init__(self, problems: list[Problem]) -> None:
         self.problems = problems
         super().__init__("\n".join(str(p) for p in problems))
 
+    @classmethod
+    def one(cls, source: str, field: str, message: str) -> InputError:
+        return cls([Problem(source, field, message)])
+
 
 class BackendUnavailable(HarnessError):
-    exit_code = 3
+    pass
 
 
 class RunStopped(BackendUnavailable):

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import harness
-from harness.cuda_bases import CPU_BASE, CUDA_BASES
 from harness.errors import InputError, Problem
-from harness.matrix import DEFAULT_IMAGE_PYTHON, Cell, Plan
+from harness.plan.cuda_bases import CPU_BASE, CUDA_BASES
+from harness.plan.model import DEFAULT_IMAGE_PYTHON, Cell, Plan
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "images"
 SUITE_DIR = Path(__file__).resolve().parent / "suite"
@@ -52,7 +52,7 @@ def base_image(cell: Cell) -> str:
     if cell.base_image != "auto":
         return cell.base_image
     variant = cell.torch.split("+")[1]
-    return CPU_BASE if variant == "cpu" else CUDA_BASES[variant]  # matrix.load refused any other
+    return CPU_BASE if variant == "cpu" else CUDA_BASES[variant]  # the docker rules refused any other
 
 
 def render(cell: Cell, options: BuildOptions, image_python: str = DEFAULT_IMAGE_PYTHON) -> RenderedImage:

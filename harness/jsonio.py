@@ -16,6 +16,8 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from harness.errors import InputError, Problem
+
 GZIP_MAGIC = b"\x1f\x8b"
 
 
@@ -126,3 +128,28 @@ def write_text_atomic(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def output_folder(path: Path, option: str) -> Path:
+    """``path`` as a folder this command may write into, created if missing; InputError (exit 2) naming
+    ``option`` when it is a file, lies under a file, or cannot be created or written."""
+    if path.exists() and not path.is_dir():
+        raise InputError(
+            [Problem(str(path), option, "is a file, not a folder; name a folder (it is created)")]
+        )
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".harness-write-test"
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:
+        raise InputError(
+            [
+                Problem(
+                    str(path),
+                    option,
+                    f"cannot be written here ({exc.strerror or exc}); name a writable folder",
+                )
+            ]
+        ) from None
+    return path

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import jsonio, results
+from harness import jsonio
+from harness.results import documents
 from tests.conftest import run_cli
 from tests.docker_engine import BASE, MATRIX, run_matrix
 
@@ -90,7 +91,7 @@ def ran(built, wheelhouse):
 def test_the_suite_runs_in_least_privilege_containers(ran):
     root, done = ran
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    loaded = results.load(root / "results")
+    loaded = documents.load(root / "results")
     assert loaded.quarantined == () and len(loaded.documents) == 2
     for doc in loaded.documents:
         assert doc["status"] == "ok" and doc["device"] == "cpu"
@@ -124,7 +125,7 @@ def test_rerun_uses_the_exact_image(ran, tmp_path):
     after = jsonio.read(tmp_path / result.name)
     assert after["status"] == "ok" and after["run"]["image"]["id"] == before["run"]["image"]["id"]
     assert after["run"]["rerun_of"] == before["started_at"]
-    assert results.check(tmp_path / result.name)[1] == []
+    assert documents.check(tmp_path / result.name)[1] == []
 
 
 def test_rerun_runs_only_what_the_harness_would_and_never_overwrites(ran, engine, tmp_path):
@@ -164,7 +165,7 @@ def test_a_failed_build_fails_its_cell_and_the_others_run(engine, base_image, wh
     )
     done = run_matrix(matrix, wheelhouse, tmp_path / "r")
     assert done.returncode == 1
-    docs = {d["cell"]["torch"]: d for d in results.load(tmp_path / "r").documents}
+    docs = {d["cell"]["torch"]: d for d in documents.load(tmp_path / "r").documents}
     assert docs["2.13.0+cpu"]["status"] == "ok"
     failed = docs["9.9.9+cpu"]
     assert failed["status"] == "failed" and failed["failure"]["stage"] == "build"
@@ -227,7 +228,7 @@ def test_gpu_cells_a_host_cannot_serve_fail_with_what_to_install(ran, mode, says
     root, _ = ran
     from harness.backends.docker import DockerBackend
     from harness.images import BuildOptions
-    from harness.matrix import Cell, CudnnSource, Plan
+    from harness.plan.model import Cell, CudnnSource, Plan
 
     doc = jsonio.read(next((root / "results").glob("torch*bundled*.json.gz")))
     plan = Plan.from_json(json.loads((root / "results" / "plan.json").read_text()))
@@ -286,7 +287,7 @@ def test_runs_go_concurrently_one_gpu_id_each_and_ctrl_c_removes_every_container
     out = tmp_path / "results"
     done = run_matrix(matrix, wheelhouse, out, "--gpus", "0,1")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    docs = sorted(results.load(out).documents, key=lambda d: d["run"]["gpus"])
+    docs = sorted(documents.load(out).documents, key=lambda d: d["run"]["gpus"])
     assert [d["run"]["gpus"] for d in docs] == [["0"], ["1"]]
     assert docs[0]["started_at"] < docs[1]["finished_at"] and docs[1]["started_at"] < docs[0]["finished_at"]
     assert all(d["run"]["container"]["gpus"] is False for d in docs)  # a CPU suite gets no GPU at all
@@ -318,7 +319,7 @@ def test_a_gpu_run_asks_the_engine_for_exactly_its_gpu_ids(ran):
     root, _ = ran
     from harness.backends.docker import DockerBackend
     from harness.images import BuildOptions
-    from harness.matrix import Cell, CudnnSource, Plan
+    from harness.plan.model import Cell, CudnnSource, Plan
 
     plan = Plan.from_json(json.loads((root / "results" / "plan.json").read_text()))
     gpu_cell = Cell("2.13.0+cu130", CudnnSource("bundled"), BASE, "3.11")
@@ -341,7 +342,7 @@ def test_slurm_tasks_run_each_cell_in_its_container(built, wheelhouse, tmp_path)
     done = run_matrix(matrix, wheelhouse, out, "--backend", "slurm", "--slurm-time", "20")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "each task runs the docker backend there" in done.stdout
-    docs = results.load(out).documents
+    docs = documents.load(out).documents
     assert len(docs) == 2 and all(d["status"] == "ok" for d in docs)
     for doc in docs:
         assert doc["run"]["backend"] == "docker" and doc["run"]["image"]["id"].startswith("sha256:")
@@ -355,7 +356,7 @@ def test_torch_from_the_image_builds_no_torch_layer_and_records_what_the_image_h
     PyTorch container); {system: image} on a base without NVIDIA's cuDNN fails its build saying so;
     with GPU access the host cannot serve, nothing can run: exit 3."""
     from harness.images import BuildOptions, render
-    from harness.matrix import Cell, CudnnSource
+    from harness.plan.model import Cell, CudnnSource
 
     base = render(
         Cell("2.13.0+cpu", CudnnSource("bundled"), BASE, "3.11"), BuildOptions(wheelhouse=wheelhouse)
@@ -377,7 +378,7 @@ baseline: {{cudnn: bundled}}
     out = tmp_path / "r"
     done = run_cli("run", "--matrix", str(matrix), "--out", str(out), timeout=900)
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
-    docs = {d["cell"]["id"].split("_")[1]: d for d in results.load(out).documents}
+    docs = {d["cell"]["id"].split("_")[1]: d for d in documents.load(out).documents}
     assert sorted(docs) == ["cudnn-bundled", "cudnn-disabled", "cudnn-system-image"]
     for name in ("cudnn-bundled", "cudnn-disabled"):
         doc = docs[name]
@@ -407,5 +408,5 @@ baseline: {{cudnn: bundled}}
         assert gpu.returncode == 3, gpu.stdout[-3000:] + gpu.stderr[-3000:]
         assert "nothing could run: gpu_access " + mode in gpu.stderr and says in gpu.stderr
         assert "Traceback" not in gpu.stdout + gpu.stderr
-        for doc in results.load(tmp_path / mode).documents:
+        for doc in documents.load(tmp_path / mode).documents:
             assert doc["failure"]["stage"] == "gpu-access" and doc["run"]["gpu_access"]["mode"] == mode

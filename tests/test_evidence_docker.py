@@ -5,14 +5,14 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from harness import results
+from harness.results import documents
 from tests.conftest import REPO, harness_env
 
 EVIDENCE = REPO / "reports" / "gpu-docker"
 
 
 def test_every_docker_result_ran_in_a_least_privilege_container_with_the_gpu_in_devices_mode():
-    loaded = results.load(EVIDENCE / "results")
+    loaded = documents.load(EVIDENCE / "results")
     assert loaded.quarantined == () and len(loaded.documents) == 21
     for doc in loaded.documents:
         run = doc["run"]

@@ -19,7 +19,8 @@ from pathlib import Path
 import docker
 import pytest
 
-from harness import jsonio, results
+from harness import jsonio
+from harness.results import documents
 from tests.conftest import REPO, harness_env
 from tests.docker_engine import MATRIX, run_matrix
 
@@ -59,7 +60,7 @@ def test_an_out_of_memory_kill_fails_the_cell_with_its_reason_and_log(
     found = docs(out)
     assert len(found) == 2
     for name, doc in found.items():
-        assert results.check(out / name)[1] == []  # a failed result is still a valid document
+        assert documents.check(out / name)[1] == []  # a failed result is still a valid document
         assert doc["status"] == "failed"
         assert "ran out of memory (limit 768m) and was killed by the OOM killer" in doc["failure"]["reason"]
         assert "[1/2] relu fp32" in doc["failure"]["log_tail"]  # the log shows how far the cell got
@@ -101,7 +102,7 @@ def test_a_container_killed_from_outside_fails_only_its_cell(engine, base_image,
     assert [d["status"] for d in final.values()] == ["ok", "ok"]
     assert (out / "quarantine" / bundled_file).exists()
     for name in final:
-        assert results.check(out / name)[1] == []
+        assert documents.check(out / name)[1] == []
 
 
 def test_an_image_removed_after_its_build_is_built_again(engine, base_image, wheelhouse, tmp_path):
@@ -110,7 +111,7 @@ def test_an_image_removed_after_its_build_is_built_again(engine, base_image, whe
         "baseline: {cudnn: bundled}", "baseline: {cudnn: disabled}"))  # fmt: skip
     from harness.backends.docker import DockerBackend
     from harness.images import BuildOptions
-    from harness.matrix import load
+    from harness.plan.matrix import load
 
     plan = load(matrix)
     backend = DockerBackend(BuildOptions(wheelhouse=wheelhouse))
@@ -180,7 +181,7 @@ def test_an_engine_restart_mid_matrix_stops_the_run_and_the_next_run_completes(
     )
     kept = docs(out)  # runs that finished before the engine went down are whole and kept
     assert len(kept) < 2 and all(d["status"] == "ok" for d in kept.values())
-    assert all(results.check(out / name)[1] == [] for name in kept)
+    assert all(documents.check(out / name)[1] == [] for name in kept)
 
     client = docker.from_env(timeout=600)
     resumed = run_matrix(matrix, wheelhouse, out)
@@ -215,7 +216,7 @@ def test_a_full_output_disk_stops_the_run_and_keeps_only_whole_results(
         assert done.returncode == 3, done.stdout[-3000:] + done.stderr[-3000:]
         assert f"cannot write into {out} (No space left on device)" in done.stderr
         for path in out.glob("torch*.json.gz"):
-            assert results.check(path)[1] == []  # whatever is there is whole
+            assert documents.check(path)[1] == []  # whatever is there is whole
         assert not list(out.glob(".tmp-*"))
     finally:
         subprocess.run(["umount", str(out)], check=True)

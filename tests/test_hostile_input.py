@@ -18,8 +18,12 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness import images, jsonio, matrix, results
+from harness import images, jsonio
+from harness.backends import registry
 from harness.errors import InputError
+from harness.plan import matrix
+from harness.plan.model import Plan
+from harness.results import documents
 from harness.suite.summary import summarize
 from tests.conftest import GPU_REPORT, run_cli
 
@@ -89,13 +93,13 @@ def replaced(tree: Any, path: tuple, value: Any) -> Any:
     return tree
 
 
-def load(document: Any) -> matrix.Plan:
+def load(document: Any) -> Plan:
     path = SCRATCH / "matrix.yaml"
     path.write_text(yaml.safe_dump(document, allow_unicode=True))
-    return matrix.load(path, known_workloads=WORKLOADS)
+    return matrix.load(path, WORKLOADS, registry.cell_problems)
 
 
-def assert_safe(plan: matrix.Plan) -> None:
+def assert_safe(plan: Plan) -> None:
     """What an accepted matrix can carry into a path, a shell command or a Dockerfile."""
     assert SAFE_ID.match(plan.name)
     for cell in plan.cells:
@@ -141,7 +145,7 @@ def test_arbitrary_text_is_a_matrix_or_a_clear_refusal(text):
     path = SCRATCH / "text.yaml"
     path.write_text(text, encoding="utf-8", errors="surrogatepass")
     try:
-        plan = matrix.load(path, known_workloads=WORKLOADS)
+        plan = matrix.load(path, WORKLOADS, registry.cell_problems)
     except InputError as exc:
         assert exc.problems
         return
@@ -181,7 +185,7 @@ for _m in SMALL_RESULT["measurements"]:  # 5 equal samples: small, and still a c
 def test_the_small_result_is_valid_before_it_is_damaged(tmp_path):
     file = tmp_path / "result.json"
     file.write_text(json.dumps(SMALL_RESULT))
-    assert results.check(file)[1] == []
+    assert documents.check(file)[1] == []
 
 
 @settings(max_examples=300, deadline=None)
@@ -191,7 +195,7 @@ def test_a_result_with_any_field_replaced_is_checked_without_crashing(data):
     value = data.draw(json_value | st.sampled_from([float("nan"), float("inf"), -1.0, 0.0, 1e308]))
     file = SCRATCH / "result.json"
     file.write_text(json.dumps(replaced(SMALL_RESULT, path, value)))
-    document, problems = results.check(file)
+    document, problems = documents.check(file)
     assert (document is None) == bool(problems)
     if value != value or (value in (float("inf"), -1.0) and path[-2:-1] == ("samples_s",)):
         assert problems  # NaN never passes; nor does a negative or infinite time
@@ -203,7 +207,7 @@ def test_a_result_naming_a_path_outside_its_folder_is_refused(tmp_path):
         document["cell"]["id"] = forged_id
         file = tmp_path / "forged.json"
         file.write_text(json.dumps(document))
-        assert results.check(file)[0] is None
+        assert documents.check(file)[0] is None
         done = run_cli("rerun", str(file), "--out", str(tmp_path / "out"))
         assert done.returncode == 2 and "cell.id" in done.stderr and "Traceback" not in done.stderr
         assert not (tmp_path / "out").exists() and not (tmp_path.parent / "etc").exists()

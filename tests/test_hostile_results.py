@@ -88,13 +88,13 @@ def test_copies_of_a_run_count_once_however_they_arrive(tmp_path):
 
 
 def test_a_measurement_repeated_inside_a_document_makes_it_invalid(tmp_path):
-    from harness import results
+    from harness.results import documents
 
     doc = jsonio.read(next(LOCAL.glob("*bundled*.r1.json.gz")))
     doc["measurements"].append(doc["measurements"][0])
     path = tmp_path / "repeated.json.gz"
     jsonio.write_atomic(path, doc)
-    _, problems = results.check(path)
+    _, problems = documents.check(path)
     assert [p.field for p in problems] == [f"measurements[{len(doc['measurements']) - 1}]"]
     assert "repeats measurements[0]" in problems[0].message
 
@@ -147,13 +147,13 @@ def test_a_fifo_or_a_device_is_refused_at_once_as_a_matrix_plan_or_result(tmp_pa
 
 
 def test_an_infinite_number_in_a_result_file_makes_it_invalid(tmp_path):
-    from harness import results
+    from harness.results import documents
 
     source = next(LOCAL.glob("*bundled*.r1.json.gz"))
     text = json.dumps(jsonio.read(source)).replace('"duration_s": ', '"duration_s": 1e999, "x": ', 1)
     path = tmp_path / "inf.json"
     path.write_text(text)
-    _, problems = results.check(path)
+    _, problems = documents.check(path)
     assert problems and "1e999 is not a finite number" in problems[0].message
 
 
@@ -306,13 +306,13 @@ def _damaged(**change: object):
     ],
 )
 def test_a_result_that_contradicts_itself_is_invalid(tmp_path, damage, field):
-    from harness import results
+    from harness.results import documents
 
     doc = jsonio.read(next(LOCAL.glob("*bundled*.r1.json.gz")))
     damage(doc)
     path = tmp_path / "damaged.json.gz"
     jsonio.write_atomic(path, doc)
-    _, problems = results.check(path)
+    _, problems = documents.check(path)
     assert field in [p.field for p in problems], problems
 
 

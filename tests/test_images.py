@@ -9,7 +9,7 @@ import pytest
 
 from harness import images
 from harness.errors import InputError
-from harness.matrix import Cell, CudnnSource
+from harness.plan.model import Cell, CudnnSource
 from tests.conftest import run_cli
 
 CUDA = dict(torch="2.11.0+cu130", base_image="auto", python="3.12")
@@ -158,7 +158,7 @@ def test_a_base_pinned_by_digest_is_used_as_written(write_matrix):
     assert (
         images.labels(
             rendered,
-            __import__("harness.matrix").matrix.Plan(
+            __import__("harness.plan.model").plan.model.Plan(
                 "p", "docker", (rendered.cell,), rendered.cell.id, (), {}, 5.0
             ),
         )["org.opencontainers.image.base.name"]

@@ -10,10 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from harness import jsonio, matrix, results
+from harness import jsonio
 from harness.backends import cudnn_dirs
 from harness.backends.local import LocalBackend
 from harness.errors import BackendUnavailable
+from harness.plan import matrix
+from harness.results import documents
 from tests.conftest import run_cli
 
 SMOKE = """
@@ -58,7 +60,7 @@ def test_qualify_runs_every_cell_and_reports_failed_ones(smoke_run):
     assert done.returncode == 3, done.stdout + done.stderr  # two cells could not run on this machine
     assert "outcome: infrastructure-failure (exit 3)" in done.stdout
     assert done.stdout.count("RUN FAILED:") == 2
-    loaded = results.load(root / "results")
+    loaded = documents.load(root / "results")
     assert loaded.quarantined == ()
     by_source = {d["cell"]["id"]: d for d in loaded.documents}
     assert set(by_source) == {c.id for c in plan.cells}

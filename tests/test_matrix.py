@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import matrix
+from harness.backends import registry
 from harness.errors import InputError
+from harness.plan import matrix
+from harness.plan.model import Cell, Plan
 from tests.conftest import run_cli
 
 VALID = """
@@ -24,14 +26,14 @@ baseline: {torch: "2.11.0+cu130", cudnn: bundled}
 AXIS_END = "  cudnn: [bundled, {system: auto}, disabled]\n"
 
 
-def load_text(write_matrix, text: str) -> matrix.Plan:
-    return matrix.load(write_matrix(text), known_workloads=["gemm", "relu"])
+def load_text(write_matrix, text: str) -> Plan:
+    return matrix.load(write_matrix(text), ["gemm", "relu"], registry.cell_problems)
 
 
 def problems_of(write_matrix, text: str) -> list[str]:
     path = write_matrix(text)
     with pytest.raises(InputError) as caught:
-        matrix.load(path, known_workloads=["gemm", "relu"])
+        matrix.load(path, ["gemm", "relu"], registry.cell_problems)
     problems = [str(p) for p in caught.value.problems]
     assert problems and all(p.startswith(f"{path}:") for p in problems), problems
     return problems
@@ -62,7 +64,7 @@ def test_cell_ids_are_stable_readable_and_unique(write_matrix):
     }
     system = next(c for c in first.cells if c.cudnn.kind == "system" and c.torch == "2.11.0+cu130")
     assert system.id.startswith("torch2.11.0-cu130_cudnn-system-auto_")
-    assert matrix.Cell.from_json(system.to_json()).id == system.id
+    assert Cell.from_json(system.to_json()).id == system.id
 
 
 def test_exclude_removes_and_include_adds(write_matrix):
@@ -198,7 +200,7 @@ def test_invalid_input_is_refused_with_a_located_message(write_matrix, text, exp
 def test_problems_name_the_file_line_and_field(write_matrix):
     path = write_matrix(VALID.replace("disabled]", "disabled, sometimes]"))
     with pytest.raises(InputError) as caught:
-        matrix.load(path)
+        matrix.load(path, cell_rules=registry.cell_problems)
     (problem,) = caught.value.problems
     assert problem.source == str(path)
     assert problem.line == 5

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from harness import jsonio, report, results, schemas
+from harness import jsonio, schemas
+from harness.report import markdown, model
+from harness.results import documents
 from tests.conftest import GPU_REPORT, REPO, run_cli
 
 VERDICTS = REPO / "reports" / "gpu-verdicts"
@@ -63,7 +66,7 @@ def test_every_number_links_to_the_result_file_it_came_from(verdict_report):
     text = (out / "report.md").read_text()
     for shard in SHARDS:
         for path in shard.glob("torch*.json.gz"):
-            assert f"({Path(report.os.path.relpath(path, out))})" in text
+            assert f"({Path(os.path.relpath(path, out))})" in text
     rows = [
         ln for ln in section(text, "Verdicts against the baseline").splitlines() if ln.startswith("| sdpa ")
     ]
@@ -143,8 +146,8 @@ def test_one_round_per_side_gives_numbers_but_no_verdict(tmp_path):
 
 
 def test_table_cells_can_never_break_a_markdown_table():
-    text = report._table(
-        [["a|b", "line\nbreak", None, report.Link("x|y", "f (1).json")]], ["h|1", "h2", "h3", "h4"]
+    text = markdown.table(
+        [["a|b", "line\nbreak", None, model.Value("x|y", href="f (1).json")]], ["h|1", "h2", "h3", "h4"]
     )
     header, _rule, row = text.splitlines()
     assert row.count("|") - row.count("\\|") == header.count("|") - header.count("\\|") == 5
@@ -167,7 +170,7 @@ SUITE_REPORT = GPU_REPORT.parent / "gpu-suite-default-0.5"
 
 def test_the_default_suite_results_are_valid(tmp_path):
     for path in sorted((SUITE_REPORT / "results").glob("torch*.json.gz")):
-        document, problems = results.check(path)
+        document, problems = documents.check(path)
         assert problems == [], problems[:3]
         ok = [m for m in document["measurements"] if m["status"] == "ok"]
         assert len(ok) >= 250 and len({m["workload"] for m in ok}) >= 60
@@ -201,7 +204,7 @@ def test_the_two_gpu_runs_went_concurrently_one_gpu_each(tmp_path):
     assert len(one) == len(two) == 6
     docs = {}
     for path in one + two:
-        document, problems = results.check(path)
+        document, problems = documents.check(path)
         assert problems == [] and document["status"] == "ok", problems[:3]
         docs[path] = document
     assert {tuple(docs[p]["run"]["gpus"]) for p in one} == {("0",)}
@@ -230,7 +233,7 @@ def test_a_ddp_result_reports_its_scaling(tmp_path):
     paths = sorted((MULTI / "ddp").glob("*.r*.json.gz"))
     assert len(paths) == 3
     for path in paths:
-        document, problems = results.check(path)
+        document, problems = documents.check(path)
         assert problems == [] and document["run"]["gpus"] == ["0", "1"]
         assert all(m["params"]["backend"] == "nccl" and m["params"]["world_size"] == 2
                    for m in document["measurements"])  # fmt: skip

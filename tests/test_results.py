@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import jsonio, results
+from harness import jsonio
+from harness.results import documents
 from tests.conftest import GPU_REPORT, run_cli
 
 GPU_RESULTS = sorted((GPU_REPORT / "results").glob("torch*.json.gz"))
@@ -29,7 +30,7 @@ def write(tmp_path: Path, doc: dict, name: str = "cell.json") -> Path:
 def test_committed_gpu_results_are_valid():
     assert len(GPU_RESULTS) == 3
     for path in GPU_RESULTS:
-        document, problems = results.check(path)
+        document, problems = documents.check(path)
         assert problems == [] and document is not None
 
 
@@ -77,7 +78,7 @@ def _lie_median(doc):
 def test_invalid_documents_are_refused(tmp_path, good, mutate, expected):
     doc = copy.deepcopy(good)
     mutate(doc)
-    document, problems = results.check(write(tmp_path, doc))
+    document, problems = documents.check(write(tmp_path, doc))
     assert document is None
     assert any(expected in str(p) for p in problems), [str(p) for p in problems]
 
@@ -88,24 +89,24 @@ def test_nan_truncated_and_huge_files_are_refused(tmp_path, good, monkeypatch):
     nan.write_text(text.replace(str(measurement(good)["stats"]["median"]), "NaN", 1))
     truncated = tmp_path / "truncated.json"
     truncated.write_text(text[: len(text) // 2])
-    assert "not valid JSON" in str(results.check(nan)[1][0])
-    assert "not valid JSON" in str(results.check(truncated)[1][0])
-    monkeypatch.setattr(results, "MAX_BYTES", 1000)
-    assert "the limit is 1000" in str(results.check(nan)[1][0])
+    assert "not valid JSON" in str(documents.check(nan)[1][0])
+    assert "not valid JSON" in str(documents.check(truncated)[1][0])
+    monkeypatch.setattr(documents, "MAX_BYTES", 1000)
+    assert "the limit is 1000" in str(documents.check(nan)[1][0])
 
 
 def test_load_quarantines_invalid_files_and_keeps_valid_ones(tmp_path, good):
     shutil.copy(GPU_REPORT / "results" / "plan.json", tmp_path / "plan.json")
     write(tmp_path, good, GPU_RESULTS[0].name)
     (tmp_path / "broken.json").write_text('{"schema_version": 1, "cell": ')
-    loaded = results.load(tmp_path)
+    loaded = documents.load(tmp_path)
     assert [d["cell"]["id"] for d in loaded.documents] == [good["cell"]["id"]]
     assert [q.name for q in loaded.quarantined] == ["broken.json"]
     assert not (tmp_path / "broken.json").exists()
     assert (tmp_path / "quarantine" / "broken.json").read_text() == '{"schema_version": 1, "cell": '
     assert "not valid JSON" in (tmp_path / "quarantine" / "broken.json.problems.txt").read_text()
     # quarantined files stay listed on the next load
-    assert [q.name for q in results.load(tmp_path).quarantined] == ["broken.json"]
+    assert [q.name for q in documents.load(tmp_path).quarantined] == ["broken.json"]
 
 
 def test_cli_validate_exit_codes(tmp_path, good):
@@ -146,9 +147,10 @@ def test_result_files_are_read_compressed_or_plain_and_reads_are_bounded(tmp_pat
 
 
 def test_the_suite_the_orchestrator_and_the_schema_agree_on_the_result_format():
-    from harness import backends, schemas
+    from harness import schemas
+    from harness.backends import records
     from harness.suite import RESULT_SCHEMA_VERSION
 
     schema = json.loads((schemas.SCHEMA_DIR / "result.schema.json").read_text())
     assert schema["properties"]["schema_version"]["const"] == RESULT_SCHEMA_VERSION
-    assert backends.RESULT_SCHEMA_VERSION is RESULT_SCHEMA_VERSION  # one constant, not two that may drift
+    assert records.RESULT_SCHEMA_VERSION is RESULT_SCHEMA_VERSION  # one constant, not two that may drift

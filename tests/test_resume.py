@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import jsonio, results
+from harness import jsonio
+from harness.results import documents
 from tests.conftest import REPO, harness_env, run_cli
 
 MATRIX = """
@@ -97,7 +98,7 @@ def test_a_killed_orchestrator_leaves_nothing_partial_and_the_next_run_resumes(m
     time.sleep(0.5)
     assert not suite_processes(out)
     for path in out.glob("torch*.json.gz"):  # whatever was written is a whole, valid document
-        assert results.check(path)[1] == []
+        assert documents.check(path)[1] == []
 
     resumed = run_cli("run", "--matrix", str(matrix_file), "--out", str(out))
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
@@ -176,7 +177,7 @@ def test_a_damaged_result_is_quarantined_and_run_again(matrix_file, tmp_path):
     quarantined = {p.name for p in (out / "quarantine").glob("*.json.gz")}
     assert quarantined == {victim.name, forged.name}
     for path in out.glob("torch*.json.gz"):
-        assert results.check(path)[1] == []
+        assert documents.check(path)[1] == []
 
 
 def test_results_made_differently_are_superseded_not_kept(matrix_file, tmp_path):
@@ -255,7 +256,7 @@ def test_a_disk_filled_mid_run_stops_the_run_keeps_what_was_whole_and_the_next_r
         assert "nothing partial was kept; fix that and run again to resume" in stderr
         kept = result_files(out)
         assert 1 <= len(kept) < 4
-        assert all(results.check(out / name)[1] == [] for name in kept)
+        assert all(documents.check(out / name)[1] == [] for name in kept)
         assert not list(out.glob(".tmp-*"))
 
         filler.unlink()  # room again: the same command completes the matrix, keeping what was whole

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness import results
+from harness.results import documents
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -42,7 +42,7 @@ def _harness(*args: str, **kwargs) -> subprocess.CompletedProcess[str]:
 def _runs(out: Path) -> list[dict]:
     docs = []
     for path in sorted(out.glob("*.r*.json.gz")):
-        doc, problems = results.check(path)
+        doc, problems = documents.check(path)
         assert not problems, problems
         docs.append(doc)
     return docs

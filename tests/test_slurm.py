@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness import results
+from harness.results import documents
 from tests.conftest import REPO, harness_env, require_slurm, run_cli
 
 
@@ -39,7 +39,7 @@ def _matrix(tmp_path: Path, workload: str = "relu", budget: float = 0.2, **slurm
 def _results(out: Path) -> list[dict]:
     docs = []
     for path in sorted(out.glob("*.r*.json.gz")):
-        document, problems = results.check(path)
+        document, problems = documents.check(path)
         assert problems == [], problems
         docs.append(document)
     return docs

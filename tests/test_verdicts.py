@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness import stats, verdicts
-from harness.compare import KEYS
+from harness.report import stats, verdicts
+from harness.report.frames import KEYS
 
 ROUNDS = 7
 
@@ -26,7 +26,7 @@ def round_medians(
 @pytest.mark.parametrize("seed", range(20))
 def test_a_a_comparisons_never_call_a_regression(seed):
     rng = np.random.default_rng(seed)
-    result = stats.compare(round_medians(rng, 1.0), round_medians(rng, 1.0), 5.0, 0.002)
+    result = stats.judge(round_medians(rng, 1.0), round_medians(rng, 1.0), 5.0, 0.002)
     assert result.verdict == "same", result.reason
     assert result.ci_low <= 1 <= result.ci_high or abs(result.ratio - 1) < 0.002
 
@@ -38,7 +38,7 @@ def test_a_a_comparisons_never_call_a_regression(seed):
 @pytest.mark.parametrize("seed", range(5))
 def test_planted_changes_against_a_5_percent_threshold(slowdown, expected, seed):
     rng = np.random.default_rng(100 + seed)
-    result = stats.compare(round_medians(rng, 1.0), round_medians(rng, slowdown), 5.0, 0.002)
+    result = stats.judge(round_medians(rng, 1.0), round_medians(rng, slowdown), 5.0, 0.002)
     assert result.verdict == expected, result.reason
     assert result.ratio == pytest.approx(slowdown, rel=0.002)
     assert result.ci_low <= result.ratio <= result.ci_high
@@ -46,20 +46,18 @@ def test_planted_changes_against_a_5_percent_threshold(slowdown, expected, seed)
 
 def test_too_few_rounds_for_the_significance_level_is_inconclusive_and_says_why():
     rng = np.random.default_rng(7)
-    result = stats.compare(round_medians(rng, 1.0, 3), round_medians(rng, 1.10, 3), 5.0, 0.002)
+    result = stats.judge(round_medians(rng, 1.0, 3), round_medians(rng, 1.10, 3), 5.0, 0.002)
     assert result.verdict == "inconclusive"
     assert "smallest attainable p is 0.1" in result.reason
     assert stats.smallest_p(7, 7) < 0.002 < stats.smallest_p(6, 6)
     # a looser alpha that 3 rounds can reach makes the same data a regression
-    assert (
-        stats.compare(round_medians(rng, 1.0, 5), round_medians(rng, 1.10, 5), 5.0, 0.01).verdict == "slower"
-    )
+    assert stats.judge(round_medians(rng, 1.0, 5), round_medians(rng, 1.10, 5), 5.0, 0.01).verdict == "slower"
 
 
 def test_one_process_per_side_gives_a_ratio_but_no_verdict():
     rng = np.random.default_rng(3)
     a, b = list(rng.normal(1e-3, 1e-5, 500)), list(rng.normal(2e-3, 1e-5, 500))
-    result = stats.compare(a, b, 5.0, 0.002, basis="samples")
+    result = stats.judge(a, b, 5.0, 0.002, basis="samples")
     assert result.verdict == "inconclusive" and result.ratio == pytest.approx(2.0, rel=0.01)
     assert "one process per side" in result.reason
 

@@ -26,18 +26,13 @@ from pathlib import Path
 from typing import Any
 
 import harness
-from harness import images, jsonio, resume, suite_listing
-from harness.backends import (
-    failed_result,
-    finish_result,
-    gpu_access,
-    log_tail,
-    needs_gpu,
-    read_suite_result,
-    suite_arguments,
-)
+from harness import images, jsonio, suite_listing
+from harness.backends import gpu_access
+from harness.backends.base import needs_gpu, suite_arguments
+from harness.backends.records import failed_result, finish_result, log_tail, read_suite_result
 from harness.errors import BackendUnavailable, InputError, Problem, RunStopped
-from harness.matrix import Cell, Plan
+from harness.plan.model import Cell, Plan
+from harness.results import folder, resume
 
 try:
     import docker
@@ -60,6 +55,29 @@ class Build:
     seconds: float = 0.0
     error: str | None = None
     log_tail: str = ""
+
+    @property
+    def cell_id(self) -> str:
+        return self.image.cell.id
+
+    @property
+    def state(self) -> str:
+        return "FAILED" if self.error else ("cached" if self.cached else "built")
+
+
+def build_all(options: images.BuildOptions, plan: Plan, log_dir: Path, say: Callable[[str], None],
+              progress: Callable[[str], None] | None = None) -> list[Build]:  # fmt: skip
+    """``images``: build every cell's image (those whose tag exists are cached), each log in ``log_dir``."""
+    backend = DockerBackend(options, progress=progress)
+    jsonio.output_folder(log_dir, "--log-dir")
+    built = []
+    for index, cell in enumerate(plan.cells, 1):
+        say(f"[{index}/{len(plan.cells)}] {cell.id}: building")
+        build = backend.build(cell, plan, log_dir / f"{cell.id}.build.log")
+        say(f"[{index}/{len(plan.cells)}] {cell.id}: {build.state} in {build.seconds:.1f} s"
+            + (f": {build.error}" if build.error else ""))  # fmt: skip
+        built.append(build)
+    return built
 
 
 class DockerBackend:
@@ -361,7 +379,7 @@ class DockerBackend:
             # (as the local backend does for its system cells).
             environment["PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK"] = "1"
         run["env_overrides"] = environment
-        scratch = Path(tempfile.mkdtemp(prefix=".cell-", dir=log_path.parent.parent))
+        scratch = folder.scratch(log_path.parent.parent)
         scratch.chmod(0o777)  # the suite runs as uid 10001 and writes its result here
         container = None
         try:
@@ -428,7 +446,7 @@ class DockerBackend:
         """Wait for the container within the time limit, copying its output to the log as it comes."""
 
         def follow() -> None:
-            with resume.partial(log_path).open("wb") as log:
+            with folder.partial(log_path).open("wb") as log:
                 for chunk in container.logs(stream=True, follow=True):
                     log.write(chunk)
                     log.flush()

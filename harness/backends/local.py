@@ -16,7 +16,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -24,17 +23,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import harness
-from harness import jsonio, resume, suite_listing
-from harness.backends import (
-    cudnn_dirs,
-    failed_result,
-    finish_result,
-    needs_gpu,
-    read_suite_result,
-    suite_arguments,
-)
+from harness import jsonio, suite_listing
+from harness.backends import cudnn_dirs
+from harness.backends.base import needs_gpu, suite_arguments
+from harness.backends.records import failed_result, finish_result, read_suite_result
 from harness.errors import BackendUnavailable
-from harness.matrix import Cell, Plan
+from harness.plan.model import Cell, Plan
+from harness.results import folder, resume
 from harness.suite_listing import PACKAGE_ROOT
 
 POLL_S = 0.2
@@ -106,7 +101,7 @@ class LocalBackend:
     ) -> dict[str, Any]:
         started = dt.datetime.now(dt.timezone.utc)
         t0 = time.monotonic()
-        with tempfile.TemporaryDirectory(prefix=".cell-", dir=result_path.parent) as scratch:
+        with folder.scratch_folder(result_path.parent) as scratch:
             raw_path = Path(scratch) / "result.json"
             try:
                 env, expect = self._realize(cell, plan, Path(scratch))
@@ -185,7 +180,7 @@ class LocalBackend:
         """Run ``command`` with its output in ``log_path``, relaying new lines (after ``prefix``) as progress."""
         log_path.parent.mkdir(parents=True, exist_ok=True)
         deadline = time.monotonic() + self.timeout_s
-        writing = resume.partial(log_path)
+        writing = folder.partial(log_path)
         with writing.open("w") as log, writing.open() as follow:
             proc = subprocess.Popen(
                 command,

@@ -37,8 +37,8 @@ def _client() -> Any:
     return client
 
 
-def submit(jobs: list[dict[str, Any]], namespace: str, say: Callable[[str], None] = print) -> int:
-    """Create every Job, then follow them until each has succeeded or failed. Exit 0 only if all succeeded."""
+def submit(jobs: list[dict[str, Any]], namespace: str, say: Callable[[str], None]) -> bool:
+    """Create every Job, then follow them until each has succeeded or failed; whether all succeeded."""
     client = _client()
     from kubernetes.client.rest import ApiException
     from urllib3.exceptions import HTTPError
@@ -61,7 +61,7 @@ def submit(jobs: list[dict[str, Any]], namespace: str, say: Callable[[str], None
         raise BackendUnavailable(f"cannot reach the Kubernetes cluster at {host}: {exc}") from None
 
 
-def _follow(api: Any, names: list[str], namespace: str, say: Callable[[str], None]) -> int:
+def _follow(api: Any, names: list[str], namespace: str, say: Callable[[str], None]) -> bool:
     last: dict[str, tuple[int, int, int]] = {}
     finished: dict[str, bool] = {}
     while len(finished) < len(names):
@@ -80,4 +80,4 @@ def _follow(api: Any, names: list[str], namespace: str, say: Callable[[str], Non
                         say(f"Job {name} FAILED: {condition.reason}: {condition.message}")
         if len(finished) < len(names):
             time.sleep(POLL_S)
-    return 0 if all(finished.values()) else 1
+    return all(finished.values())

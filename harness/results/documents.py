@@ -1,4 +1,4 @@
-"""Load result documents, validate them, and quarantine every invalid one.
+"""Result documents: read and validate them, load a folder's, quarantine every invalid one, count each run once.
 
 Valid means: the JSON Schema (``schemas/result.schema.json``) holds, and so do the facts a schema
 cannot state: the cell id matches the cell's content, the statistics agree with the raw samples.
@@ -11,26 +11,18 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness import jsonio, schemas
-from harness.errors import InputError, Problem
-from harness.matrix import Cell, Plan
+from harness.errors import Problem
+from harness.plan.model import Cell
+from harness.results import folder
+from harness.results.folder import MAX_BYTES, Quarantined
 from harness.suite.summary import summarize
 
-MAX_BYTES = 64 * 1024 * 1024
 MAX_SAMPLE_S = 86400.0
-PLAN_FILE = "plan.json"
-QUARANTINE = "quarantine"
-
-
-@dataclass(frozen=True)
-class Quarantined:
-    name: str
-    problems: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -182,18 +174,16 @@ def load(results_dir: Path) -> LoadedResults:
     """Every valid result in ``results_dir``; invalid ones are moved to its quarantine folder."""
     documents, files, quarantined = [], [], []
     for path in sorted(results_dir.glob("*.json*")):
-        if not jsonio.is_document(path.name) or path.name == PLAN_FILE or path.name.startswith("."):
+        if not folder.is_result_file(path):
             continue
         document, problems = check(path)
         if document is None:
-            quarantined.append(quarantine(path, problems))
+            quarantined.append(folder.quarantine(path, problems))
         else:
             documents.append(document)
             files.append(str(path))
-    for problems_file in sorted((results_dir / QUARANTINE).glob("*.problems.txt")):
-        name = problems_file.name.removesuffix(".problems.txt")
-        if all(q.name != name for q in quarantined):
-            quarantined.append(Quarantined(name, tuple(problems_file.read_text().splitlines())))
+    named = {q.name for q in quarantined}
+    quarantined += [q for q in folder.quarantined_earlier(results_dir) if q.name not in named]
     return dataclasses.replace(unique(documents, files), quarantined=tuple(quarantined))
 
 
@@ -206,57 +196,3 @@ def load_many(results_dirs: list[Path]) -> LoadedResults:
         quarantined=tuple(q for p in parts for q in p.quarantined),
         duplicates=tuple(x for p in parts for x in p.duplicates) + merged.duplicates,
     )
-
-
-def quarantine(path: Path, problems: list[Problem]) -> Quarantined:
-    """Move ``path`` aside with the validator's messages; nothing is deleted."""
-    target = move_aside(path, QUARANTINE)
-    lines = tuple(str(p) for p in problems)
-    jsonio.write_text_atomic(target.with_name(f"{target.name}.problems.txt"), "\n".join(lines) + "\n")
-    return Quarantined(target.name, lines)
-
-
-def move_aside(path: Path, folder_name: str) -> Path:
-    """Move ``path`` into ``folder_name/`` beside it, under a name no file there has yet (x.r1.2.json.gz):
-    nothing is overwritten, and nothing leaves the results folder, whatever an attacker put there."""
-    folder = path.parent / folder_name
-    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
-        raise InputError([Problem(str(folder), "", f"is a link or a file, not a folder; remove it, so that nothing "
-                                  f"is moved out of {path.parent}")])  # fmt: skip
-    folder.mkdir(exist_ok=True)
-    stem, dot, suffix = path.name.partition(".json")  # x.r1 .json .gz
-    target, n = folder / path.name, 1
-    while target.exists() or target.is_symlink():
-        n += 1
-        target = folder / (f"{stem}.{n}{dot}{suffix}" if dot else f"{path.name}.{n}")
-    os.rename(path, target)  # a link is moved as the link; the folder is on the same file system
-    return target
-
-
-def stored_plan(results_dir: Path, remedy: str = "re-run the matrix to recreate it") -> Plan:
-    """The plan.json of a results folder, checked as the untrusted input it is: its schema (every name that
-    becomes a path or reaches a command is pattern-checked), cell ids that match their cells, a baseline
-    among them. Raises InputError naming what is wrong and, for a damaged plan, ``remedy``."""
-    plan_file = results_dir / PLAN_FILE
-    source = str(plan_file)
-    if not plan_file.exists() and not plan_file.is_symlink():
-        raise InputError([Problem(str(results_dir), "", f"no {PLAN_FILE} here; is this a results folder "
-                                  "written by 'python -m harness run'?")])  # fmt: skip
-    try:
-        raw = jsonio.read(plan_file, MAX_BYTES)
-    except (OSError, ValueError, RecursionError) as exc:
-        raise InputError([Problem(source, "", f"not a plan written by 'python -m harness run' ({exc}); "
-                                  f"{remedy}")]) from None  # fmt: skip
-    found = schemas.problems("plan", raw, source)
-    if not found:
-        for i, cell in enumerate(raw["cells"]):
-            if Cell.from_json(cell).id != cell["id"]:
-                found.append(
-                    Problem(source, f"cells[{i}].id", f"{cell['id']!r} does not match the cell's content")
-                )
-        if raw["baseline"] not in {c["id"] for c in raw["cells"]}:
-            found.append(Problem(source, "baseline", f"{raw['baseline']!r} is none of the plan's cells"))
-    if found:
-        found.append(Problem(source, "", f"not a plan written by 'python -m harness run'; {remedy}"))
-        raise InputError(found)
-    return Plan.from_json(raw)

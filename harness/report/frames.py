@@ -7,9 +7,8 @@ from typing import Any
 
 import pandas as pd
 
-from harness import results
-from harness.matrix import CudnnSource
-from harness.results import LoadedResults
+from harness.plan.model import CudnnSource
+from harness.results.documents import LoadedResults, round_of
 
 KEYS = ["workload", "dtype", "knobs"]
 
@@ -38,7 +37,7 @@ def long_form(loaded: LoadedResults) -> pd.DataFrame:
         common = {
             "group": cell["id"],
             "cell_id": cell["id"],
-            "round": results.round_of(doc),
+            "round": round_of(doc),
             "cell": cell_label(cell),
             "torch": cell["torch"],
             "cudnn_source": CudnnSource.from_json(cell["cudnn"]).label,
@@ -155,3 +154,11 @@ def _differing(
                 "comparable; report them separately or re-run one side"
             )
     return problems
+
+
+def lower_median_row(rows: pd.DataFrame, column: str) -> pd.Series:
+    """The row holding the lower median of ``column``: one result file's own value, so a number can link to
+    the file it came from. Ties go to the file whose path sorts first, so the link never depends on the
+    sort algorithm or the order files were read in."""
+    ordered = rows.sort_values([column, "file"], kind="mergesort")
+    return ordered.iloc[(len(ordered) - 1) // 2]

@@ -15,8 +15,8 @@ import hashlib
 from typing import Any
 
 from harness import images
-from harness.backends import needs_gpu, suite_arguments
-from harness.matrix import Cell, Plan
+from harness.backends.base import needs_gpu, suite_arguments
+from harness.plan.model import Cell, Plan
 
 RESULTS_CLAIM = "cudnn-harness-results"
 CONTAINER_UID = 10001

@@ -8,60 +8,24 @@ suite needs every GPU (the DDP workload) runs one run at a time, with all of the
 from __future__ import annotations
 
 import concurrent.futures
-import contextlib
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from harness import jsonio, results, resume
-from harness.backends import Backend
-from harness.errors import InputError, Problem, RunStopped
-from harness.matrix import Cell, Plan
-
-
-@dataclass(frozen=True)
-class CellOutcome:
-    cell_id: str
-    round_index: int
-    status: str
-    reason: str | None
-    wall_s: float
-    measurements: int
-    kept: bool = False  # from an earlier run into the same folder
-    stage: str | None = None  # where a failed run failed (build, gpu-access, run, ...)
-
-
-def schedule(cells: tuple[Cell, ...], rounds: int) -> list[tuple[int, Cell]]:
-    """(round, cell) in run order: cells forward in odd rounds, backward in even ones (A B B A ...).
-
-    Interleaving puts slow drift (clocks, temperature, other tenants) on both sides of a
-    comparison instead of on whichever cell ran last, as asv's --interleave-rounds does.
-    """
-    order = []
-    for round_index in range(1, rounds + 1):
-        ordered = cells if round_index % 2 else tuple(reversed(cells))
-        order += [(round_index, cell) for cell in ordered]
-    return order
-
-
-def result_name(cell_id: str, round_index: int) -> str:
-    return f"{cell_id}.r{round_index}.json.gz"
-
-
-def log_name(cell_id: str, round_index: int) -> str:
-    """The run's own output, in the results folder's ``logs/``."""
-    return f"{cell_id}.r{round_index}.log"
+from harness.backends.base import Backend
+from harness.errors import RunStopped
+from harness.executors.runs import CellOutcome, Pending, decide, outcome_of, prepared, tag
+from harness.plan.model import Cell, Plan
+from harness.results import folder, resume
 
 
 def run(
     plan: Plan,
     backend: Backend,
     results_dir: Path,
-    say: Callable[[str], None] = print,
+    say: Callable[[str], None],
     cells: tuple[Cell, ...] | None = None,
     mode: resume.Mode = resume.Mode.RESUME,
     gpus: tuple[str, ...] = (),
@@ -81,70 +45,6 @@ def run(
             say(line)
         chosen = plan.cells if cells is None else cells
         return _Rounds(plan, backend, results_dir, say, gpus, exclusive).run(chosen, mode)
-
-
-@contextlib.contextmanager
-def prepared(plan: Plan, results_dir: Path, say: Callable[[str], None]) -> Iterator[None]:
-    """Hold the results folder's lock, say what an interrupted run left there, write ``plan.json``."""
-    with resume.locked(results_dir) as swept:
-        if swept:
-            say(f"removed what an interrupted run left: {', '.join(swept)}")
-        _refuse_another_plan(plan, results_dir)
-        jsonio.write_atomic(results_dir / results.PLAN_FILE, plan.to_json())
-        yield
-
-
-def _refuse_another_plan(plan: Plan, results_dir: Path) -> None:
-    """A folder holds one matrix's results: its plan.json is replaced by an edit of that matrix (same name),
-    never by another matrix's, and never when it is not a plan at all."""
-    plan_file = results_dir / results.PLAN_FILE
-    if not plan_file.exists() and not plan_file.is_symlink():
-        return
-    fix = "use another --out, or remove the folder if its results are no longer wanted"
-    stored = results.stored_plan(results_dir, remedy=f"run will not replace it: {fix}")
-    if stored.name != plan.name:
-        raise InputError([Problem(str(results_dir), "--out", f"holds the results of matrix {stored.name!r} "
-                                  f"({results.PLAN_FILE}), not {plan.name!r}; {fix}")])  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Pending:
-    """A run of the schedule that must run (again)."""
-
-    position: int  # 1-based place in the schedule, as progress lines number it
-    round_index: int
-    cell: Cell
-    note: str  # why it runs again ("" for a first run)
-
-
-def tag(position: int, total: int, cell: Cell, round_index: int, rounds: int) -> str:
-    return f"[{position}/{total}] {cell.id}" + (f" round {round_index}" if rounds > 1 else "")
-
-
-def decide(
-    plan: Plan,
-    cells: tuple[Cell, ...],
-    results_dir: Path,
-    identity: Callable[[Cell], dict[str, str]],
-    mode: resume.Mode,
-    say: Callable[[str], None],
-) -> tuple[list[Pending], dict[int, CellOutcome], int]:
-    """Which runs of the schedule to run, the kept ones' outcomes by position, and the schedule's length.
-
-    Shared by every way of running (here, and the Slurm submission), so they keep and redo the same runs.
-    """
-    order = schedule(cells, plan.rounds)
-    pending: list[Pending] = []
-    kept: dict[int, CellOutcome] = {}
-    for position, (round_index, cell) in enumerate(order, 1):
-        decision = resume.decide(results_dir / result_name(cell.id, round_index), identity(cell), mode)
-        if decision.run:
-            pending.append(Pending(position, round_index, cell, decision.note))
-            continue
-        say(f"{tag(position, len(order), cell, round_index, plan.rounds)}: {decision.note}")
-        if decision.kept is not None:
-            kept[position] = outcome_of(decision.kept, round_index, kept=True)
-    return pending, kept, len(order)
 
 
 class _Rounds:
@@ -228,8 +128,8 @@ class _Rounds:
             doc = self.backend.run_cell(
                 cell,
                 self.plan,
-                self.results_dir / result_name(cell.id, round_index),
-                self.results_dir / "logs" / log_name(cell.id, round_index),
+                folder.result_path(self.results_dir, cell.id, round_index),
+                folder.log_path(self.results_dir, cell.id, round_index),
                 round_index,
                 gpus=gpus,
             )
@@ -251,19 +151,3 @@ class _Rounds:
         else:
             self.say(f"{label}: FAILED: {outcome.reason}")
         return outcome
-
-
-def outcome_of(
-    document: dict[str, Any], round_index: int, wall_s: float = 0.0, kept: bool = False
-) -> CellOutcome:
-    """What a run's result document says, for progress and exit codes."""
-    return CellOutcome(
-        document["cell"]["id"],
-        round_index,
-        str(document["status"]),
-        (document.get("failure") or {}).get("reason"),
-        wall_s,
-        len(document["measurements"]),
-        kept=kept,
-        stage=(document.get("failure") or {}).get("stage"),
-    )

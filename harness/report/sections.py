@@ -1,135 +1,26 @@
-"""Analyze merged results against the baseline and render them: Markdown, one HTML page, CSV, verdict.json.
-
-Every number in a table links to the result file it came from, so anyone can re-render and check
-it (``python -m harness report``). Sections are built once as data (``Section``) and written by
-both renderers, so the Markdown and the HTML never disagree.
-"""
+"""The report's sections, in the order a reader meets them, built once as data for every writer."""
 
 from __future__ import annotations
 
 import datetime as dt
 import math
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from tabulate import tabulate
 
-from harness import compare, jsonio, results, schemas, verdicts
-from harness.compare import KEYS
-from harness.matrix import Plan
-from harness.results import LoadedResults
-
-VERDICT_ORDER = {"slower": 0, "failed": 1, "inconclusive": 2, "missing": 3, "faster": 4, "same": 5}
-MARK = {"slower": "▼ slower", "faster": "▲ faster", "same": "= same", "inconclusive": "? inconclusive",
-        "failed": "✗ failed", "missing": "– missing"}  # fmt: skip
+from harness.report import frames
+from harness.report.frames import KEYS
+from harness.report.model import VERDICT_ORDER, Analysis, Document, Kind, Section, Value, View, verdict
+from harness.results.documents import LoadedResults, round_of
 
 
-@dataclass(frozen=True)
-class View:
-    """What is compared with what: groups (cells, or the sides of an ad-hoc compare) and the thresholds."""
-
-    name: str
-    baseline: str
-    groups: tuple[str, ...]
-    labels: dict[str, str]
-    default_pct: float
-    alpha: float
-    rounds: int  # asked for per group; 0 where unknown (ad-hoc compare)
-    note: str
-    per_workload_pct: dict[str, float] = field(default_factory=dict)
-
-    def threshold_pct(self, workload: str) -> float:
-        return self.per_workload_pct.get(workload, self.default_pct)
-
-    @classmethod
-    def from_plan(cls, plan: Plan) -> View:
-        return cls(
-            name=plan.name,
-            baseline=plan.baseline_id,
-            groups=tuple(c.id for c in plan.cells),
-            labels={c.id: compare.cell_label(c.to_json()) for c in plan.cells},
-            default_pct=plan.regression_pct,
-            alpha=plan.alpha,
-            rounds=plan.rounds,
-            note=f"matrix `{plan.source}` (sha256 `{plan.matrix_sha256[:12]}`), suite profile `{plan.suite['profile']}`",
-            per_workload_pct=plan.per_workload_pct,
-        )
-
-
-@dataclass(frozen=True)
-class Analysis:
-    frame: pd.DataFrame
-    timing: pd.DataFrame
-    numerics: pd.DataFrame
-    gate: verdicts.Gate
-    docs: dict[str, list[tuple[dict[str, Any], str]]]  # group -> (document, file) per round
-    samples: dict[tuple[str, str, str, str], list[float]]
-    outside: tuple[tuple[str, str], ...] = ()  # (file, cell id) of valid results of no group: not compared
-
-
-def analyze(
-    view: View, loaded: LoadedResults, group_of_file: dict[str, str] | None = None, strict: bool = False
-) -> Analysis:
-    frame = compare.long_form(loaded)
-    if group_of_file is not None and not frame.empty:
-        frame["group"] = frame["file"].map(group_of_file)
-    docs: dict[str, list[tuple[dict[str, Any], str]]] = {g: [] for g in view.groups}
-    outside = []
-    for doc, file in zip(loaded.documents, loaded.files, strict=True):
-        group = group_of_file[file] if group_of_file is not None else doc["cell"]["id"]
-        if group in docs:
-            docs[group].append((doc, file))
-        else:  # a cell the plan does not list (an edited matrix, a stray file): said, never compared
-            outside.append((file, group))
-    if outside and not frame.empty:
-        frame = frame[~frame["file"].isin({file for file, _ in outside})]
-    samples = compare.samples(loaded)
-    timing = verdicts.timing(frame, view.baseline, view.groups, view.threshold_pct, view.alpha, samples)
-    numerics = verdicts.numerics(frame, view.baseline, view.groups) if not frame.empty else pd.DataFrame()
-    failed_runs = [
-        f"{group} round {results.round_of(doc)} ({file}): "
-        f"{doc['failure']['stage']}: {doc['failure']['reason']}"
-        for group, entries in docs.items() for doc, file in entries if doc["status"] != "ok"
-    ]  # fmt: skip
-    failed_runs += [f"{group}: no result file" for group in view.groups if not docs.get(group)]
-    gate = verdicts.gate(timing, numerics, failed_runs, strict=strict)
-    return Analysis(frame, timing, numerics, gate, docs, samples, tuple(outside))
-
-
-@dataclass(frozen=True)
-class Link:
-    text: str
-    href: str
-
-
-@dataclass(frozen=True)
-class Section:
-    title: str
-    intro: str = ""
-    headers: tuple[str, ...] = ()
-    rows: tuple[tuple[Any, ...], ...] = ()
-    level: int = 2
-
-
-@dataclass(frozen=True)
-class Rendered:
-    markdown: Path
-    html: Path
-    csv: Path
-    verdict_json: Path
-
-
-def render(
+def document(
     view: View, analysis: Analysis, loaded: LoadedResults, out_dir: Path, sources: list[Path]
-) -> Rendered:
-    """Write report.md, report.html, results.csv, verdicts.csv and verdict.json into ``out_dir``."""
-    from harness import html_report  # matplotlib is imported only when a report is written
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    letters = {g: chr(65 + i) if i < 26 else f"G{i}" for i, g in enumerate(view.groups)}
+) -> Document:
+    """The whole report for ``out_dir`` (links are relative to it)."""
+    letters = view.letters
     sections = [
         _cells(view, analysis, out_dir, letters),
         *_problems(analysis, loaded),
@@ -138,31 +29,10 @@ def render(
         _scaling_section(view, analysis, out_dir, letters),
         _environment(view, analysis, letters),
     ]
-    sections = [s for s in sections if s is not None]
     title = f"{view.name}: {len(view.groups)} groups against {view.labels.get(view.baseline, view.baseline)}"
-    header = _header(view, analysis, loaded, sources)
-    markdown = out_dir / "report.md"
-    jsonio.write_text_atomic(
-        markdown, f"# {title}\n\n{header}\n\n" + "\n\n".join(_markdown(s) for s in sections) + "\n"
+    return Document(
+        title, _header(view, analysis, loaded, sources), tuple(s for s in sections if s is not None)
     )
-    html = out_dir / "report.html"
-    jsonio.write_text_atomic(html, html_report.page(title, header, sections, view, analysis, letters))
-    csv = out_dir / "results.csv"
-    jsonio.write_text_atomic(csv, analysis.frame.to_csv(index=False))
-    jsonio.write_text_atomic(out_dir / "verdicts.csv", analysis.timing.to_csv(index=False))
-    document = verdicts.document(
-        name=view.name, baseline=view.baseline, groups=view.groups, labels=view.labels, alpha=view.alpha,
-        default_pct=view.default_pct, timing_rows=analysis.timing, numerics_rows=analysis.numerics,
-        result=analysis.gate, rounds={g: sum(d["status"] == "ok" for d, _ in e) for g, e in analysis.docs.items()},
-    )  # fmt: skip
-    problems = schemas.problems("verdict", document, "verdict.json")
-    if problems:  # our own output must hold to our own schema; a bug here must not pass silently
-        raise ValueError(
-            "verdict.json does not match schemas/verdict.schema.json: " + "; ".join(map(str, problems[:3]))
-        )
-    verdict_json = out_dir / "verdict.json"
-    jsonio.write_atomic(verdict_json, document)
-    return Rendered(markdown, html, csv, verdict_json)
 
 
 def _header(view: View, analysis: Analysis, loaded: LoadedResults, sources: list[Path]) -> str:
@@ -190,8 +60,20 @@ def _header(view: View, analysis: Analysis, loaded: LoadedResults, sources: list
     ])  # fmt: skip
 
 
-def _link(text: str, file: str | None, out_dir: Path) -> Any:
-    return Link(text, os.path.relpath(file, out_dir)) if file else text
+def _link(
+    text: str, file: str | None, out_dir: Path, number: float | None = None, kind: Kind = "text"
+) -> Value:
+    """A value that links to the result file it came from (relative to the report)."""
+    return Value(text, number, kind, os.path.relpath(file, out_dir) if file else None)
+
+
+def _time(seconds: float, file: str | None, out_dir: Path) -> Value:
+    return _link(_duration(seconds), file, out_dir, seconds, "duration")
+
+
+def _number(value: Any, form: str) -> Value | str:
+    """A finite number shown as ``form`` (a format spec), sortable by its value; '' where there is none."""
+    return Value(format(value, form), float(value), "number") if _finite(value) else ""
 
 
 def _cells(view: View, analysis: Analysis, out_dir: Path, letters: dict[str, str]) -> Section:
@@ -201,7 +83,7 @@ def _cells(view: View, analysis: Analysis, out_dir: Path, letters: dict[str, str
         ok = [(d, f) for d, f in entries if d["status"] == "ok"]
         doc = ok[0][0] if ok else (entries[0][0] if entries else {})
         cudnn = doc.get("cudnn") or {}
-        files = [_link(f"r{results.round_of(d)}", f, out_dir) for d, f in entries]
+        files = [_link(f"r{round_of(d)}", f, out_dir) for d, f in entries]
         rows.append((
             letters[group], group + (" (baseline)" if group == view.baseline else ""), view.labels.get(group, group),
             f"{len(ok)}/{len(entries)} ok" + (f", {view.rounds} asked" if view.rounds else ""),
@@ -238,10 +120,10 @@ def _problems(analysis: Analysis, loaded: LoadedResults) -> list[Section]:
 
 def _median_entry(frame: pd.DataFrame, group: str, key: tuple[str, str, str]) -> tuple[float, str] | None:
     rows = frame[(frame["group"] == group) & (frame["status"] == "ok") & (frame["workload"] == key[0])
-                 & (frame["dtype"] == key[1]) & (frame["knobs"] == key[2])].sort_values("median_s")  # fmt: skip
+                 & (frame["dtype"] == key[1]) & (frame["knobs"] == key[2])]  # fmt: skip
     if rows.empty:
         return None
-    row = rows.iloc[(len(rows) - 1) // 2]  # the lower median: one file's own value
+    row = frames.lower_median_row(rows, "median_s")
     return float(row["median_s"]), str(row["file"])
 
 
@@ -259,15 +141,13 @@ def _verdict_sections(
     for r in judged.itertuples():
         key = (r.workload, r.dtype, r.knobs)
         base, mine = _median_entry(frame, view.baseline, key), _median_entry(frame, r.group, key)
-        ratio = f"{r.ratio:.3f}" if _finite(r.ratio) else ""
         interval = f"[{r.ci_low:.3f}, {r.ci_high:.3f}]" if _finite(r.ci_low) and _finite(r.ci_high) else ""
         rows.append((
             r.workload, r.dtype, r.knobs, letters.get(r.group, r.group),
-            _link(_duration(base[0]), base[1], out_dir) if base else "—",
-            _link(_duration(mine[0]), mine[1], out_dir) if mine else "—",
-            ratio, interval, f"{r.p_value:.2g}" if _finite(r.p_value) else "",
+            _time(*base, out_dir) if base else "—", _time(*mine, out_dir) if mine else "—",
+            _number(r.ratio, ".3f"), interval, _number(r.p_value, ".2g"),
             f"{r.rounds_baseline}+{r.rounds_candidate}" + (" (samples)" if r.basis == "samples" else ""),
-            MARK[r.verdict], "" if r.verdict == "same" else (r.reason or ""),
+            verdict(r.verdict), "" if r.verdict == "same" else (r.reason or ""),
         ))  # fmt: skip
     legend = "; ".join(f"**{letters[g]}** = {view.labels.get(g, g)}" + (" (baseline)" if g == view.baseline else "")
                        for g in view.groups)  # fmt: skip
@@ -276,7 +156,7 @@ def _verdict_sections(
         legend + ". Times are the median over rounds of each round's median time per call (the lower median, so "
         "the number is one result file's own value: it links to that file).",
         ("workload", "dtype", "knobs", "vs", "baseline", "candidate", "time ratio", "99% interval", "p",
-         "rounds", "verdict", "why"), tuple(rows))  # fmt: skip
+         "rounds", "verdict", "why"), tuple(rows), plots_after=True)  # fmt: skip
     out = [section]
     host = _host_section(view, analysis, out_dir, letters)
     if host:
@@ -288,12 +168,12 @@ def _host_section(view: View, analysis: Analysis, out_dir: Path, letters: dict[s
     frame = analysis.frame
     if "host_s" not in frame or frame["host_s"].isna().all():
         return None
-    ok = frame[(frame["status"] == "ok") & frame["host_s"].notna()].sort_values("host_s")
+    ok = frame[(frame["status"] == "ok") & frame["host_s"].notna()]
     rows = []
     for (group, *key), runs in ok.groupby(["group", *KEYS], sort=False):
-        run = runs.iloc[(len(runs) - 1) // 2]  # the lower median over rounds: one file's own value
-        rows.append((*key, letters.get(group, group), _link(_duration(run["median_s"]), run["file"], out_dir),
-                     _link(_duration(run["host_s"]), run["file"], out_dir), f"{run['host_s'] / run['median_s']:.2f}"))  # fmt: skip
+        run = frames.lower_median_row(runs, "host_s")  # one file's own value
+        rows.append((*key, letters.get(group, group), _time(run["median_s"], run["file"], out_dir),
+                     _time(run["host_s"], run["file"], out_dir), _number(run["host_s"] / run["median_s"], ".2f")))  # fmt: skip
     return Section("Host time per call", "Host wall time per call over blocks of back-to-back calls (warm L2, "
                    "synchronized only at block ends), beside the device time of the same round. A ratio well above 1 "
                    "marks a host-bound workload, where framework overhead rather than cuDNN sets the pace.",
@@ -312,13 +192,15 @@ def _scaling_section(
                 scaling = m.get("scaling") if m["status"] == "ok" else None
                 if not scaling:
                     continue
+                efficiency = scaling["efficiency"]
                 per_size = zip(
                     scaling["world_sizes"], scaling["median_step_s"], scaling["samples_per_s"], strict=True
                 )
                 rows.append((
-                    letters.get(group, group), results.round_of(doc), m["workload"], m["dtype"],
+                    letters.get(group, group), round_of(doc), m["workload"], m["dtype"],
                     "; ".join(f"{size}: {_duration(step)}, {rate:,.0f}/s" for size, step, rate in per_size),
-                    _link(f"{scaling['efficiency']:.3f}" if scaling["efficiency"] is not None else "one GPU", file, out_dir),
+                    _link(f"{efficiency:.3f}", file, out_dir, efficiency, "number") if efficiency is not None
+                    else _link("one GPU", file, out_dir),
                 ))  # fmt: skip
     if not rows:
         return None
@@ -349,8 +231,7 @@ def _numerics_sections(view: View, analysis: Analysis, letters: dict[str, str]) 
     flagged = num[num["numerics"] != "ok"]
     if not flagged.empty:
         rows = tuple((letters.get(r.group, r.group), r.workload, r.dtype, r.knobs, r.numerics,
-                      f"{r.rel_rmse_baseline:.2e}" if _finite(r.rel_rmse_baseline) else "",
-                      f"{r.rel_rmse_candidate:.2e}" if _finite(r.rel_rmse_candidate) else "", r.reason)
+                      _number(r.rel_rmse_baseline, ".2e"), _number(r.rel_rmse_candidate, ".2e"), r.reason)
                      for r in flagged.itertuples())  # fmt: skip
         out.append(Section("Numerics: flagged", "", ("group", "workload", "dtype", "knobs", "numerics",
                            "rel. RMSE baseline", "rel. RMSE candidate", "why"), rows, level=3))  # fmt: skip
@@ -370,7 +251,7 @@ def _environment(view: View, analysis: Analysis, letters: dict[str, str]) -> Sec
             if gpu.get("uuid"):
                 uuids.add(gpu["uuid"])
             rows.append((
-                letters[group], f"r{results.round_of(doc)}", env["torch"]["version"],
+                letters[group], f"r{round_of(doc)}", env["torch"]["version"],
                 env["torch"].get("cuda") or "none",
                 f"{cudnn.get('runtime_version') or 'none'} (built for {cudnn.get('compile_version') or 'none'})",
                 "\n".join(cudnn.get("loaded_libraries", [])) or "none", gpu.get("name", "none (CPU)"),
@@ -404,35 +285,3 @@ def _duration(seconds: float) -> str:
     if seconds >= 1e-3:
         return f"{seconds * 1e3:.3f} ms"
     return f"{seconds * 1e6:.1f} µs"
-
-
-def _markdown(section: Section) -> str:
-    text = f"{'#' * section.level} {section.title}"
-    if section.intro:
-        text += f"\n\n{section.intro}"
-    if section.headers:
-        text += "\n\n" + _table([list(r) for r in section.rows], list(section.headers))
-    return text
-
-
-def _md_cell(value: Any) -> str:
-    if isinstance(value, Link):
-        return f"[{_escape(value.text)}]({value.href.replace(' ', '%20').replace(')', '%29')})"
-    if isinstance(value, list):
-        return " ".join(_md_cell(v) for v in value)
-    text = "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
-    return _escape(text)
-
-
-def _escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", "").replace("\n", "<br>")
-
-
-def _table(rows: list[list[Any]], headers: list[str]) -> str:
-    """A GitHub table whose cells can never break it: pipes escaped, line breaks as <br>."""
-    return tabulate(
-        [[_md_cell(v) for v in row] for row in rows],
-        headers=[_escape(h) for h in headers],
-        tablefmt="github",
-        disable_numparse=True,
-    )

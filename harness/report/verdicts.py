@@ -1,6 +1,6 @@
 """Verdicts per workload x dtype x knobs against the baseline, the numerics gate, and the release gate.
 
-Input is the long-form frame of ``compare.long_form``; a "group" is a cell of the matrix (or a side of
+Input is the long-form frame of ``frames.long_form``; a "group" is a cell of the matrix (or a side of
 an ad-hoc ``compare``), each with one or more rounds (independent processes). Output is data: the
 CLI prints it and picks the exit code, the report renders it, and ``verdict.json`` stores it
 (``schemas/verdict.schema.json``).
@@ -15,8 +15,8 @@ from typing import Any
 
 import pandas as pd
 
-from harness import stats
-from harness.compare import KEYS
+from harness.report import stats
+from harness.report.frames import KEYS
 
 VERDICT_SCHEMA_VERSION = 1
 # Numerics gate, measurement.md 9.5 (TorchDynamo's `same`): the candidate's error against fp64 may
@@ -92,11 +92,11 @@ def _one(
             "reason": "ran in the baseline, not here: " + _errors(mine, mine.iloc[0:0]),
         }
     if len(base_ok) >= 2 and len(mine_ok) >= 2:
-        result = stats.compare(list(base_ok["median_s"]), list(mine_ok["median_s"]), pct, alpha, "rounds")
+        result = stats.judge(list(base_ok["median_s"]), list(mine_ok["median_s"]), pct, alpha, "rounds")
     else:  # one process on a side: its raw samples stand in, process-to-process noise is not covered
         a = [x for f in base_ok["file"] for x in samples[(f, *key)]]
         b = [x for f in mine_ok["file"] for x in samples[(f, *key)]]
-        result = stats.compare(a, b, pct, alpha, "samples")
+        result = stats.judge(a, b, pct, alpha, "samples")
     verdict, reason = result.verdict, result.reason
     timers = _timers(base_ok), _timers(mine_ok)
     if timers[0] != timers[1]:  # e.g. the graph capture failed on one side only

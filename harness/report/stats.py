@@ -40,7 +40,7 @@ def smallest_p(n_a: int, n_b: int) -> float:
     return 2 / math.comb(n_a + n_b, n_a)
 
 
-def compare(
+def judge(
     baseline: list[float],
     candidate: list[float],
     threshold_pct: float,

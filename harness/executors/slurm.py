@@ -14,6 +14,7 @@ missing (``--rerun-failed``: the failed ones too). Ctrl-C cancels the array.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import re
@@ -27,18 +28,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import jsonio, resume, schemas, suite_listing
-from harness.backends import needs_gpu, read_suite_result
+from harness import jsonio, schemas, suite_listing
+from harness.backends import registry
+from harness.backends.base import needs_gpu
+from harness.backends.records import read_suite_result
 from harness.errors import BackendUnavailable, InputError, Problem, RunStopped
-from harness.matrix import Cell, Plan
-from harness.results import MAX_BYTES, stored_plan
-from harness.runner import CellOutcome, decide, log_name, outcome_of, prepared, result_name, tag
+from harness.executors.runs import CellOutcome, decide, outcome_of, prepared, tag
+from harness.plan.model import Cell, Plan
+from harness.results import folder, resume
 
 SLURM_DIR = "slurm"
 POLL_S = 2.0
 TIME_FORMAT = re.compile(r"^([0-9]+-)?[0-9]{1,2}(:[0-9]{2}){0,2}$")
 DEFAULT_TIME = "01:00:00"
 COMMANDS = ("sbatch", "squeue", "scontrol", "scancel")
+COMMAND_TIMEOUT_S = 120.0  # a Slurm controller that does not answer must not hang the run
 
 
 @dataclass(frozen=True)
@@ -116,19 +120,19 @@ class Submission:
         self,
         plan: Plan,
         results_dir: Path,
-        identity: Callable[[Cell], dict[str, str]],
-        node_settings: dict[str, Any],
+        settings: registry.Settings,
         req: Request,
-        say: Callable[[str], None] = print,
+        say: Callable[[str], None],
     ) -> None:
-        """``node_settings``: how each task makes the matrix's backend on its node (see ``run_task``)."""
-        self.plan, self.results_dir, self.identity, self.node_settings = (
+        """``settings``: how each task makes the matrix's backend on its node (see ``run_task``)."""
+        self.plan, self.results_dir, self.settings, self.request, self.say = (
             plan,
             results_dir,
-            identity,
-            node_settings,
+            settings,
+            req,
+            say,
         )
-        self.request, self.say = req, say
+        self.identity = registry.identity(settings, plan)
 
     def run(self, cells: tuple[Cell, ...], mode: resume.Mode) -> list[CellOutcome]:
         self._refuse_if_an_array_still_writes_here()
@@ -146,7 +150,7 @@ class Submission:
 
     def _refuse_if_an_array_still_writes_here(self) -> None:
         """An array left by a killed run still writes here: sweeping would pull its scratch from under it."""
-        listed = subprocess.run(["squeue", "-h", "-o", "%F|%k"], capture_output=True, text=True).stdout
+        listed = _slurm("squeue", "-h", "-o", "%F|%k").stdout
         jobs = sorted(
             {line.split("|", 1)[0] for line in listed.splitlines() if line.endswith("|" + self._comment())}
         )
@@ -158,23 +162,24 @@ class Submission:
 
     def _submit_and_follow(self, tasks: list[Task], total: int) -> dict[int, CellOutcome]:
         stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        folder = self.results_dir / SLURM_DIR
-        (folder / "logs").mkdir(parents=True, exist_ok=True)
-        tasks_file = folder / f"tasks-{stamp}.json"
-        jsonio.write_atomic(tasks_file, {**self.node_settings,
+        slurm_dir = self.results_dir / SLURM_DIR
+        (slurm_dir / "logs").mkdir(parents=True, exist_ok=True)
+        tasks_file = slurm_dir / f"tasks-{stamp}.json"
+        jsonio.write_atomic(tasks_file, {**self.settings.to_json(),
                                          "tasks": [{"cell": t.cell.id, "round": t.round_index} for t in tasks]})  # fmt: skip
-        script = folder / f"array-{stamp}.sh"
+        script = slurm_dir / f"array-{stamp}.sh"
         jsonio.write_text_atomic(script, self._script(tasks_file, len(tasks)))
-        done = subprocess.run(["sbatch", "--parsable", str(script)], capture_output=True, text=True)
+        done = _slurm("sbatch", "--parsable", str(script))
         if done.returncode != 0:
             raise BackendUnavailable(f"sbatch refused the array ({script}): {done.stderr.strip()[-1000:]}")
         job = done.stdout.strip().split(";")[0]
         self.say(f"submitted array job {job}: {len(tasks)} task{'s' * (len(tasks) != 1)} ({self.request.describe()}); "
-                 f"script {script}, task output {folder / 'logs'}/")  # fmt: skip
+                 f"script {script}, task output {slurm_dir / 'logs'}/")  # fmt: skip
         try:
             outcomes, lost = self._follow(job, tasks, total)
         except BaseException:  # Ctrl-C, or squeue failing: the array must not run on unattended
-            subprocess.run(["scancel", job], capture_output=True)
+            with contextlib.suppress(BackendUnavailable):
+                _slurm("scancel", job)
             self.say(f"cancelled array job {job}")
             raise
         if lost:
@@ -226,7 +231,9 @@ class Submission:
                         where = f" on {state[1]}" if state[0] == "RUNNING" and state[1] else ""
                         self.say(f"{label}: {state[0].lower()}{where} (task {job}_{task.index})")
                     continue
-                document = read_suite_result(self.results_dir / result_name(task.cell.id, task.round_index))
+                document = read_suite_result(
+                    folder.result_path(self.results_dir, task.cell.id, task.round_index)
+                )
                 if document is None:  # gone from the queue with no result: what did Slurm do to it?
                     lost[task.index] = ended = _final_state(job, task.index)
                     self.say(f"{label}: ENDED WITHOUT A RESULT ({ended}; output "
@@ -250,7 +257,7 @@ class Submission:
 
 def _queue(job: str) -> dict[int, tuple[str, str]]:
     """Array task id -> (state, node) for the tasks of ``job`` still in the queue."""
-    done = subprocess.run(["squeue", "-h", "-r", "-j", job, "-o", "%K|%T|%N"], capture_output=True, text=True)
+    done = _slurm("squeue", "-h", "-r", "-j", job, "-o", "%K|%T|%N")
     if done.returncode != 0:
         if "Invalid job id" in done.stderr:  # every task has left and Slurm forgot the job
             return {}
@@ -265,7 +272,7 @@ def _queue(job: str) -> dict[int, tuple[str, str]]:
 
 def _final_state(job: str, index: int) -> str:
     """The state Slurm gives a finished task (TIMEOUT, PREEMPTED, CANCELLED, FAILED, NODE_FAIL ...)."""
-    done = subprocess.run(["scontrol", "-o", "show", "job", f"{job}_{index}"], capture_output=True, text=True)
+    done = _slurm("scontrol", "-o", "show", "job", f"{job}_{index}")
     fields = dict(part.split("=", 1) for part in done.stdout.split() if "=" in part)
     if "JobState" not in fields:
         return "in an unknown state (Slurm no longer remembers it)"
@@ -281,7 +288,7 @@ def _tasks(tasks_file: Path, index: int, plan: Plan) -> dict[str, Any]:
     """The tasks file, checked before a task runs anything it names: its schema, the index, the plan's cells."""
     source = str(tasks_file)
     try:
-        settings = jsonio.read(tasks_file, MAX_BYTES)
+        settings = jsonio.read(tasks_file, folder.MAX_BYTES)
     except (OSError, ValueError, RecursionError) as exc:
         raise InputError(
             [Problem(source, "", f"not a tasks file written by 'run --backend slurm' ({exc})")]
@@ -300,28 +307,35 @@ def _tasks(tasks_file: Path, index: int, plan: Plan) -> dict[str, Any]:
     return settings
 
 
-def run_task(
-    results_dir: Path, tasks_file: Path, index: int, make_backend: Callable[[Plan, dict[str, Any]], Any]
-) -> int:
+def run_task(results_dir: Path, tasks_file: Path, index: int, say: Callable[[str], None]) -> dict[str, Any]:
     """On a node: run one task's cell with the matrix's backend; its result lands in ``results_dir``."""
-    plan = stored_plan(results_dir)
-    settings = _tasks(tasks_file, index, plan)
-    task = settings["tasks"][index]
+    plan = folder.stored_plan(results_dir)
+    raw = _tasks(tasks_file, index, plan)
+    task = raw["tasks"][index]
     cell, round_index = plan.cell(task["cell"]), int(task["round"])
-    backend = make_backend(plan, settings)
+    backend = registry.create(registry.Settings.from_json(raw), say)
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
     # docker: the container gets the GPUs Slurm gave this task; local: the environment already says so
     gpus = tuple(g for g in visible.split(",") if g) if backend.name == "docker" else ()
-    print(f"slurm task {index}: {cell.id} round {round_index} on {os.uname().nodename} with the {backend.name} "
-          f"backend" + (f", GPUs {visible}" if visible else ""), flush=True)  # fmt: skip
-    result_path = results_dir / result_name(cell.id, round_index)
-    document = backend.run_cell(cell, plan, result_path, results_dir / "logs" / log_name(cell.id, round_index),
-                                round_index, gpus=gpus)  # fmt: skip
+    say(f"slurm task {index}: {cell.id} round {round_index} on {os.uname().nodename} with the {backend.name} "
+        f"backend" + (f", GPUs {visible}" if visible else ""))  # fmt: skip
+    result_path = folder.result_path(results_dir, cell.id, round_index)
+    log = folder.log_path(results_dir, cell.id, round_index)
+    document = backend.run_cell(cell, plan, result_path, log, round_index, gpus=gpus)
     document["run"]["slurm"] = {
         "job": f"{os.environ.get('SLURM_ARRAY_JOB_ID', '?')}_{os.environ.get('SLURM_ARRAY_TASK_ID', index)}",
         "node": os.environ.get("SLURMD_NODENAME", os.uname().nodename),
         **({"partition": os.environ["SLURM_JOB_PARTITION"]} if os.environ.get("SLURM_JOB_PARTITION") else {}),
     }
     jsonio.write_atomic(result_path, document, compact=True)
-    print(f"slurm task {index}: {document['status']} -> {result_path}", flush=True)
-    return 0
+    say(f"slurm task {index}: {document['status']} -> {result_path}")
+    return document
+
+
+def _slurm(*command: str) -> subprocess.CompletedProcess[str]:
+    """One Slurm command, with a time limit: a controller that does not answer stops the run, said."""
+    try:
+        return subprocess.run(command, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise BackendUnavailable(f"{command[0]} did not answer in {COMMAND_TIMEOUT_S:g} s; is the Slurm "
+                                 "controller up (scontrol ping)?") from None  # fmt: skip

@@ -1,0 +1,122 @@
+"""The backends by name: what each can realize of a matrix, how to make one, and its settings as a document.
+
+Adding a backend: a module with a class that is a ``base.Backend``, its cell rules in ``rules``, and an
+entry in ``KINDS``. Executors (the local GPU pool, Slurm, Kubernetes) run any backend's cells; a Slurm
+task makes its backend again from the ``Settings`` the submission wrote (``to_json``/``from_json``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness import suite_listing
+from harness.backends import rules
+from harness.backends.base import Backend
+from harness.images import BuildOptions
+from harness.plan.model import Cell, CellProblem, Plan
+
+Progress = Callable[[str], None]
+Identity = Callable[[Cell], dict[str, str]]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How to make a backend: what the command line and the matrix say of it."""
+
+    backend: str
+    timeout_s: float = 3600.0
+    python: str | None = None  # local: the interpreter with torch (default: this one)
+    memory: str | None = None  # docker: a memory limit per container
+    gpu_access: str | None = None  # docker: overrides the matrix's docker.gpu_access
+    gpus: str = "all"  # docker: the GPUs a container gets where a run names none
+    build: BuildOptions = field(default_factory=BuildOptions)  # docker: how images are built
+
+    def to_json(self) -> dict[str, Any]:
+        """The settings as the Slurm tasks file holds them (``schemas/slurm-tasks.schema.json``)."""
+        if self.backend == "local":
+            return {"backend": "local", "python": self.python, "timeout_s": self.timeout_s}
+        paths = {name: str(p.resolve()) if p else None
+                 for name, p in (("wheelhouse", self.build.wheelhouse), ("ca_bundle", self.build.ca_bundle))}  # fmt: skip
+        return {
+            "backend": self.backend,
+            "timeout_s": self.timeout_s,
+            "memory": self.memory,
+            "gpu_access": self.gpu_access,
+            "build": {"index_url": self.build.index_url, **paths},
+        }
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> Settings:
+        """Settings from a document the schema checked."""
+        build = raw.get("build") or {}
+        return cls(
+            backend=raw["backend"],
+            timeout_s=float(raw["timeout_s"]),
+            python=raw.get("python"),
+            memory=raw.get("memory"),
+            gpu_access=raw.get("gpu_access"),
+            build=BuildOptions(
+                index_url=build.get("index_url"),
+                wheelhouse=Path(build["wheelhouse"]) if build.get("wheelhouse") else None,
+                ca_bundle=Path(build["ca_bundle"]) if build.get("ca_bundle") else None,
+            ),
+        )
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    cell_problems: Callable[[Sequence[Cell]], list[CellProblem]]
+    create: Callable[[Settings, Progress | None], Backend]
+    # a kept result's identity where the backend cannot run (a Slurm login node has no Docker engine)
+    identity: Callable[[Settings, Plan], Identity]
+
+
+def _local(settings: Settings, progress: Progress | None) -> Backend:
+    from harness.backends.local import LocalBackend
+
+    return LocalBackend(settings.python, timeout_s=settings.timeout_s, progress=progress)
+
+
+def _local_identity(settings: Settings, plan: Plan) -> Identity:
+    backend = _local(settings, None)
+    return lambda cell: backend.identity(cell, plan)
+
+
+def _docker(settings: Settings, progress: Progress | None) -> Backend:
+    from harness.backends.docker import DockerBackend
+
+    return DockerBackend(settings.build, timeout_s=settings.timeout_s, gpus=settings.gpus, memory=settings.memory,
+                         progress=progress, gpu_access=settings.gpu_access)  # fmt: skip
+
+
+def _docker_identity(settings: Settings, plan: Plan) -> Identity:
+    from harness import images
+    from harness.backends.docker import image_identity
+
+    version = suite_listing.listing()["suite_version"]
+    return lambda cell: image_identity(
+        version, plan, images.render(cell, settings.build, plan.image_python).reference
+    )
+
+
+KINDS = {
+    "local": Kind("local", rules.local, _local, _local_identity),
+    "docker": Kind("docker", rules.docker, _docker, _docker_identity),
+}
+
+
+def cell_problems(backend: str, cells: Sequence[Cell]) -> list[CellProblem]:
+    """What ``backend`` cannot realize of ``cells`` (the matrix's loader asks, through ``matrix.load``)."""
+    return KINDS[backend].cell_problems(cells)
+
+
+def create(settings: Settings, progress: Progress | None = None) -> Backend:
+    return KINDS[settings.backend].create(settings, progress)
+
+
+def identity(settings: Settings, plan: Plan) -> Identity:
+    return KINDS[settings.backend].identity(settings, plan)

@@ -1,0 +1,102 @@
+"""What each backend can realize of a matrix's cells: the registry's rules, checked before anything runs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from harness.plan.cuda_bases import CUDA_BASES
+from harness.plan.model import Cell, CellProblem
+
+
+def local(cells: Sequence[Cell]) -> list[CellProblem]:
+    """The local backend runs the suite in an interpreter that exists: it builds nothing, runs no image."""
+    found = []
+    named_images: set[str] = set()
+    for cell in cells:
+        if cell.base_image != "auto" and cell.base_image not in named_images:
+            named_images.add(cell.base_image)
+            found.append(CellProblem("base_image", f"{cell.base_image!r}: the local backend runs no image, so a "
+                                     "base_image changes nothing; it needs backend: docker"))  # fmt: skip
+        if cell.cudnn.kind == "wheel" or cell.torch == "image" or cell.cudnn.value == "image":
+            what = "torch: image" if cell.torch == "image" else f"cudnn {cell.cudnn.label}"
+            found.append(
+                CellProblem(
+                    "torch" if cell.torch == "image" else "cudnn",
+                    f"cell {cell.id}: {what} needs backend: docker; the local backend realizes "
+                    "torch: installed with cudnn bundled, system (a version, auto or a folder), disabled",
+                )
+            )
+    return found
+
+
+def docker(cells: Sequence[Cell]) -> list[CellProblem]:
+    """The docker backend builds an image per cell: concrete versions, a known or named base image."""
+    found = []
+    for cell in cells:
+        kind, value = cell.cudnn.kind, cell.cudnn.value or ""
+        if cell.torch == "image":
+            found += _image_torch(cell)
+            continue
+        if "installed" in (cell.torch, cell.python):
+            found.append(
+                CellProblem(
+                    None,
+                    f"cell {cell.id}: 'installed' is for the local backend; backend: docker "
+                    "needs a concrete torch (e.g. '2.11.0+cu130') and python (e.g. '3.12')",
+                )
+            )
+        elif cell.base_image == "auto" and cell.torch.split("+")[1] not in ("cpu", *CUDA_BASES):
+            found.append(CellProblem("torch", f"cell {cell.id}: no CUDA base image is known for "
+                                     f"{cell.torch.split('+')[1]} (known: {', '.join(CUDA_BASES)}); name one as "
+                                     "base_image, or pick a known variant"))  # fmt: skip
+        elif cell.torch.endswith("+cpu") and kind in ("wheel", "system"):
+            found.append(
+                CellProblem(
+                    "cudnn",
+                    f"cell {cell.id}: a CPU build of torch loads no cuDNN; "
+                    "pair it with cudnn: bundled or disabled (rules: exclude)",
+                )
+            )
+        if (
+            kind == "system"
+            and value != "image"
+            and (value == "auto" or value.startswith("/") or value.count(".") != 3)
+        ):
+            found.append(
+                CellProblem(
+                    "cudnn",
+                    f"cell {cell.id}: backend: docker installs NVIDIA's apt package, so system needs its "
+                    "full version, e.g. {system: '9.14.0.64'}, or 'image' for the cuDNN already in the base",
+                )
+            )
+    return found
+
+
+def _image_torch(cell: Cell) -> list[CellProblem]:
+    """torch: image runs the torch a base image already holds, with that image's own Python."""
+    found = []
+    if cell.base_image == "auto":
+        found.append(
+            CellProblem(
+                "base_image",
+                f"cell {cell.id}: torch: image takes the torch already in the base image, so base_image "
+                "must name that image (e.g. nvcr.io/nvidia/pytorch:25.10-py3), not auto",
+            )
+        )
+    if cell.python != "installed":
+        found.append(
+            CellProblem(
+                "python",
+                f"cell {cell.id}: torch: image runs the base image's own Python; leave python out and "
+                "set docker.image_python if it is not /usr/bin/python3",
+            )
+        )
+    if cell.cudnn.kind in ("wheel", "system") and cell.cudnn.value != "image":
+        found.append(
+            CellProblem(
+                "cudnn",
+                f"cell {cell.id}: torch: image takes cudnn bundled (the image's torch as it is), disabled, "
+                "or {system: image} (NVIDIA's cuDNN installed in the image)",
+            )
+        )
+    return found

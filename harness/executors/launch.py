@@ -1,0 +1,137 @@
+"""Run a plan's cells into one results folder: on this host's GPUs (``pool``) or as a Slurm array (``slurm``)."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness import jsonio, suite_listing
+from harness.backends import registry
+from harness.errors import InputError, Problem
+from harness.executors import pool
+from harness.executors.runs import CellOutcome
+from harness.plan.model import Cell, Plan
+from harness.results import resume
+
+
+@dataclass(frozen=True)
+class SlurmAsk:
+    """What the command line asks of Slurm (the matrix's ``slurm:`` section fills the rest)."""
+
+    partition: str | None = None
+    account: str | None = None
+    time: str | None = None
+    gpus: int | None = None
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    out: Path
+    settings: registry.Settings
+    only: tuple[str, ...] = ()  # run only the cells whose id contains one of these
+    mode: resume.Mode = resume.Mode.RESUME
+    gpus: str | None = None  # --gpus as given: ids, 'all', or None (the backend's default)
+    slurm: SlurmAsk | None = None  # submit to Slurm instead of running here
+
+
+def run(plan: Plan, request: RunRequest, say: Callable[[str], None]) -> list[CellOutcome]:
+    """Run the chosen cells' rounds, kept results kept; a failed run is recorded and the next one runs."""
+    if request.slurm is not None:
+        return _submit(plan, request, say)
+    backend = registry.create(request.settings, say)
+    cells = select(plan, request.only)
+    gpus = gpu_ids(request.gpus)
+    jsonio.output_folder(request.out, "--out")
+    say(f"running {len(cells)} of {len(plan.cells)} cells of {plan.name!r} into {request.out}/ (logs in "
+        f"{request.out}/logs/)" + _mode_words(request.mode))  # fmt: skip
+    exclusive = needs_every_gpu(plan, request.settings.python)
+    if gpus:
+        how = "each run gets all of them (a multi-GPU workload)" if exclusive else "one run per GPU at a time"
+        say(f"GPUs {', '.join(gpus)}: {how}")
+    outcomes = pool.run(plan, backend, request.out, say, cells=cells, mode=request.mode, gpus=gpus,
+                        exclusive=exclusive)  # fmt: skip
+    _say_kept(outcomes, request.out, say)
+    return outcomes
+
+
+def _submit(plan: Plan, request: RunRequest, say: Callable[[str], None]) -> list[CellOutcome]:
+    """Submit the runs to Slurm as one array job; each task runs the matrix's backend on its node."""
+    from harness.executors import slurm
+
+    assert request.slurm is not None
+    if request.gpus is not None:
+        raise InputError(
+            [
+                Problem(
+                    "--gpus", request.gpus, "Slurm picks each task's GPUs; ask for a count with --slurm-gpus"
+                )
+            ]
+        )
+    ask = request.slurm
+    exclusive = needs_every_gpu(plan, request.settings.python)
+    req = slurm.request(plan, ask.partition, ask.account, ask.time, ask.gpus, exclusive)
+    jsonio.output_folder(request.out, "--out")
+    slurm.available()
+    cells = select(plan, request.only)
+    say(f"submitting {len(cells)} of {len(plan.cells)} cells of {plan.name!r} to Slurm, results into "
+        f"{request.out}/ (a folder every node must see; each task runs the {plan.backend} backend there)"
+        + _mode_words(request.mode))  # fmt: skip
+    outcomes = slurm.Submission(plan, request.out, request.settings, req, say).run(cells, request.mode)
+    _say_kept(outcomes, request.out, say)
+    return outcomes
+
+
+def select(plan: Plan, only: tuple[str, ...]) -> tuple[Cell, ...]:
+    """The plan's cells whose id contains one of ``only`` (all of them where ``only`` is empty)."""
+    if not only:
+        return plan.cells
+    cells = tuple(c for c in plan.cells if any(text in c.id for text in only))
+    if not cells:
+        raise InputError([Problem("--only", "", f"no cell id contains {' or '.join(only)}; see 'plan'")])
+    return cells
+
+
+def needs_every_gpu(plan: Plan, python: str | None) -> bool:
+    """Whether the suite names a workload that runs its own process per GPU (its runs get them all)."""
+    workloads = set(plan.suite.get("workloads") or ())
+    return bool(workloads) and bool(workloads & suite_listing.multi_gpu_workloads(python))
+
+
+def gpu_ids(text: str | None) -> tuple[str, ...]:
+    """``--gpus``: ids as given, or 'all' through nvidia-smi; each must name a GPU only once."""
+    if text is None:
+        return ()
+    if text.strip() == "all":
+        try:
+            listed = subprocess.run(
+                ["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"],
+                capture_output=True, text=True, timeout=60, check=True,
+            ).stdout.split()  # fmt: skip
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise InputError([Problem("--gpus", "all", f"cannot list this host's GPUs with nvidia-smi ({exc}); "
+                                      "name them instead, e.g. --gpus 0,1")]) from None  # fmt: skip
+        if not listed:
+            raise InputError([Problem("--gpus", "all", "nvidia-smi lists no GPU on this host")])
+        return tuple(listed)
+    ids = tuple(part.strip() for part in text.split(","))
+    if any(not part or not all(c.isalnum() or c in "-:" for c in part) for part in ids):
+        raise InputError(
+            [Problem("--gpus", text, "give GPU indexes or UUIDs separated by commas, e.g. 0,1, or 'all'")]
+        )
+    if len(set(ids)) != len(ids):
+        raise InputError(
+            [Problem("--gpus", text, "names a GPU twice; two runs on one GPU would time each other")]
+        )
+    return ids
+
+
+def _mode_words(mode: resume.Mode) -> str:
+    return "" if mode is resume.Mode.RESUME else f", {mode.value}"
+
+
+def _say_kept(outcomes: list[CellOutcome], out: Path, say: Callable[[str], None]) -> None:
+    kept = sum(o.kept for o in outcomes)
+    if kept:
+        say(f"{kept} of {len(outcomes)} results kept from earlier runs into {out}/")

@@ -1,0 +1,103 @@
+"""What every executor shares: the schedule of rounds, which runs to keep or redo, and their outcomes."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.plan.model import Cell, Plan
+from harness.results import folder, resume
+
+
+@dataclass(frozen=True)
+class CellOutcome:
+    cell_id: str
+    round_index: int
+    status: str
+    reason: str | None
+    wall_s: float
+    measurements: int
+    kept: bool = False  # from an earlier run into the same folder
+    stage: str | None = None  # where a failed run failed (build, gpu-access, run, ...)
+
+
+def schedule(cells: tuple[Cell, ...], rounds: int) -> list[tuple[int, Cell]]:
+    """(round, cell) in run order: cells forward in odd rounds, backward in even ones (A B B A ...).
+
+    Interleaving puts slow drift (clocks, temperature, other tenants) on both sides of a
+    comparison instead of on whichever cell ran last, as asv's --interleave-rounds does.
+    """
+    order = []
+    for round_index in range(1, rounds + 1):
+        ordered = cells if round_index % 2 else tuple(reversed(cells))
+        order += [(round_index, cell) for cell in ordered]
+    return order
+
+
+@contextlib.contextmanager
+def prepared(plan: Plan, results_dir: Path, say: Callable[[str], None]) -> Iterator[None]:
+    """Hold the results folder's lock, say what an interrupted run left there, write ``plan.json``."""
+    with folder.locked(results_dir) as swept:
+        if swept:
+            say(f"removed what an interrupted run left: {', '.join(swept)}")
+        folder.write_plan(results_dir, plan)
+        yield
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A run of the schedule that must run (again)."""
+
+    position: int  # 1-based place in the schedule, as progress lines number it
+    round_index: int
+    cell: Cell
+    note: str  # why it runs again ("" for a first run)
+
+
+def tag(position: int, total: int, cell: Cell, round_index: int, rounds: int) -> str:
+    return f"[{position}/{total}] {cell.id}" + (f" round {round_index}" if rounds > 1 else "")
+
+
+def decide(
+    plan: Plan,
+    cells: tuple[Cell, ...],
+    results_dir: Path,
+    identity: Callable[[Cell], dict[str, str]],
+    mode: resume.Mode,
+    say: Callable[[str], None],
+) -> tuple[list[Pending], dict[int, CellOutcome], int]:
+    """Which runs of the schedule to run, the kept ones' outcomes by position, and the schedule's length.
+
+    Shared by every way of running (here, and the Slurm submission), so they keep and redo the same runs.
+    """
+    order = schedule(cells, plan.rounds)
+    pending: list[Pending] = []
+    kept: dict[int, CellOutcome] = {}
+    for position, (round_index, cell) in enumerate(order, 1):
+        decision = resume.decide(folder.result_path(results_dir, cell.id, round_index), identity(cell), mode)
+        if decision.run:
+            pending.append(Pending(position, round_index, cell, decision.note))
+            continue
+        say(f"{tag(position, len(order), cell, round_index, plan.rounds)}: {decision.note}")
+        if decision.kept is not None:
+            kept[position] = outcome_of(decision.kept, round_index, kept=True)
+    return pending, kept, len(order)
+
+
+def outcome_of(
+    document: dict[str, Any], round_index: int, wall_s: float = 0.0, kept: bool = False
+) -> CellOutcome:
+    """What a run's result document says, for progress and exit codes."""
+    return CellOutcome(
+        document["cell"]["id"],
+        round_index,
+        str(document["status"]),
+        (document.get("failure") or {}).get("reason"),
+        wall_s,
+        len(document["measurements"]),
+        kept=kept,
+        stage=(document.get("failure") or {}).get("stage"),
+    )

@@ -1,0 +1,1 @@
+"""The plan: ``matrix.yaml`` loaded and checked (``matrix``) into Cells and a Plan (``model``)."""

@@ -1,0 +1,138 @@
+"""Load and check ``matrix.yaml``; expand it into Cells and a Plan (``model``).
+
+What a backend can realize is the backend's to say: the caller passes its rules (``cell_rules``, the
+backends registry's), so this module knows no backend.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import math
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness import schemas
+from harness.errors import InputError, Problem
+from harness.plan import yamlfile
+from harness.plan.model import (
+    AXES,
+    AXIS_DEFAULTS,
+    DEFAULT_ALPHA,
+    DEFAULT_REGRESSION_PCT,
+    DEFAULT_ROUNDS,
+    DEFAULT_SUITE,
+    KNOBS,
+    Cell,
+    CellProblem,
+    CudnnSource,
+    Plan,
+)
+
+# A matrix is expanded in memory before rules apply; 10^6 cells took a minute and 1.4 GB. 1024 cells is
+# already more GPU time than any qualification we run (each cell is an image and rounds of the suite).
+MAX_CELLS = 1024
+CellRules = Callable[[str, Sequence[Cell]], list[CellProblem]]
+
+
+def load(
+    path: Path,
+    known_workloads: Iterable[str] | None = None,
+    cell_rules: CellRules | None = None,
+    backend: str | None = None,
+) -> Plan:
+    """Read, validate and expand a matrix file. Raises InputError listing every problem found.
+
+    ``cell_rules``: what the backend that will run the cells cannot realize (``backends.registry``);
+    ``backend``: that backend, where the command line overrides the matrix's.
+    """
+    data, line_of = yamlfile.load(path)
+    source = str(path)
+    found = schemas.problems("matrix", data, source, line_of)
+    if found:
+        raise InputError(found)
+
+    def problem(json_path: list[Any], message: str) -> Problem:
+        return Problem(source, schemas.field_name(json_path), message, line_of(json_path))
+
+    found = []
+    axes = {axis: data["axes"].get(axis, [AXIS_DEFAULTS.get(axis)]) for axis in AXES}
+    expanded = math.prod(len(values) for values in axes.values())
+    if expanded > MAX_CELLS:
+        sizes = " x ".join(f"{len(axes[a])} {a}" for a in AXES)
+        raise InputError([problem(["axes"], f"expands to {expanded} cells ({sizes}); at most {MAX_CELLS}: split "
+                                  "the matrix into several, or list fewer values per axis")])  # fmt: skip
+    cells = [
+        Cell(torch=t, cudnn=CudnnSource.from_json(c), base_image=b, python=p)
+        for t, c, b, p in itertools.product(*(axes[a] for a in AXES))
+    ]
+    rules = data.get("rules", {})
+    for i, selector in enumerate(rules.get("exclude", [])):
+        kept = [c for c in cells if not c.matches(selector)]
+        if len(kept) == len(cells):
+            found.append(problem(["rules", "exclude", i], "matches no cell; fix or remove this rule"))
+        cells = kept
+    for i, raw in enumerate(rules.get("include", [])):
+        extra = Cell.from_json(raw)
+        if extra in cells:
+            found.append(
+                problem(["rules", "include", i], "is already a cell of the matrix; remove this rule")
+            )
+        else:
+            cells.append(extra)
+    if not cells:
+        found.append(problem(["rules"], "the rules leave no cell to run"))
+    if len(cells) > MAX_CELLS:
+        found.append(problem(["rules", "include"], f"the matrix has {len(cells)} cells; at most {MAX_CELLS}"))
+
+    backend = backend or data.get("backend", "local")
+    for unrealizable in cell_rules(backend, cells) if cell_rules else ():
+        where: list[Any] = ["axes", unrealizable.axis] if unrealizable.axis else ["axes"]
+        found.append(problem(where, unrealizable.message))
+
+    baseline = [c for c in cells if c.matches(data["baseline"])]
+    if len(baseline) != 1:
+        which = ", ".join(c.id for c in baseline[:5]) if baseline else "none"
+        which += f" and {len(baseline) - 5} more" if len(baseline) > 5 else ""
+        found.append(problem(["baseline"], f"must match exactly one cell; matches {which}"))
+
+    suite = {**DEFAULT_SUITE, **data.get("suite", {})}
+    thresholds = data.get("thresholds", {})
+    if known_workloads is not None:
+        known = set(known_workloads)
+        for i, name in enumerate(suite.get("workloads", [])):
+            if name not in known:
+                found.append(
+                    problem(
+                        ["suite", "workloads", i],
+                        f"unknown workload {name!r}; known: " + ", ".join(sorted(known)),
+                    )
+                )
+        for name in thresholds.get("per_workload", {}):
+            if name not in known:
+                found.append(problem(["thresholds", "per_workload", name], f"unknown workload {name!r}"))
+    if found:
+        raise InputError(found)
+
+    knobs = data.get("knobs", {})
+    knob_sets = tuple(
+        dict(zip(KNOBS, values, strict=True))
+        for values in itertools.product(*(knobs.get(k, [False]) for k in KNOBS))
+    )
+    return Plan(
+        name=data["name"],
+        backend=backend,
+        cells=tuple(cells),
+        baseline_id=baseline[0].id,
+        knob_sets=knob_sets,
+        suite=suite,
+        regression_pct=float(thresholds.get("regression_pct", DEFAULT_REGRESSION_PCT)),
+        per_workload_pct={k: float(v) for k, v in thresholds.get("per_workload", {}).items()},
+        matrix_sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+        source=source,
+        rounds=int(data.get("rounds", DEFAULT_ROUNDS)),
+        alpha=float(thresholds.get("alpha", DEFAULT_ALPHA)),
+        slurm=dict(data.get("slurm", {})),
+        docker=dict(data.get("docker", {})),
+    )

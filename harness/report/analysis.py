@@ -1,0 +1,40 @@
+"""Analyze loaded results against the baseline: the long-form frame, the verdicts, the gate."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from harness.report import frames, verdicts
+from harness.report.model import Analysis, View
+from harness.results.documents import LoadedResults, round_of
+
+
+def analyze(
+    view: View, loaded: LoadedResults, group_of_file: dict[str, str] | None = None, strict: bool = False
+) -> Analysis:
+    frame = frames.long_form(loaded)
+    if group_of_file is not None and not frame.empty:
+        frame["group"] = frame["file"].map(group_of_file)
+    docs: dict[str, list[tuple[dict[str, Any], str]]] = {g: [] for g in view.groups}
+    outside = []
+    for doc, file in zip(loaded.documents, loaded.files, strict=True):
+        group = group_of_file[file] if group_of_file is not None else doc["cell"]["id"]
+        if group in docs:
+            docs[group].append((doc, file))
+        else:  # a cell the plan does not list (an edited matrix, a stray file): said, never compared
+            outside.append((file, group))
+    if outside and not frame.empty:
+        frame = frame[~frame["file"].isin({file for file, _ in outside})]
+    samples = frames.samples(loaded)
+    timing = verdicts.timing(frame, view.baseline, view.groups, view.threshold_pct, view.alpha, samples)
+    numerics = verdicts.numerics(frame, view.baseline, view.groups) if not frame.empty else pd.DataFrame()
+    failed_runs = [
+        f"{group} round {round_of(doc)} ({file}): "
+        f"{doc['failure']['stage']}: {doc['failure']['reason']}"
+        for group, entries in docs.items() for doc, file in entries if doc["status"] != "ok"
+    ]  # fmt: skip
+    failed_runs += [f"{group}: no result file" for group in view.groups if not docs.get(group)]
+    gate = verdicts.gate(timing, numerics, failed_runs, strict=strict)
+    return Analysis(frame, timing, numerics, gate, docs, samples, tuple(outside))

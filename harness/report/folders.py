@@ -1,0 +1,119 @@
+"""``report`` and ``compare``: load results (folders of a plan, or two ad-hoc sides), refuse what cannot be
+compared, analyze against the baseline, and write the report."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness import jsonio
+from harness.errors import InputError, Problem
+from harness.plan.model import Plan
+from harness.report import frames
+from harness.report.analysis import analyze
+from harness.report.model import Analysis, Rendered, View
+from harness.report.render import render
+from harness.results import documents, folder
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Report:
+    analysis: Analysis
+    loaded: documents.LoadedResults
+    rendered: Rendered | None
+
+
+def merged_plan(dirs: list[Path]) -> Plan:
+    """The plan of one matrix's shards: each folder's ``plan.json``, all of one matrix and baseline."""
+    plans = [folder.stored_plan(d) for d in dirs]
+    plan = plans[0]
+    for other, where in zip(plans[1:], dirs[1:], strict=True):
+        if other.name != plan.name or other.baseline_id != plan.baseline_id:
+            raise InputError([Problem(str(where), "plan.json", f"is matrix {other.name!r} with baseline "
+                              f"{other.baseline_id}, but {dirs[0]} is {plan.name!r} with baseline {plan.baseline_id}; "
+                              "only shards of one matrix merge into one report")])  # fmt: skip
+    cells = {c.id: c for p in plans for c in p.cells}
+    if len(cells) != len(plan.cells):  # shards may cover different cells of one matrix: report them all
+        plan = dataclasses.replace(plan, cells=tuple(cells.values()))
+    return plan
+
+
+def report(plan: Plan, dirs: list[Path], out: Path, strict: bool, warn: Say) -> Report:
+    """Every valid result of ``dirs`` against ``plan``'s baseline, written into ``out``."""
+    loaded = documents.load_many(dirs)
+    _refuse_incomparable(dirs, loaded, warn)
+    view = View.from_plan(plan)
+    analysis = analyze(view, loaded, strict=strict)
+    for file, cell_id in analysis.outside:
+        warn(f"not in the plan: {file} holds cell {cell_id}, which plan.json does not list; not compared")
+    jsonio.output_folder(out, "--out")
+    return Report(analysis, loaded, render(view, analysis, loaded, out, dirs))
+
+
+def compare(a: Path, b: Path, only: str | None, threshold_pct: float, alpha: float, strict: bool,
+            out: Path | None, warn: Say) -> Report:  # fmt: skip
+    """Two runs (result files or folders, shards in subfolders too) side by side: A is the baseline."""
+    sides = {"A": a, "B": b}
+    if out:
+        jsonio.output_folder(out, "--out")
+    found = {side: _side_files(path, side, only) for side, path in sides.items()}
+    both = {p.resolve() for p in found["A"]} & {p.resolve() for p in found["B"]}
+    if both:
+        raise InputError([Problem(str(min(both)), "B", f"is also in A ({len(both)} files are on both sides); a run "
+                                  "compared with itself shows no change by construction: compare two runs")])  # fmt: skip
+    docs, files, group_of = [], [], {}
+    for side, paths in found.items():
+        for path in paths:
+            document, problems = documents.check(path)
+            if document is None:  # an ad-hoc compare moves nothing: it refuses instead of quarantining
+                raise InputError(problems)
+            docs.append(document)
+            files.append(str(path))
+            group_of[str(path)] = side
+    loaded = documents.unique(docs, files)
+    for copy in loaded.duplicates:
+        if group_of[copy.name] != group_of[copy.same_as]:
+            raise InputError([Problem(copy.name, group_of[copy.name], f"is the same run as {copy.same_as}; a run "
+                                      "compared with itself shows no change by construction: compare two runs")])  # fmt: skip
+    group_of = {file: group_of[file] for file in loaded.files}
+    _refuse_incomparable(list(sides.values()), loaded, warn, group_of)
+    labels = {side: f"{side}: {sides[side]}" for side in sides}
+    view = View("compare", "A", ("A", "B"), labels, threshold_pct, alpha, 0,
+                f"ad-hoc comparison, threshold {threshold_pct:g}%")  # fmt: skip
+    analysis = analyze(view, loaded, group_of_file=group_of, strict=strict)
+    rendered = render(view, analysis, loaded, out, list(sides.values())) if out else None
+    return Report(analysis, loaded, rendered)
+
+
+def _side_files(path: Path, side: str, only: str | None) -> list[Path]:
+    if path.is_dir():  # shards in subfolders count; plans, verdicts and quarantined files do not
+        paths = folder.result_files(path, only)
+    elif path.is_file():
+        paths = [path]
+    else:
+        raise InputError([Problem(str(path), side, "no such file or folder")])
+    if not paths:
+        raise InputError([Problem(str(path), side, "holds no result files")])
+    return paths
+
+
+def _refuse_incomparable(
+    where: list[Path], loaded: documents.LoadedResults, warn: Say, group_of_file: dict[str, str] | None = None
+) -> None:
+    for q in loaded.quarantined:
+        warn(f"quarantined {q.name}: {q.problems[0]}")
+    if len(set(where)) < len(where):
+        warn("a folder given more than once is read once")
+    for d in loaded.duplicates:
+        warn(f"counted once: {d.name} holds the same run as {d.same_as}")
+    if not loaded.documents:
+        places = ", ".join(map(str, where))
+        raise InputError([Problem(places, "", f"holds no valid result ({len(loaded.quarantined)} quarantined, "
+                                  "their problems beside them in quarantine/); run the matrix first")])  # fmt: skip
+    problems = frames.comparability_problems(loaded, group_of_file)
+    if problems:
+        raise InputError([Problem(", ".join(map(str, where)), "", p) for p in problems])

@@ -1,0 +1,135 @@
+"""One self-contained HTML page: the report's sections as sortable tables, plots embedded as PNG.
+
+No network, no external script or stylesheet: the page opens from a mail attachment or an artifact
+store as it is. A click on a column header sorts by it (numbers by the value a cell carries, via
+``data-sort``). No text from a result file reaches markup unescaped, nor any attribute.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from typing import Any
+
+from harness.report.model import VERDICT_ORDER, Document, Section, Value
+
+STYLE = """
+body{font:14px/1.45 system-ui,sans-serif;margin:2em;max-width:1600px;color:#1b1b1b}
+table{border-collapse:collapse;margin:.6em 0 1.6em;font-size:12.5px}
+th,td{border:1px solid #ccd;padding:3px 7px;vertical-align:top;text-align:left}
+th{background:#eef;cursor:pointer;user-select:none;position:sticky;top:0}
+th.sorted-asc::after{content:" ▲"} th.sorted-desc::after{content:" ▼"}
+tr:nth-child(even) td{background:#fafaff} pre{background:#f4f4f8;padding:.8em;overflow:auto}
+.v-slower{color:#b00020;font-weight:600}.v-faster{color:#006b2e;font-weight:600}.v-inconclusive{color:#9a6700}
+.v-failed,.v-missing{color:#b00020} img{max-width:100%;border:1px solid #dde}
+figure{display:inline-block;margin:.4em;vertical-align:top} figcaption{font-size:12px;color:#555}
+"""
+
+SCRIPT = """
+document.querySelectorAll('table.sortable').forEach(function (table) {
+  table.querySelectorAll('th').forEach(function (th, column) {
+    th.addEventListener('click', function () {
+      var body = table.tBodies[0], rows = Array.from(body.rows);
+      var ascending = !th.classList.contains('sorted-asc');
+      table.querySelectorAll('th').forEach(function (h) { h.classList.remove('sorted-asc', 'sorted-desc'); });
+      th.classList.add(ascending ? 'sorted-asc' : 'sorted-desc');
+      function key(row) {
+        var cell = row.cells[column], raw = cell.getAttribute('data-sort');
+        if (raw !== null && raw !== '' && !isNaN(Number(raw))) return [0, Number(raw)];
+        return [1, cell.textContent.trim().toLowerCase()];
+      }
+      rows.sort(function (a, b) {
+        var x = key(a), y = key(b), order = x[0] - y[0];
+        if (!order) order = x[1] < y[1] ? -1 : (x[1] > y[1] ? 1 : 0);
+        return ascending ? order : -order;
+      });
+      rows.forEach(function (row) { body.appendChild(row); });
+    });
+  });
+});
+"""
+
+
+def page(document: Document, plots: list[tuple[str, str]]) -> str:
+    """The page; ``plots``: (caption, base64 PNG) pairs, shown after the section that asks for them."""
+    title = document.title
+    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{_e(title)}</title>",
+             f"<style>{STYLE}</style></head><body><h1>{_e(title)}</h1>", _markdownish(document.header)]  # fmt: skip
+    for section in document.sections:
+        parts.append(f"<h{section.level + 0}>{_e(section.title)}</h{section.level + 0}>")
+        if section.intro:
+            parts.append(f"<p>{_markdownish(section.intro)}</p>")
+        if section.headers:
+            parts.append(_table(section))
+        if section.plots_after and plots:
+            parts.append(_figures(plots))
+    parts.append(f"<script>{SCRIPT}</script></body></html>")
+    return "\n".join(parts)
+
+
+def _table(section: Section) -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in section.headers)
+    body = []
+    for row in section.rows:
+        cells = []
+        for value in row:
+            sort = _sort_key(value)
+            attribute = f" data-sort='{sort}'" if sort is not None else ""
+            verdict = _verdict_class(value)
+            css = f" class='v-{verdict}'" if verdict else ""
+            cells.append(f"<td{attribute}{css}>{_cell(value)}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table class='sortable'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _verdict_class(value: Any) -> str | None:
+    """The CSS class of a verdict cell; None for anything else."""
+    if isinstance(value, Value) and value.kind == "verdict" and value.verdict in VERDICT_ORDER:
+        return value.verdict
+    return None
+
+
+def _href(target: str) -> str:
+    """A link target that can only be a relative path: a scheme-like first segment gets './' before it."""
+    return _e(f"./{target}" if ":" in target.split("/", 1)[0] else target)
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, Value):
+        text = _e(value.text).replace("\n", "<br>")
+        return f"<a href='{_href(value.href)}'>{text}</a>" if value.href is not None else text
+    if isinstance(value, list):
+        return " ".join(_cell(v) for v in value)
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return _e(str(value)).replace("\n", "<br>")
+
+
+def _sort_key(value: Any) -> float | None:
+    """The number a cell stands for: a value's own, or a plain number; never one read back from text."""
+    if isinstance(value, Value):
+        return value.number if value.number is not None and math.isfinite(value.number) else None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def _markdownish(text: str) -> str:
+    """The few Markdown marks the report's prose uses: **bold**, `code`, a fenced block."""
+    escaped = _e(text)
+    escaped = re.sub(r"```\n(.*?)\n```", lambda m: f"<pre>{m.group(1)}</pre>", escaped, flags=re.S)
+    escaped = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", escaped)
+    escaped = re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
+    return escaped.replace("\n\n", "<br><br>")
+
+
+def _e(text: str) -> str:
+    return html.escape(text, quote=True)
+
+
+def _figures(plots: list[tuple[str, str]]) -> str:
+    return "<h3>Plots</h3>" + "".join(
+        f"<figure><img alt='{_e(caption)}' src='data:image/png;base64,{data}'><figcaption>{_e(caption)}</figcaption></figure>"
+        for caption, data in plots
+    )

@@ -1,0 +1,38 @@
+"""Write a report's files: report.md, report.html, results.csv, verdicts.csv, verdict.json."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness import jsonio, schemas
+from harness.report import html, markdown, plots, sections, verdicts
+from harness.report.model import Analysis, Rendered, View
+from harness.results.documents import LoadedResults
+
+
+def render(
+    view: View, analysis: Analysis, loaded: LoadedResults, out_dir: Path, sources: list[Path]
+) -> Rendered:
+    """Write report.md, report.html, results.csv, verdicts.csv and verdict.json into ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    document = sections.document(view, analysis, loaded, out_dir, sources)
+    markdown_file = out_dir / "report.md"
+    jsonio.write_text_atomic(markdown_file, markdown.page(document))
+    html_file = out_dir / "report.html"
+    jsonio.write_text_atomic(html_file, html.page(document, plots.plots(view, analysis)))
+    csv = out_dir / "results.csv"
+    jsonio.write_text_atomic(csv, analysis.frame.to_csv(index=False))
+    jsonio.write_text_atomic(out_dir / "verdicts.csv", analysis.timing.to_csv(index=False))
+    verdict = verdicts.document(
+        name=view.name, baseline=view.baseline, groups=view.groups, labels=view.labels, alpha=view.alpha,
+        default_pct=view.default_pct, timing_rows=analysis.timing, numerics_rows=analysis.numerics,
+        result=analysis.gate, rounds={g: sum(d["status"] == "ok" for d, _ in e) for g, e in analysis.docs.items()},
+    )  # fmt: skip
+    problems = schemas.problems("verdict", verdict, "verdict.json")
+    if problems:  # our own output must hold to our own schema; a bug here must not pass silently
+        raise ValueError(
+            "verdict.json does not match schemas/verdict.schema.json: " + "; ".join(map(str, problems[:3]))
+        )
+    verdict_json = out_dir / "verdict.json"
+    jsonio.write_atomic(verdict_json, verdict)
+    return Rendered(markdown_file, html_file, csv, verdict_json)

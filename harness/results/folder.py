@@ -1,0 +1,210 @@
+"""A results folder's layout, owned here alone: every name in it, its lock, and what may move aside.
+
+<results>/plan.json                 the plan the folder's results belong to (checked wherever read)
+<results>/<cell>.r<round>.json.gz   one result per run
+<results>/logs/<cell>.r<round>.log  each run's own output (``.part`` while it is written)
+<results>/quarantine/               invalid documents, with their problems beside them
+<results>/superseded/               valid results a later run replaced
+<results>/.lock                     held by the one process that writes here
+<results>/.cell-*, .tmp-*           scratch of runs in flight, swept by the next run after a kill
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness import jsonio, schemas
+from harness.errors import BackendUnavailable, InputError, Problem
+from harness.plan.model import Cell, Plan
+
+MAX_BYTES = 64 * 1024 * 1024  # the largest document read from a folder (untrusted input)
+PLAN_FILE = "plan.json"
+VERDICT_FILE = "verdict.json"  # a report's, where a report was written into a results folder
+LOGS = "logs"
+QUARANTINE = "quarantine"
+SUPERSEDED = "superseded"
+LOCK_FILE = ".lock"
+PARTIAL_SUFFIX = ".part"  # a log being written; renamed when its run finishes
+SCRATCH_PREFIX = ".cell-"
+
+
+@dataclass(frozen=True)
+class Quarantined:
+    name: str
+    problems: tuple[str, ...]
+
+
+def result_name(cell_id: str, round_index: int) -> str:
+    return f"{cell_id}.r{round_index}.json.gz"
+
+
+def result_path(results_dir: Path, cell_id: str, round_index: int) -> Path:
+    return results_dir / result_name(cell_id, round_index)
+
+
+def log_path(results_dir: Path, cell_id: str, round_index: int) -> Path:
+    """The run's own output, in the results folder's ``logs/``."""
+    return results_dir / LOGS / f"{cell_id}.r{round_index}.log"
+
+
+def partial(log: Path) -> Path:
+    return log.with_name(log.name + PARTIAL_SUFFIX)
+
+
+def scratch(results_dir: Path) -> Path:
+    """A new scratch folder for one run, swept by the next run if this one is killed."""
+    return Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=results_dir))
+
+
+@contextlib.contextmanager
+def scratch_folder(results_dir: Path) -> Iterator[str]:
+    """A scratch folder for the duration of a ``with`` block."""
+    with tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX, dir=results_dir) as path:
+        yield path
+
+
+def is_result_file(path: Path) -> bool:
+    """A result document by its name: not the plan, a report's verdict, a hidden or temporary file."""
+    return (
+        jsonio.is_document(path.name)
+        and path.name not in (PLAN_FILE, VERDICT_FILE)
+        and not path.name.startswith(".")
+    )
+
+
+def result_files(folder: Path, name_contains: str | None = None) -> list[Path]:
+    """The result files under ``folder``, shards in subfolders included, quarantined and superseded ones not."""
+    return sorted(
+        path
+        for path in folder.rglob("*.json*")
+        if is_result_file(path)
+        and QUARANTINE not in path.parts
+        and SUPERSEDED not in path.parts
+        and (name_contains is None or name_contains in path.name)
+    )
+
+
+@contextlib.contextmanager
+def locked(results_dir: Path) -> Iterator[list[str]]:
+    """Hold the folder's lock for a run; yield what was swept from runs that were killed."""
+    results_dir.mkdir(parents=True, exist_ok=True)
+    with (results_dir / LOCK_FILE).open("a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.seek(0)
+            holder = lock.read().strip() or "another process"
+            raise BackendUnavailable(
+                f"{results_dir} is being written by {holder}; wait for it to finish, or use another --out"
+            ) from None
+        lock.seek(0)
+        lock.truncate()
+        lock.write(f"pid {os.getpid()}\n")
+        lock.flush()
+        try:
+            yield sweep(results_dir)
+        finally:
+            lock.truncate(0)
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def sweep(results_dir: Path) -> list[str]:
+    """Remove what an interrupted run left: temporary files, partial logs, scratch folders."""
+    swept = []
+    patterns = (".tmp-*", f"{LOGS}/.tmp-*", f"{LOGS}/*{PARTIAL_SUFFIX}", f"{SCRATCH_PREFIX}*")
+    for pattern in patterns:
+        for path in results_dir.glob(pattern):
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+            swept.append(str(path.relative_to(results_dir)))
+    return sorted(swept)
+
+
+def move_aside(path: Path, folder_name: str) -> Path:
+    """Move ``path`` into ``folder_name/`` beside it, under a name no file there has yet (x.r1.2.json.gz):
+    nothing is overwritten, and nothing leaves the results folder, whatever an attacker put there."""
+    folder = path.parent / folder_name
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        raise InputError([Problem(str(folder), "", f"is a link or a file, not a folder; remove it, so that nothing "
+                                  f"is moved out of {path.parent}")])  # fmt: skip
+    folder.mkdir(exist_ok=True)
+    stem, dot, suffix = path.name.partition(".json")  # x.r1 .json .gz
+    target, n = folder / path.name, 1
+    while target.exists() or target.is_symlink():
+        n += 1
+        target = folder / (f"{stem}.{n}{dot}{suffix}" if dot else f"{path.name}.{n}")
+    os.rename(path, target)  # a link is moved as the link; the folder is on the same file system
+    return target
+
+
+def quarantine(path: Path, problems: list[Problem]) -> Quarantined:
+    """Move ``path`` aside with the validator's messages; nothing is deleted."""
+    target = move_aside(path, QUARANTINE)
+    lines = tuple(str(p) for p in problems)
+    jsonio.write_text_atomic(target.with_name(f"{target.name}.problems.txt"), "\n".join(lines) + "\n")
+    return Quarantined(target.name, lines)
+
+
+def quarantined_earlier(results_dir: Path) -> list[Quarantined]:
+    """What earlier runs or reports quarantined here, with their problems."""
+    return [
+        Quarantined(p.name.removesuffix(".problems.txt"), tuple(p.read_text().splitlines()))
+        for p in sorted((results_dir / QUARANTINE).glob("*.problems.txt"))
+    ]
+
+
+def supersede(path: Path) -> None:
+    move_aside(path, SUPERSEDED)
+
+
+def stored_plan(results_dir: Path, remedy: str = "re-run the matrix to recreate it") -> Plan:
+    """The plan.json of a results folder, checked as the untrusted input it is: its schema (every name that
+    becomes a path or reaches a command is pattern-checked), cell ids that match their cells, a baseline
+    among them. Raises InputError naming what is wrong and, for a damaged plan, ``remedy``."""
+    plan_file = results_dir / PLAN_FILE
+    source = str(plan_file)
+    if not plan_file.exists() and not plan_file.is_symlink():
+        raise InputError([Problem(str(results_dir), "", f"no {PLAN_FILE} here; is this a results folder "
+                                  "written by 'python -m harness run'?")])  # fmt: skip
+    try:
+        raw = jsonio.read(plan_file, MAX_BYTES)
+    except (OSError, ValueError, RecursionError) as exc:
+        raise InputError([Problem(source, "", f"not a plan written by 'python -m harness run' ({exc}); "
+                                  f"{remedy}")]) from None  # fmt: skip
+    found = schemas.problems("plan", raw, source)
+    if not found:
+        for i, cell in enumerate(raw["cells"]):
+            if Cell.from_json(cell).id != cell["id"]:
+                found.append(
+                    Problem(source, f"cells[{i}].id", f"{cell['id']!r} does not match the cell's content")
+                )
+        if raw["baseline"] not in {c["id"] for c in raw["cells"]}:
+            found.append(Problem(source, "baseline", f"{raw['baseline']!r} is none of the plan's cells"))
+    if found:
+        found.append(Problem(source, "", f"not a plan written by 'python -m harness run'; {remedy}"))
+        raise InputError(found)
+    return Plan.from_json(raw)
+
+
+def write_plan(results_dir: Path, plan: Plan, *, same_plan: bool = False) -> None:
+    """Write ``plan.json`` (under the lock). A folder holds one matrix's results: its plan is replaced by an
+    edit of that matrix (the same name), never by another matrix's, and never when it is not a plan at all;
+    ``same_plan``: only by this very plan (a re-run adds to a folder, it does not redefine it)."""
+    plan_file = results_dir / PLAN_FILE
+    if plan_file.exists() or plan_file.is_symlink():
+        fix = "use another --out, or remove the folder if its results are no longer wanted"
+        stored = stored_plan(results_dir, remedy=f"run will not replace it: {fix}")
+        if stored.name != plan.name or (same_plan and stored != plan):
+            what = f"matrix {stored.name!r}" if stored.name != plan.name else "another plan of that matrix"
+            raise InputError([Problem(str(results_dir), "--out", f"holds the results of {what} "
+                                      f"({PLAN_FILE}), not {plan.name!r}'s; {fix}")])  # fmt: skip
+    jsonio.write_atomic(plan_file, plan.to_json())
