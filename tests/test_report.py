@@ -145,6 +145,16 @@ def test_one_round_per_side_gives_numbers_but_no_verdict(tmp_path):
     assert run_cli("compare", str(a), str(b), "--strict").returncode == 1
 
 
+def test_a_number_links_to_the_lower_median_file_and_ties_go_to_the_first_file_by_name():
+    from harness.report.frames import lower_median_row
+
+    rows = pd.DataFrame({"median_s": [2.0, 1.0, 1.0, 3.0], "file": ["d", "c", "b", "a"]})
+    for order in ([0, 1, 2, 3], [3, 2, 1, 0], [2, 0, 3, 1]):  # the order files were read in does not matter
+        assert lower_median_row(rows.iloc[order], "median_s")["file"] == "c"  # 1.0 (b), 1.0 (c), 2.0, 3.0
+    tied = pd.DataFrame({"median_s": [1.0, 1.0, 1.0], "file": ["z", "y", "x"]})
+    assert lower_median_row(tied, "median_s")["file"] == "y"
+
+
 def test_table_cells_can_never_break_a_markdown_table():
     text = markdown.table(
         [["a|b", "line\nbreak", None, model.Value("x|y", href="f (1).json")]], ["h|1", "h2", "h3", "h4"]

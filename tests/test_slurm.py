@@ -6,6 +6,7 @@ Without a cluster these tests skip on a developer machine and FAIL in CI (CI=tru
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -150,3 +151,19 @@ def test_an_array_left_by_a_killed_run_is_not_swept_from_under_it(cluster, tmp_p
         )
     finally:
         subprocess.run(["scancel", "-n", "harness-slurm-ci"], check=False)
+
+
+def test_a_slurm_controller_that_does_not_answer_stops_the_run_with_a_message(tmp_path, monkeypatch):
+    from harness.errors import BackendUnavailable
+    from harness.executors import slurm
+
+    hanging = tmp_path / "bin" / "squeue"  # a real process that never answers, first on PATH
+    hanging.parent.mkdir()
+    hanging.write_text("#!/bin/sh\nexec sleep 60\n")
+    hanging.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{hanging.parent}:{os.environ['PATH']}")
+    monkeypatch.setattr(slurm, "COMMAND_TIMEOUT_S", 0.5)
+    started = time.monotonic()
+    with pytest.raises(BackendUnavailable, match=r"squeue did not answer in 0\.5 s"):
+        slurm._queue("123")
+    assert time.monotonic() - started < 10

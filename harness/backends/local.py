@@ -8,7 +8,6 @@ switch. The suite then checks, from inside the process, that the cuDNN it loaded
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import datetime as dt
 import json
 import os
@@ -30,10 +29,10 @@ from harness.backends.records import failed_result, finish_result, read_suite_re
 from harness.errors import BackendUnavailable
 from harness.plan.model import Cell, Plan
 from harness.results import folder, resume
+from harness.suite import lifeline
 from harness.suite_listing import PACKAGE_ROOT
 
 POLL_S = 0.2
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
 _PROBE = Path(__file__).with_name("interpreter_probe.py")
 
 
@@ -85,7 +84,7 @@ class LocalBackend:
         }
 
     def sweep(self, results_dir: Path) -> list[str]:
-        return []  # suite processes die with the orchestrator (PR_SET_PDEATHSIG), so none is left running
+        return []  # suite processes die with the orchestrator (suite.lifeline), so none is left running
 
     def stop(self) -> None:
         self._stopping.set()
@@ -184,11 +183,11 @@ class LocalBackend:
         with writing.open("w") as log, writing.open() as follow:
             proc = subprocess.Popen(
                 command,
-                env={**os.environ, **env, "PYTHONUNBUFFERED": "1"},
+                env={**os.environ, **env, "PYTHONUNBUFFERED": "1", lifeline.PARENT_ENV: str(os.getpid())},
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                preexec_fn=_own_group_dying_with_us,
+                start_new_session=True,  # its own process group: a kill takes its children too
             )
             try:
                 while proc.poll() is None and time.monotonic() < deadline:
@@ -208,17 +207,6 @@ class LocalBackend:
     def _relay(self, follow: TextIO, prefix: str) -> None:
         for line in follow.readlines():
             self.progress(prefix + line.rstrip())
-
-
-def _own_group_dying_with_us() -> None:
-    """In the child: its own process group (a kill takes its children too), killed if we die.
-
-    Without the death signal a SIGKILLed orchestrator would leave the suite running on the GPU,
-    under the next run's measurements.
-    """
-    os.setsid()
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:

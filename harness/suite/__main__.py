@@ -13,7 +13,7 @@ import time
 import traceback
 from typing import Any
 
-from harness.suite import RESULT_SCHEMA_VERSION, SUITE_VERSION
+from harness.suite import RESULT_SCHEMA_VERSION, SUITE_VERSION, lifeline
 from harness.suite.catalog import CATALOG, for_profile
 
 
@@ -23,6 +23,7 @@ class CudaContextLost(RuntimeError):
 
 
 def main(argv: list[str] | None = None) -> int:
+    lifeline.die_with_parent()
     parser = argparse.ArgumentParser(prog="python -m harness.suite")
     sub = parser.add_subparsers(dest="command", required=True)
     lister = sub.add_parser("list", help="print the workload catalog")
