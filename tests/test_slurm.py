@@ -167,3 +167,16 @@ def test_a_slurm_controller_that_does_not_answer_stops_the_run_with_a_message(tm
     with pytest.raises(BackendUnavailable, match=r"squeue did not answer in 0\.5 s"):
         slurm._queue("123")
     assert time.monotonic() - started < 10
+
+
+def test_backend_settings_round_trip_through_the_tasks_file_and_its_schema():
+    from harness import schemas
+    from harness.backends import registry
+
+    for settings in (
+        registry.Settings("local", 60.0),  # no --python: the task names this interpreter, never null
+        registry.Settings("docker", 60.0, memory="16g", gpu_access="devices"),
+    ):
+        raw = {**settings.to_json(), "tasks": [{"cell": "c", "round": 1}]}
+        assert schemas.problems("slurm-tasks", raw, "tasks.json") == []
+        assert registry.Settings.from_json(raw).to_json() == settings.to_json()

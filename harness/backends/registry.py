@@ -7,6 +7,7 @@ task makes its backend again from the ``Settings`` the submission wrote (``to_js
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,8 +37,8 @@ class Settings:
 
     def to_json(self) -> dict[str, Any]:
         """The settings as the Slurm tasks file holds them (``schemas/slurm-tasks.schema.json``)."""
-        if self.backend == "local":
-            return {"backend": "local", "python": self.python, "timeout_s": self.timeout_s}
+        if self.backend == "local":  # the interpreter by name, so every node runs the one asked for
+            return {"backend": "local", "python": self.python or sys.executable, "timeout_s": self.timeout_s}
         paths = {name: str(p.resolve()) if p else None
                  for name, p in (("wheelhouse", self.build.wheelhouse), ("ca_bundle", self.build.ca_bundle))}  # fmt: skip
         return {
