@@ -197,15 +197,20 @@ def _compare(args: argparse.Namespace) -> int:
     )
     timing = report.analysis.timing
     rows = [[r.workload, r.dtype, r.knobs, _fixed(r.ratio, ".3f"),
-             f"[{r.ci_low:.3f}, {r.ci_high:.3f}]" if _fixed(r.ci_low, ".3f") else "", _fixed(r.p_value, ".2g"), r.verdict]
+             f"[{r.ci_low:.3f}, {r.ci_high:.3f}]" if _known(r.ci_low) and _known(r.ci_high) else "",
+             _fixed(r.p_value, ".2g"), r.verdict]
             for r in timing[timing["verdict"].notna()].itertuples()]  # fmt: skip
     headers = ["workload", "dtype", "knobs", "B/A time", "99% interval", "p", "verdict"]
     print(tabulate(rows, headers=headers, disable_numparse=True))
     return _said(report)
 
 
+def _known(value: float | None) -> bool:
+    return value is not None and value == value  # NaN is not a number to show
+
+
 def _fixed(value: float | None, form: str) -> str:
-    return format(value, form) if value is not None and value == value else ""
+    return format(value, form) if _known(value) else ""
 
 
 def _qualify(args: argparse.Namespace) -> int:

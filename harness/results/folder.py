@@ -65,9 +65,12 @@ def scratch(results_dir: Path) -> Path:
 
 @contextlib.contextmanager
 def scratch_folder(results_dir: Path) -> Iterator[str]:
-    """A scratch folder for the duration of a ``with`` block."""
-    with tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX, dir=results_dir) as path:
-        yield path
+    """``scratch`` for the duration of a ``with`` block."""
+    path = scratch(results_dir)
+    try:
+        yield str(path)
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def is_result_file(path: Path) -> bool:
