@@ -23,9 +23,17 @@ from harness.executors.runs import CellOutcome
 from harness.plan import matrix
 from harness.plan.model import Plan
 from harness.report import folders
+from harness.report.verdicts import Outcome, Policy
 from harness.results import documents
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INFRASTRUCTURE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+# the release gate's outcomes (report, compare, qualify); the report and verdict.json record the code
+GATE_EXIT: dict[Outcome, int] = {
+    "pass": EXIT_OK,
+    "pass-with-inconclusive": EXIT_OK,
+    "regression": EXIT_FAILED,
+    "infrastructure-failure": EXIT_INFRASTRUCTURE,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -177,7 +185,11 @@ def _rerun(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     dirs = args.results or [Path("results") / _load_plan(args.matrix).name]
     plan = folders.merged_plan(dirs)
-    return _said(folders.report(plan, dirs, args.out or Path("reports") / plan.name, args.strict, _warn))
+    return _said(folders.report(plan, dirs, args.out or Path("reports") / plan.name, _policy(args), _warn))
+
+
+def _policy(args: argparse.Namespace) -> Policy:
+    return Policy(GATE_EXIT, strict=args.strict)
 
 
 def _said(report: folders.Report) -> int:
@@ -193,7 +205,7 @@ def _said(report: folders.Report) -> int:
 
 def _compare(args: argparse.Namespace) -> int:
     report = folders.compare(
-        args.a, args.b, args.only, args.threshold_pct, args.alpha, args.strict, args.out, _warn
+        args.a, args.b, args.only, args.threshold_pct, args.alpha, _policy(args), args.out, _warn
     )
     timing = report.analysis.timing
     rows = [[r.workload, r.dtype, r.knobs, _fixed(r.ratio, ".3f"),
@@ -223,7 +235,7 @@ def _qualify(args: argparse.Namespace) -> int:
     report_out = jsonio.output_folder(args.report_out or Path("reports") / plan.name, "--report-out")
     if _exit_code(_run_plan(plan, args, out)) == EXIT_INFRASTRUCTURE:
         return EXIT_INFRASTRUCTURE
-    return _said(folders.report(plan, [out], report_out, args.strict, _warn))
+    return _said(folders.report(plan, [out], report_out, _policy(args), _warn))
 
 
 COMMANDS = {

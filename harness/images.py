@@ -103,7 +103,7 @@ def render(cell: Cell, options: BuildOptions, image_python: str = DEFAULT_IMAGE_
     stanzas = [_template("python", values)]
     stanzas.append(_template("torch", {**values, "build_inputs": inputs, "pip_source": pip_source}))
     kind = cell.cudnn.kind
-    expect = {"source": kind}
+    expect: dict[str, str] = {"source": kind}
     cudnn_layer = ""
     if kind in ("wheel", "system") and not cuda_major:
         raise InputError(
@@ -206,8 +206,7 @@ def _content_hash(dockerfile: str, context: dict[str, Path]) -> str:
     digest = hashlib.sha256(dockerfile.encode())
     for name in sorted(context):
         digest.update(name.encode() + b"\0")
-        with context[name].open("rb") as f:
-            digest.update(hashlib.file_digest(f, "sha256").digest())
+        digest.update(hashlib.sha256(context[name].read_bytes()).digest())
     return digest.hexdigest()
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import jsonschema
 import rfc3339_validator
 from jsonschema.exceptions import ValidationError
+from jsonschema.protocols import Validator
 
 from harness.errors import Problem
 
@@ -19,11 +20,12 @@ SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
 
 
 @cache
-def validator(name: str) -> jsonschema.Draft202012Validator:
+def validator(name: str) -> Validator:
     """The checked validator for ``schemas/<name>.schema.json``."""
     schema = json.loads((SCHEMA_DIR / f"{name}.schema.json").read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
-    return _EcmaValidator(schema, format_checker=FORMATS)
+    checker: Validator = _EcmaValidator(schema, format_checker=FORMATS)
+    return checker
 
 
 def ecma_pattern(pattern: str) -> re.Pattern[str]:
@@ -63,7 +65,9 @@ def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Any:
 FORMATS = jsonschema.FormatChecker(formats=["date-time"])
 assert rfc3339_validator.validate_rfc3339 and "date-time" in FORMATS.checkers
 
-_EcmaValidator = jsonschema.validators.extend(jsonschema.Draft202012Validator, {"pattern": _pattern})
+_EcmaValidator = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
+    jsonschema.Draft202012Validator, {"pattern": _pattern}
+)
 
 
 def problems(
@@ -91,10 +95,11 @@ def field_name(path: Sequence[Any]) -> str:
 
 def _message(error: ValidationError) -> str:
     """jsonschema's message, rewritten where it would not tell a user what is allowed."""
-    allowed = error.schema.get("description") if isinstance(error.schema, dict) else None
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    allowed = schema.get("description")
     value = _short(error.instance)
     if error.validator == "additionalProperties":
-        known = sorted(error.schema.get("properties", {}))
+        known = sorted(schema.get("properties", {}))
         extra = sorted(set(error.instance) - set(known)) if isinstance(error.instance, dict) else []
         return f"unknown key(s) {', '.join(map(repr, extra))}; allowed: {', '.join(known)}"
     if (
@@ -106,7 +111,7 @@ def _message(error: ValidationError) -> str:
     if error.validator in ("pattern", "oneOf", "anyOf", "not", "format"):
         return f"{value} is not allowed; expected {allowed or error.message}"
     if error.validator == "enum":
-        return f"{value} is not allowed; expected one of {', '.join(map(repr, error.validator_value))}"
+        return f"{value} is not allowed; expected one of {', '.join(map(repr, schema.get('enum', ())))}"
     if error.validator == "const":
         return f"{value} is not allowed; expected {error.validator_value!r}"
     if allowed and error.validator not in ("required", "minItems", "uniqueItems"):

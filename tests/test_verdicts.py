@@ -6,10 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from harness import cli
 from harness.report import stats, verdicts
 from harness.report.frames import KEYS
 
 ROUNDS = 7
+POLICY = verdicts.Policy(cli.GATE_EXIT)
 
 
 def round_medians(
@@ -80,8 +82,8 @@ def test_a_workload_that_stops_running_in_the_candidate_is_a_failed_regression()
     )
     result = verdicts.timing(rows, "A", ("A", "B"), lambda _: 5.0, 0.002, {})
     assert list(result["verdict"]) == ["failed"] and "CUDNN_STATUS_BAD_PARAM" in result["reason"][0]
-    gate = verdicts.gate(result, pd.DataFrame(), [])
-    assert gate.exit_code == 1 and gate.outcome == "regression"
+    gate = verdicts.gate(result, pd.DataFrame(), [], POLICY)
+    assert gate.outcome == "regression" and gate.exit_code == 1
 
 
 def test_a_measurement_timed_by_graph_replay_on_one_side_only_is_not_a_verdict():
@@ -96,7 +98,7 @@ def test_a_measurement_timed_by_graph_replay_on_one_side_only_is_not_a_verdict()
     assert list(verdicts.timing(rows, "A", ("A", "B"), lambda _: 5.0, 0.002, {})["verdict"]) == ["slower"]
 
 
-def test_exit_codes_keep_regressions_and_infrastructure_failures_apart():
+def test_the_gate_keeps_regressions_and_infrastructure_failures_apart_and_the_cli_gives_their_exit_codes():
     rng = np.random.default_rng(2)
     slower = verdicts.timing(timing_rows(round_medians(rng, 1.0), round_medians(rng, 1.2)), "A", ("A", "B"),
                              lambda _: 5.0, 0.002, {})  # fmt: skip
@@ -105,16 +107,21 @@ def test_exit_codes_keep_regressions_and_infrastructure_failures_apart():
     unsure = verdicts.timing(timing_rows(round_medians(rng, 1.0, 3), round_medians(rng, 1.2, 3)), "A", ("A", "B"),
                              lambda _: 5.0, 0.002, {})  # fmt: skip
     none = pd.DataFrame()
-    assert verdicts.gate(same, none, []).exit_code == 0
-    assert verdicts.gate(slower, none, []).exit_code == 1
-    assert verdicts.gate(same, none, ["C round 1: container killed"]).exit_code == 3
-    assert (
-        verdicts.gate(slower, none, ["C round 1: container killed"]).exit_code == 1
-    )  # re-running won't clear it
-    gate = verdicts.gate(unsure, none, [])
+    killed = ["C round 1: container killed"]
+    assert (verdicts.gate(same, none, [], POLICY).outcome, verdicts.gate(same, none, [], POLICY).exit_code) == ("pass", 0)
+    assert verdicts.gate(slower, none, [], POLICY).exit_code == 1
+    assert verdicts.gate(same, none, killed, POLICY).outcome == "infrastructure-failure"
+    assert verdicts.gate(same, none, killed, POLICY).exit_code == 3
+    assert verdicts.gate(slower, none, killed, POLICY).outcome == "regression"  # re-running won't clear it
+    gate = verdicts.gate(unsure, none, [], POLICY)
     assert gate.exit_code == 0 and gate.outcome == "pass-with-inconclusive"
     assert any("NOT evidence of no change" in line for line in gate.lines)
-    assert verdicts.gate(unsure, none, [], strict=True).exit_code == 1
+    strict = verdicts.gate(unsure, none, [], verdicts.Policy(cli.GATE_EXIT, strict=True))
+    assert (strict.outcome, strict.exit_code) == ("regression", 1)
+    # the library records the code the CLI chose for each outcome; it chooses none itself
+    assert set(cli.GATE_EXIT) == set(verdicts.OUTCOMES)
+    other = verdicts.Policy(dict.fromkeys(verdicts.OUTCOMES, 7))
+    assert verdicts.gate(slower, none, [], other).exit_code == 7
 
 
 def numerics_rows(dtype: str, base_rmse: float, cand_rmse: float, cand_nan: int = 0) -> pd.DataFrame:
@@ -140,6 +147,6 @@ def test_the_numerics_gate_uses_the_dynamo_rule(dtype, base, cand, nan, expected
     result = verdicts.numerics(numerics_rows(dtype, base, cand, nan), "A", ("A", "B"))
     assert list(result["numerics"]) == [expected]
     assert not result["same_digest"][0]
-    assert verdicts.gate(pd.DataFrame(columns=["verdict", *KEYS]), result, []).exit_code == (
+    assert verdicts.gate(pd.DataFrame(columns=["verdict", *KEYS]), result, [], POLICY).exit_code == (
         1 if expected == "worse" else 0
     )

@@ -7,10 +7,12 @@ A backend never raises for a cell that fails: the failure is written as a result
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
 from harness.plan.model import Cell, Plan
+from harness.suite.document import Identity, ResultDocument
 
 
 class Backend(Protocol):
@@ -24,7 +26,7 @@ class Backend(Protocol):
         log_path: Path,
         round_index: int = 1,
         gpus: tuple[str, ...] = (),
-    ) -> dict[str, object]:
+    ) -> ResultDocument:
         """Run the suite for ``cell`` (its ``round_index``-th independent process); write and return its result.
 
         ``gpus``: the only GPU ids the run may see (empty: the backend's default). Called from
@@ -36,7 +38,7 @@ class Backend(Protocol):
         """From another thread: end every run in flight; each raises KeyboardInterrupt and writes nothing."""
         ...
 
-    def identity(self, cell: Cell, plan: Plan) -> dict[str, str]:
+    def identity(self, cell: Cell, plan: Plan) -> Identity:
         """What a kept result must have been made with: suite version and settings, image or interpreter."""
         ...
 
@@ -50,7 +52,7 @@ def needs_gpu(cell: Cell, plan: Plan) -> bool:
     return not (cell.torch.endswith("+cpu") or plan.suite["device"] == "cpu")
 
 
-def suite_arguments(cell: Cell, plan: Plan, out: str, expect: dict[str, object]) -> list[str]:
+def suite_arguments(cell: Cell, plan: Plan, out: str, expect: Mapping[str, object]) -> list[str]:
     """``python -m harness.suite`` arguments that run ``plan``'s suite for ``cell`` into ``out``."""
     suite = plan.suite
     arguments = [

@@ -33,13 +33,14 @@ from harness.backends.records import failed_result, finish_result, log_tail, rea
 from harness.errors import BackendUnavailable, InputError, Problem, RunStopped
 from harness.plan.model import Cell, Plan
 from harness.results import folder, resume
+from harness.suite.document import GpuAccessMode, Identity, ResultDocument, RunRecord, SuiteResult
 
 try:
     import docker
     import docker.errors
     import requests.exceptions
 except ImportError:  # the local backend and the report need no docker SDK
-    docker = None
+    docker = None  # type: ignore[assignment]
 
 CONTAINER_USER = "10001:10001"
 RESULTS_LABEL = f"{images.LABEL_NS}.results"  # the results folder a container writes into
@@ -129,7 +130,7 @@ class DockerBackend:
         build = self.builds[cell.id] = Build(rendered)
         start = time.monotonic()
         try:
-            build.image_id = self.client.images.get(rendered.reference).id
+            build.image_id = _id(self.client.images.get(rendered.reference))
             build.cached = True
             return build
         except docker.errors.ImageNotFound:
@@ -165,7 +166,7 @@ class DockerBackend:
         build.seconds = time.monotonic() - start
         if build.error is None:
             try:
-                build.image_id = self.client.images.get(rendered.reference).id
+                build.image_id = _id(self.client.images.get(rendered.reference))
             except docker.errors.ImageNotFound:
                 build.error = "the build ended without an image"
         if build.error is not None:
@@ -174,7 +175,7 @@ class DockerBackend:
 
     def image_facts(self, build: Build) -> dict[str, Any]:
         """Provenance of a built image: its id and digests, its base's, and the Python and torch in it."""
-        image = self.client.images.get(build.image_id)
+        image = self.client.images.get(build.image_id or build.image.reference)
         facts: dict[str, Any] = {
             "reference": build.image.reference, "id": image.id, "repo_digests": image.attrs.get("RepoDigests", []),
             "size_bytes": image.attrs.get("Size"), "cached": build.cached, "build_s": round(build.seconds, 3),
@@ -185,7 +186,7 @@ class DockerBackend:
             facts.update(base_id=base.id, base_repo_digests=base.attrs.get("RepoDigests", []))
         except docker.errors.ImageNotFound:
             pass
-        held = self.held(image.id)
+        held = self.held(_id(image))
         facts.update(python=held.get("python"), python_version=held.get("python_version"),
                      torch=held.get("torch"), system_cudnn=held.get("system_cudnn"))  # fmt: skip
         return facts
@@ -209,7 +210,7 @@ class DockerBackend:
 
     # -- runs --------------------------------------------------------------------------------
 
-    def identity(self, cell: Cell, plan: Plan) -> dict[str, str]:
+    def identity(self, cell: Cell, plan: Plan) -> Identity:
         return image_identity(self.suite_version, plan, self._render(cell, plan).reference)
 
     def _render(self, cell: Cell, plan: Plan) -> images.RenderedImage:
@@ -245,7 +246,7 @@ class DockerBackend:
         log_path: Path,
         round_index: int = 1,
         gpus: tuple[str, ...] = (),
-    ) -> dict[str, Any]:
+    ) -> ResultDocument:
         with _engine_errors("the cell was running"):  # building, inspecting or running it
             return self._run_cell(cell, plan, result_path, log_path, round_index, gpus)
 
@@ -257,18 +258,19 @@ class DockerBackend:
         log_path: Path,
         round_index: int,
         gpus: tuple[str, ...],
-    ) -> dict[str, Any]:
+    ) -> ResultDocument:
         started = dt.datetime.now(dt.timezone.utc)
         t0 = time.monotonic()
         with self._lock:
             build_lock = self._build_locks.setdefault(cell.id, threading.Lock())
         with build_lock:
             build = self.build(cell, plan, log_path.with_name(f"{cell.id}.build.log"))
-        run: dict[str, Any] = {
-            "backend": self.name,
+        run: RunRecord = {
+            "backend": "docker",
             "command": [],
             "gpus": list(gpus),
             "exit_code": None,
+            "wall_s": 0.0,  # until it ends
             "log": log_path.name,
             "harness_version": harness.__version__,
             "matrix_sha256": plan.matrix_sha256,
@@ -311,8 +313,8 @@ class DockerBackend:
         return dict(rendered.expect_cudnn)
 
     def rerun(
-        self, previous: dict[str, Any], result_path: Path, log_path: Path, plan: Plan
-    ) -> dict[str, Any]:
+        self, previous: ResultDocument, result_path: Path, log_path: Path, plan: Plan
+    ) -> ResultDocument:
         """Run the image a result came from again, with the suite arguments the harness gives that cell.
 
         A result file is untrusted: its command and image id are not run as they are. The cell must be
@@ -336,16 +338,18 @@ class DockerBackend:
         if (image.labels or {}).get(f"{images.LABEL_NS}.cell") != cell.id:
             raise InputError([Problem(source, "run.image.id", f"{image_id} is not an image this harness built "
                                       f"for cell {cell.id}; refusing to run it")])  # fmt: skip
-        expect = self._expect(cell, self._render(cell, plan), self.held(image.id))
+        expect = self._expect(cell, self._render(cell, plan), self.held(image_id))
         command = suite_arguments(cell, plan, "/results/result.json", expect)
         if previous["run"]["command"] != command:
             raise InputError([Problem(source, "run.command", "is not the command the harness runs for this cell "
                                       "under the plan beside it; refusing to run it")])  # fmt: skip
         started = dt.datetime.now(dt.timezone.utc)
         t0 = time.monotonic()
-        run = {**previous["run"], "exit_code": None, "log": log_path.name, "rerun_of": previous["started_at"]}
+        run: RunRecord = {
+            **previous["run"], "exit_code": None, "log": log_path.name, "rerun_of": previous["started_at"]
+        }
         with _engine_errors("the cell was running"):
-            doc = self._run_container(cell, plan, image.id, command, run, log_path, started)
+            doc = self._run_container(cell, plan, image_id, command, run, log_path, started)
         run["wall_s"] = time.monotonic() - t0
         return finish_result(doc, cell, run, result_path, log_path)
 
@@ -355,14 +359,14 @@ class DockerBackend:
         plan: Plan,
         image_id: str,
         command: list[str],
-        run: dict[str, Any],
+        run: RunRecord,
         log_path: Path,
         started: dt.datetime,
         gpus: tuple[str, ...] = (),
-    ) -> dict[str, Any]:
+    ) -> SuiteResult:
         run["command"] = command
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        mode = self.gpu_access or plan.gpu_access
+        mode = gpu_access.checked_mode(self.gpu_access or plan.gpu_access)
         try:
             attachment = self._attachment(cell, plan, gpus, mode)
         except gpu_access.GpuAccessError as exc:
@@ -435,7 +439,9 @@ class DockerBackend:
                     container.remove(force=True)
             shutil.rmtree(scratch, ignore_errors=True)
 
-    def _attachment(self, cell: Cell, plan: Plan, gpus: tuple[str, ...], mode: str) -> gpu_access.Attachment:
+    def _attachment(
+        self, cell: Cell, plan: Plan, gpus: tuple[str, ...], mode: GpuAccessMode
+    ) -> gpu_access.Attachment:
         """The GPUs this run gets: the scheduler's choice, else the backend's (every GPU by default)."""
         if not needs_gpu(cell, plan):
             return gpu_access.Attachment(record={"mode": mode, "attached": False})
@@ -474,7 +480,13 @@ class DockerBackend:
             return False
 
 
-def image_identity(suite_version: str, plan: Plan, reference: str) -> dict[str, str]:
+def _id(image: Any) -> str:
+    """The engine's id of an image (the SDK types it optional; the engine always gives one)."""
+    image_id: str = image.attrs["Id"]
+    return image_id
+
+
+def image_identity(suite_version: str, plan: Plan, reference: str) -> Identity:
     """What a kept docker result must have been made with (the Slurm backend asks it without an engine)."""
     return {
         "suite_version": suite_version,

@@ -22,8 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-MODES = ("toolkit", "cdi", "devices")
-DEFAULT_MODE = "toolkit"
+from harness.suite.document import GpuAccess, GpuAccessMode
+
+MODES: tuple[GpuAccessMode, ...] = ("toolkit", "cdi", "devices")
+DEFAULT_MODE: GpuAccessMode = "toolkit"
 STAGE = "gpu-access"  # a failed run's stage when the host cannot give its container the GPUs
 CONTAINER_DRIVER_DIR = "/usr/local/nvidia"  # where the driver's libraries appear in devices mode
 CONTROL_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm")
@@ -55,10 +57,18 @@ class Attachment:
     devices: list[str] = field(default_factory=list)  # HOST:CONTAINER:rwm
     volumes: dict[str, dict[str, str]] = field(default_factory=dict)
     environment: dict[str, str] = field(default_factory=dict)
-    record: dict[str, Any] = field(default_factory=dict)
+    record: GpuAccess = field(default_factory=lambda: GpuAccess(mode=DEFAULT_MODE))
 
 
-def attach(mode: str, gpus: tuple[str, ...], driver_dir: str | None = None) -> Attachment:
+def checked_mode(text: str) -> GpuAccessMode:
+    """``text`` as a mode (the matrix schema and the command line allow only these)."""
+    for mode in MODES:
+        if mode == text:
+            return mode
+    raise GpuAccessError(f"unknown gpu_access {text!r}; choose one of {', '.join(MODES)}")
+
+
+def attach(mode: GpuAccessMode, gpus: tuple[str, ...], driver_dir: str | None = None) -> Attachment:
     """The container settings that give it ``gpus`` (empty: every GPU) in ``mode``."""
     from docker.types import DeviceRequest
 
@@ -75,9 +85,7 @@ def attach(mode: str, gpus: tuple[str, ...], driver_dir: str | None = None) -> A
             device_requests=[DeviceRequest(driver="cdi", device_ids=names)],
             record={"mode": mode, "cdi_devices": names},
         )
-    if mode == "devices":
-        return _devices(gpus, driver_dir)
-    raise GpuAccessError(f"unknown gpu_access {mode!r}; choose one of {', '.join(MODES)}")
+    return _devices(gpus, driver_dir)
 
 
 def explain_engine_error(mode: str, message: str) -> str | None:
@@ -167,4 +175,4 @@ def _ldconfig_libcuda() -> Path | None:
         if name.startswith("libcuda.so.1 ")
     ]
     native = [path for name, path in found if "x86-64" in name]  # not the 32-bit copy
-    return (native or [path for _, path in found] or [None])[0]
+    return next(iter(native or [path for _, path in found]), None)

@@ -30,6 +30,7 @@ from harness.errors import BackendUnavailable
 from harness.plan.model import Cell, Plan
 from harness.results import folder, resume
 from harness.suite import lifeline
+from harness.suite.document import Identity, ResultDocument, RunRecord
 from harness.suite_listing import PACKAGE_ROOT
 
 POLL_S = 0.2
@@ -75,7 +76,7 @@ class LocalBackend:
             ) from None
         return info
 
-    def identity(self, cell: Cell, plan: Plan) -> dict[str, str]:
+    def identity(self, cell: Cell, plan: Plan) -> Identity:
         return {
             "suite_version": self.suite_version,
             "suite_settings_sha256": resume.suite_settings_sha256(plan),
@@ -97,7 +98,7 @@ class LocalBackend:
         log_path: Path,
         round_index: int = 1,
         gpus: tuple[str, ...] = (),
-    ) -> dict[str, Any]:
+    ) -> ResultDocument:
         started = dt.datetime.now(dt.timezone.utc)
         t0 = time.monotonic()
         with folder.scratch_folder(result_path.parent) as scratch:
@@ -121,16 +122,18 @@ class LocalBackend:
                 exit_code, timed_out = self._execute(
                     command, env, log_path, f"gpu {','.join(gpus)}: " if gpus else ""
                 )
-                doc = read_suite_result(raw_path)
-                if doc is None or timed_out:
+                written = read_suite_result(raw_path)
+                if written is not None and not timed_out:
+                    doc = written
+                else:
                     reason = (
                         f"timed out after {self.timeout_s:.0f} s"
                         if timed_out
                         else f"the suite exited with code {exit_code} and wrote no result"
                     )
                     doc = failed_result(cell, plan, self.suite_version, "run", reason, "", started)
-        run = {
-            "backend": self.name,
+        run: RunRecord = {
+            "backend": "local",
             "command": command,
             "env_overrides": env,
             "gpus": list(gpus),

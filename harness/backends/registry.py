@@ -18,9 +18,10 @@ from harness.backends import rules
 from harness.backends.base import Backend
 from harness.images import BuildOptions
 from harness.plan.model import Cell, CellProblem, Plan
+from harness.suite.document import Identity
 
 Progress = Callable[[str], None]
-Identity = Callable[[Cell], dict[str, str]]
+IdentityOf = Callable[[Cell], Identity]  # a backend's identity function for a plan
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ class Kind:
     cell_problems: Callable[[Sequence[Cell]], list[CellProblem]]
     create: Callable[[Settings, Progress | None], Backend]
     # a kept result's identity where the backend cannot run (a Slurm login node has no Docker engine)
-    identity: Callable[[Settings, Plan], Identity]
+    identity: Callable[[Settings, Plan], IdentityOf]
 
 
 def _local(settings: Settings, progress: Progress | None) -> Backend:
@@ -82,7 +83,7 @@ def _local(settings: Settings, progress: Progress | None) -> Backend:
     return LocalBackend(settings.python, timeout_s=settings.timeout_s, progress=progress)
 
 
-def _local_identity(settings: Settings, plan: Plan) -> Identity:
+def _local_identity(settings: Settings, plan: Plan) -> IdentityOf:
     backend = _local(settings, None)
     return lambda cell: backend.identity(cell, plan)
 
@@ -94,7 +95,7 @@ def _docker(settings: Settings, progress: Progress | None) -> Backend:
                          progress=progress, gpu_access=settings.gpu_access)  # fmt: skip
 
 
-def _docker_identity(settings: Settings, plan: Plan) -> Identity:
+def _docker_identity(settings: Settings, plan: Plan) -> IdentityOf:
     from harness import images
     from harness.backends.docker import image_identity
 
@@ -119,5 +120,5 @@ def create(settings: Settings, progress: Progress | None = None) -> Backend:
     return KINDS[settings.backend].create(settings, progress)
 
 
-def identity(settings: Settings, plan: Plan) -> Identity:
+def identity(settings: Settings, plan: Plan) -> IdentityOf:
     return KINDS[settings.backend].identity(settings, plan)

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from harness import jsonio
 from harness.backends import registry
 from harness.errors import InputError, Problem
 from harness.results import documents, folder
+from harness.suite.document import ResultDocument
 
 
 def rerun(
     result: Path, settings: registry.Settings, out: Path, say: Callable[[str], None]
-) -> tuple[dict[str, Any], Path]:
+) -> tuple[ResultDocument, Path]:
     """The new result document and where it was written. Only the command the harness derives for a cell of
     the result's plan runs, in the image it built for that cell; an earlier result there moves aside."""
     document, problems = documents.check(result)

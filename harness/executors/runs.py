@@ -6,10 +6,10 @@ import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from harness.plan.model import Cell, Plan
 from harness.results import folder, resume
+from harness.suite.document import Identity, ResultDocument
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ def decide(
     plan: Plan,
     cells: tuple[Cell, ...],
     results_dir: Path,
-    identity: Callable[[Cell], dict[str, str]],
+    identity: Callable[[Cell], Identity],
     mode: resume.Mode,
     say: Callable[[str], None],
 ) -> tuple[list[Pending], dict[int, CellOutcome], int]:
@@ -88,16 +88,17 @@ def decide(
 
 
 def outcome_of(
-    document: dict[str, Any], round_index: int, wall_s: float = 0.0, kept: bool = False
+    document: ResultDocument, round_index: int, wall_s: float = 0.0, kept: bool = False
 ) -> CellOutcome:
     """What a run's result document says, for progress and exit codes."""
+    failure = document["failure"]
     return CellOutcome(
         document["cell"]["id"],
         round_index,
-        str(document["status"]),
-        (document.get("failure") or {}).get("reason"),
+        document["status"],
+        failure["reason"] if failure else None,
         wall_s,
         len(document["measurements"]),
         kept=kept,
-        stage=(document.get("failure") or {}).get("stage"),
+        stage=failure["stage"] if failure else None,
     )

@@ -31,11 +31,12 @@ from typing import Any
 from harness import jsonio, schemas, suite_listing
 from harness.backends import registry
 from harness.backends.base import needs_gpu
-from harness.backends.records import read_suite_result
+from harness.backends.records import read_result
 from harness.errors import BackendUnavailable, InputError, Problem, RunStopped
 from harness.executors.runs import CellOutcome, decide, outcome_of, prepared, tag
 from harness.plan.model import Cell, Plan
 from harness.results import folder, resume
+from harness.suite.document import ResultDocument, SlurmRecord
 
 SLURM_DIR = "slurm"
 POLL_S = 2.0
@@ -231,17 +232,13 @@ class Submission:
                         where = f" on {state[1]}" if state[0] == "RUNNING" and state[1] else ""
                         self.say(f"{label}: {state[0].lower()}{where} (task {job}_{task.index})")
                     continue
-                document = read_suite_result(
-                    folder.result_path(self.results_dir, task.cell.id, task.round_index)
-                )
+                document = read_result(folder.result_path(self.results_dir, task.cell.id, task.round_index))
                 if document is None:  # gone from the queue with no result: what did Slurm do to it?
                     lost[task.index] = ended = _final_state(job, task.index)
                     self.say(f"{label}: ENDED WITHOUT A RESULT ({ended}; output "
                              f"{self.results_dir / SLURM_DIR / 'logs'}/{job}_{task.index}.out)")  # fmt: skip
                     continue
-                outcome = outcome_of(
-                    document, task.round_index, float(document.get("run", {}).get("wall_s") or 0.0)
-                )
+                outcome = outcome_of(document, task.round_index, float(document["run"]["wall_s"]))
                 outcomes[task.order] = outcome
                 finished = len(outcomes) + len(lost)
                 eta = (time.monotonic() - started) / finished * (len(tasks) - finished)
@@ -304,10 +301,11 @@ def _tasks(tasks_file: Path, index: int, plan: Plan) -> dict[str, Any]:
         )
     if found:
         raise InputError(found)
-    return settings
+    checked: dict[str, Any] = settings
+    return checked
 
 
-def run_task(results_dir: Path, tasks_file: Path, index: int, say: Callable[[str], None]) -> dict[str, Any]:
+def run_task(results_dir: Path, tasks_file: Path, index: int, say: Callable[[str], None]) -> ResultDocument:
     """On a node: run one task's cell with the matrix's backend; its result lands in ``results_dir``."""
     plan = folder.stored_plan(results_dir)
     raw = _tasks(tasks_file, index, plan)
@@ -322,11 +320,13 @@ def run_task(results_dir: Path, tasks_file: Path, index: int, say: Callable[[str
     result_path = folder.result_path(results_dir, cell.id, round_index)
     log = folder.log_path(results_dir, cell.id, round_index)
     document = backend.run_cell(cell, plan, result_path, log, round_index, gpus=gpus)
-    document["run"]["slurm"] = {
+    slurm: SlurmRecord = {
         "job": f"{os.environ.get('SLURM_ARRAY_JOB_ID', '?')}_{os.environ.get('SLURM_ARRAY_TASK_ID', index)}",
         "node": os.environ.get("SLURMD_NODENAME", os.uname().nodename),
-        **({"partition": os.environ["SLURM_JOB_PARTITION"]} if os.environ.get("SLURM_JOB_PARTITION") else {}),
     }
+    if os.environ.get("SLURM_JOB_PARTITION"):
+        slurm["partition"] = os.environ["SLURM_JOB_PARTITION"]
+    document["run"]["slurm"] = slurm
     jsonio.write_atomic(result_path, document, compact=True)
     say(f"slurm task {index}: {document['status']} -> {result_path}")
     return document

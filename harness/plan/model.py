@@ -77,6 +77,11 @@ class Cell:
         }
 
     @property
+    def label(self) -> str:
+        """Short, readable name of a cell for table headers: torch build and cuDNN source."""
+        return f"{self.torch} / cuDNN {self.cudnn.label}"
+
+    @property
     def id(self) -> str:
         """``torch<ver>-<variant>_cudnn-<source>_<hash>``: readable, and unique by content."""
         digest = hashlib.sha256(json.dumps(self.to_json(), sort_keys=True).encode()).hexdigest()[:10]
@@ -85,7 +90,7 @@ class Cell:
             if self.torch in ("installed", "image")
             else "torch" + self.torch.replace("+", "-")
         )
-        source = self.cudnn.kind
+        source: str = self.cudnn.kind
         if self.cudnn.value is not None:
             value = "path" if self.cudnn.value.startswith("/") else self.cudnn.value
             source += f"-{value}"

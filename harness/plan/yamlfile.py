@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 from yaml.constructor import ConstructorError
-from yaml.nodes import MappingNode, Node, SequenceNode
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from harness import jsonio
 from harness.errors import InputError, Problem
@@ -24,16 +24,16 @@ MAX_BYTES = 1_000_000
 
 
 class _StrictLoader(yaml.SafeLoader):
-    def compose_node(self, parent: Node | None, index: Any) -> Node | None:  # type: ignore[override]
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
         if self.check_event(yaml.AliasEvent):
-            mark = self.peek_event().start_mark
+            mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
             raise ConstructorError(None, None, "anchors and aliases (*name) are not allowed", mark)
-        return super().compose_node(parent, index)  # type: ignore[no-any-return]
+        return super().compose_node(parent, index)
 
     def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=True)  # type: ignore[no-untyped-call]
+            key = self.construct_object(key_node, deep=True)
             if not isinstance(key, str):
                 raise ConstructorError(
                     None,
@@ -51,8 +51,8 @@ class _StrictLoader(yaml.SafeLoader):
             seen[key] = key_node.start_mark.line + 1
         return super().construct_mapping(node, deep=deep)
 
-    def construct_finite_float(self, node: Node) -> float:
-        value: float = self.construct_yaml_float(node)  # type: ignore[no-untyped-call]
+    def construct_finite_float(self, node: ScalarNode) -> float:
+        value: float = self.construct_yaml_float(node)
         if not math.isfinite(value):
             raise ConstructorError(
                 None, None, f"{node.value!r} is not a finite number; write a plain number", node.start_mark

@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 
 from harness.report import frames, verdicts
 from harness.report.model import Analysis, View
 from harness.results.documents import LoadedResults, round_of
+from harness.suite.document import ResultDocument
 
 
 def analyze(
-    view: View, loaded: LoadedResults, group_of_file: dict[str, str] | None = None, strict: bool = False
+    view: View, loaded: LoadedResults, policy: verdicts.Policy, group_of_file: dict[str, str] | None = None
 ) -> Analysis:
     frame = frames.long_form(loaded)
     if group_of_file is not None and not frame.empty:
         frame["group"] = frame["file"].map(group_of_file)
-    docs: dict[str, list[tuple[dict[str, Any], str]]] = {g: [] for g in view.groups}
+    docs: dict[str, list[tuple[ResultDocument, str]]] = {g: [] for g in view.groups}
     outside = []
     for doc, file in zip(loaded.documents, loaded.files, strict=True):
         group = group_of_file[file] if group_of_file is not None else doc["cell"]["id"]
@@ -31,10 +30,16 @@ def analyze(
     timing = verdicts.timing(frame, view.baseline, view.groups, view.threshold_pct, view.alpha, samples)
     numerics = verdicts.numerics(frame, view.baseline, view.groups) if not frame.empty else pd.DataFrame()
     failed_runs = [
-        f"{group} round {round_of(doc)} ({file}): "
-        f"{doc['failure']['stage']}: {doc['failure']['reason']}"
-        for group, entries in docs.items() for doc, file in entries if doc["status"] != "ok"
-    ]  # fmt: skip
+        f"{group} round {round_of(doc)} ({file}): {_failure(doc)}"
+        for group, entries in docs.items()
+        for doc, file in entries
+        if doc["status"] != "ok"
+    ]
     failed_runs += [f"{group}: no result file" for group in view.groups if not docs.get(group)]
-    gate = verdicts.gate(timing, numerics, failed_runs, strict=strict)
+    gate = verdicts.gate(timing, numerics, failed_runs, policy)
     return Analysis(frame, timing, numerics, gate, docs, samples, tuple(outside))
+
+
+def _failure(doc: ResultDocument) -> str:
+    failure = doc["failure"]
+    return f"{failure['stage']}: {failure['reason']}" if failure else "failed"

@@ -15,6 +15,7 @@ from harness.report import frames
 from harness.report.analysis import analyze
 from harness.report.model import Analysis, Rendered, View
 from harness.report.render import render
+from harness.report.verdicts import Policy
 from harness.results import documents, folder
 
 Say = Callable[[str], None]
@@ -42,19 +43,19 @@ def merged_plan(dirs: list[Path]) -> Plan:
     return plan
 
 
-def report(plan: Plan, dirs: list[Path], out: Path, strict: bool, warn: Say) -> Report:
+def report(plan: Plan, dirs: list[Path], out: Path, policy: Policy, warn: Say) -> Report:
     """Every valid result of ``dirs`` against ``plan``'s baseline, written into ``out``."""
     loaded = documents.load_many(dirs)
     _refuse_incomparable(dirs, loaded, warn)
     view = View.from_plan(plan)
-    analysis = analyze(view, loaded, strict=strict)
+    analysis = analyze(view, loaded, policy)
     for file, cell_id in analysis.outside:
         warn(f"not in the plan: {file} holds cell {cell_id}, which plan.json does not list; not compared")
     jsonio.output_folder(out, "--out")
     return Report(analysis, loaded, render(view, analysis, loaded, out, dirs))
 
 
-def compare(a: Path, b: Path, only: str | None, threshold_pct: float, alpha: float, strict: bool,
+def compare(a: Path, b: Path, only: str | None, threshold_pct: float, alpha: float, policy: Policy,
             out: Path | None, warn: Say) -> Report:  # fmt: skip
     """Two runs (result files or folders, shards in subfolders too) side by side: A is the baseline."""
     sides = {"A": a, "B": b}
@@ -84,7 +85,7 @@ def compare(a: Path, b: Path, only: str | None, threshold_pct: float, alpha: flo
     labels = {side: f"{side}: {sides[side]}" for side in sides}
     view = View("compare", "A", ("A", "B"), labels, threshold_pct, alpha, 0,
                 f"ad-hoc comparison, threshold {threshold_pct:g}%")  # fmt: skip
-    analysis = analyze(view, loaded, group_of_file=group_of, strict=strict)
+    analysis = analyze(view, loaded, policy, group_of_file=group_of)
     rendered = render(view, analysis, loaded, out, list(sides.values())) if out else None
     return Report(analysis, loaded, rendered)
 

@@ -7,13 +7,14 @@ from typing import Any
 
 import pandas as pd
 
-from harness.plan.model import CudnnSource
+from harness.plan.model import Cell, CudnnSource
 from harness.results.documents import LoadedResults, round_of
+from harness.suite.document import CellRecord, Knobs, Numerics, ResultDocument
 
 KEYS = ["workload", "dtype", "knobs"]
 
 
-def knob_label(knobs: dict[str, bool]) -> str:
+def knob_label(knobs: Knobs) -> str:
     return " ".join(
         f"{k}={int(v)}"
         for k, v in (
@@ -24,9 +25,9 @@ def knob_label(knobs: dict[str, bool]) -> str:
     )
 
 
-def cell_label(cell: dict[str, Any]) -> str:
-    """Short, readable name of a cell for table headers: torch build and cuDNN source."""
-    return f"{cell['torch']} / cuDNN {CudnnSource.from_json(cell['cudnn']).label}"
+def cell_label(cell: CellRecord) -> str:
+    """The cell's label (``Cell.label``) from a result's record of it."""
+    return Cell.from_json(cell).label
 
 
 def long_form(loaded: LoadedResults) -> pd.DataFrame:
@@ -41,16 +42,17 @@ def long_form(loaded: LoadedResults) -> pd.DataFrame:
             "cell": cell_label(cell),
             "torch": cell["torch"],
             "cudnn_source": CudnnSource.from_json(cell["cudnn"]).label,
-            "cudnn_runtime": (doc.get("cudnn") or {}).get("runtime_version"),
+            "cudnn_runtime": doc["cudnn"]["runtime_version"] if "cudnn" in doc else None,
             "device": doc.get("device"),
             "cell_status": doc["status"],
             "file": file,
         }
+        failure = doc["failure"]
         if doc["status"] != "ok":
-            rows.append({**common, "status": "cell_failed", "error": doc["failure"]["reason"]})
+            rows.append({**common, "status": "cell_failed", "error": failure["reason"] if failure else None})
             continue
         for m in doc["measurements"]:
-            stats = m.get("stats", {})
+            stats: dict[str, object] = dict(m.get("stats") or {})
             rows.append(
                 {
                     **common,
@@ -76,10 +78,11 @@ def long_form(loaded: LoadedResults) -> pd.DataFrame:
                     **_numerics_columns(m.get("numerics")),
                 }
             )
-    return pd.DataFrame(rows)
+    frame: pd.DataFrame = pd.DataFrame(rows)
+    return frame
 
 
-def _numerics_columns(numerics: dict[str, Any] | None) -> dict[str, Any]:
+def _numerics_columns(numerics: Numerics | None) -> dict[str, object]:
     if not numerics:
         return {}
     return {"rel_rmse": numerics.get("rel_rmse"), "within_tolerance": numerics.get("within_tolerance"),
@@ -89,19 +92,19 @@ def _numerics_columns(numerics: dict[str, Any] | None) -> dict[str, Any]:
 
 def samples(loaded: LoadedResults) -> dict[tuple[str, str, str, str], list[float]]:
     """(file, workload, dtype, knobs) -> that measurement's raw samples in seconds."""
-    out = {}
+    out: dict[tuple[str, str, str, str], list[float]] = {}
     for doc, file in zip(loaded.documents, loaded.files, strict=True):
         for m in doc["measurements"]:
-            if m["status"] == "ok":
+            if m["status"] == "ok" and "samples_s" in m:
                 out[(file, m["workload"], m["dtype"], knob_label(m["knobs"]))] = m["samples_s"]
     return out
 
 
-def comparability_key(doc: dict[str, Any]) -> dict[str, str]:
+def comparability_key(doc: ResultDocument) -> dict[str, str]:
     """What must be equal for two results to be compared: suite version, profile, GPU model, driver."""
-    env = doc.get("environment") or {}
-    gpu = env.get("gpu") or {}
-    host = env.get("host") or {}
+    env = doc.get("environment")
+    gpu = (env["gpu"] if env else None) or {}
+    host = env["host"] if env else {}
     return {
         "suite version": str(doc.get("suite_version")),
         "suite profile": str(doc.get("profile")),
@@ -110,13 +113,13 @@ def comparability_key(doc: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def build_key(doc: dict[str, Any]) -> dict[str, str]:
+def build_key(doc: ResultDocument) -> dict[str, str]:
     """What must be equal among the runs of one cell (or one side of a compare): the torch and cuDNN that ran.
     An ``installed`` cell's shards from hosts with different torch builds are different cells in truth."""
-    torch = (doc.get("environment") or {}).get("torch") or {}
+    env, cudnn = doc.get("environment"), doc.get("cudnn")
     return {
-        "torch build": str(torch.get("version")),
-        "cuDNN runtime": str((doc.get("cudnn") or {}).get("runtime_version")),
+        "torch build": str(env["torch"].get("version") if env else None),
+        "cuDNN runtime": str(cudnn["runtime_version"] if cudnn else None),
     }
 
 
@@ -126,7 +129,7 @@ def comparability_problems(loaded: LoadedResults, group_of_file: dict[str, str] 
     ok = [  # a failed run has no numbers to compare
         (doc, file) for doc, file in zip(loaded.documents, loaded.files, strict=True) if doc["status"] == "ok"
     ]
-    groups: dict[str, list[tuple[dict[str, Any], str]]] = {}
+    groups: dict[str, list[tuple[ResultDocument, str]]] = {}
     for doc, file in ok:
         groups.setdefault(group_of_file[file] if group_of_file else doc["cell"]["id"], []).append((doc, file))
     problems = _differing(ok, comparability_key, "")
@@ -136,7 +139,7 @@ def comparability_problems(loaded: LoadedResults, group_of_file: dict[str, str] 
 
 
 def _differing(
-    entries: list[tuple[dict[str, Any], str]], key: Callable[[dict[str, Any]], dict[str, str]], where: str
+    entries: list[tuple[ResultDocument, str]], key: Callable[[ResultDocument], dict[str, str]], where: str
 ) -> list[str]:
     seen: dict[str, dict[str, list[str]]] = {}
     for doc, file in entries:
@@ -156,9 +159,10 @@ def _differing(
     return problems
 
 
-def lower_median_row(rows: pd.DataFrame, column: str) -> pd.Series:
+def lower_median_row(rows: pd.DataFrame, column: str) -> pd.Series[Any]:
     """The row holding the lower median of ``column``: one result file's own value, so a number can link to
     the file it came from. Ties go to the file whose path sorts first, so the link never depends on the
     sort algorithm or the order files were read in."""
     ordered = rows.sort_values([column, "file"], kind="mergesort")
-    return ordered.iloc[(len(ordered) - 1) // 2]
+    row: pd.Series[Any] = ordered.iloc[(len(ordered) - 1) // 2]
+    return row

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import pandas as pd
 
 from harness.plan.model import Plan
-from harness.report import frames, verdicts
+from harness.report import verdicts
+from harness.suite.document import ResultDocument
 
 Kind = Literal["text", "number", "duration", "verdict"]
 VERDICT_ORDER = {"slower": 0, "failed": 1, "inconclusive": 2, "missing": 3, "faster": 4, "same": 5}
@@ -49,7 +50,7 @@ class View:
             name=plan.name,
             baseline=plan.baseline_id,
             groups=tuple(c.id for c in plan.cells),
-            labels={c.id: frames.cell_label(c.to_json()) for c in plan.cells},
+            labels={c.id: c.label for c in plan.cells},
             default_pct=plan.regression_pct,
             alpha=plan.alpha,
             rounds=plan.rounds,
@@ -64,7 +65,7 @@ class Analysis:
     timing: pd.DataFrame
     numerics: pd.DataFrame
     gate: verdicts.Gate
-    docs: dict[str, list[tuple[dict[str, Any], str]]]  # group -> (document, file) per round
+    docs: dict[str, list[tuple[ResultDocument, str]]]  # group -> (document, file) per round
     samples: dict[tuple[str, str, str, str], list[float]]
     outside: tuple[tuple[str, str], ...] = ()  # (file, cell id) of valid results of no group: not compared
 

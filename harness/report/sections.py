@@ -81,13 +81,13 @@ def _cells(view: View, analysis: Analysis, out_dir: Path, letters: dict[str, str
     for group in view.groups:
         entries = analysis.docs.get(group, [])
         ok = [(d, f) for d, f in entries if d["status"] == "ok"]
-        doc = ok[0][0] if ok else (entries[0][0] if entries else {})
-        cudnn = doc.get("cudnn") or {}
+        doc = ok[0][0] if ok else (entries[0][0] if entries else None)
+        cudnn: dict[str, Any] = dict(doc["cudnn"]) if doc and "cudnn" in doc else {}
         files = [_link(f"r{round_of(d)}", f, out_dir) for d, f in entries]
         rows.append((
             letters[group], group + (" (baseline)" if group == view.baseline else ""), view.labels.get(group, group),
             f"{len(ok)}/{len(entries)} ok" + (f", {view.rounds} asked" if view.rounds else ""),
-            doc.get("device", ""), cudnn.get("runtime_version") or ("none" if doc else ""),
+            doc.get("device", "") if doc else "", cudnn.get("runtime_version") or ("none" if doc else ""),
             "\n".join(cudnn.get("loaded_dirs", [])), cudnn.get("verification", ""), files,
         ))  # fmt: skip
     return Section("Groups (cells)", "", ("", "id", "torch / cuDNN asked for", "rounds", "device",
@@ -216,7 +216,8 @@ def _numerics_sections(view: View, analysis: Analysis, letters: dict[str, str]) 
     if num.empty:
         return []
     summary = []
-    for group, rows in num.groupby("group", sort=False):
+    for key, rows in num.groupby("group", sort=False):
+        group = str(key)
         summary.append((letters.get(group, group), group, len(rows), int((rows["numerics"] == "worse").sum()),
                         int((rows["numerics"] == "unchecked").sum()), f"{int(rows['same_digest'].sum())}/{len(rows)}",
                         int((~rows["repeatable_baseline"]).sum()), int((~rows["repeatable_candidate"]).sum())))  # fmt: skip
@@ -230,11 +231,11 @@ def _numerics_sections(view: View, analysis: Analysis, letters: dict[str, str]) 
          "not repeatable (candidate)"), tuple(summary))]  # fmt: skip
     flagged = num[num["numerics"] != "ok"]
     if not flagged.empty:
-        rows = tuple((letters.get(r.group, r.group), r.workload, r.dtype, r.knobs, r.numerics,
-                      _number(r.rel_rmse_baseline, ".2e"), _number(r.rel_rmse_candidate, ".2e"), r.reason)
-                     for r in flagged.itertuples())  # fmt: skip
+        flagged_rows = tuple((letters.get(r.group, r.group), r.workload, r.dtype, r.knobs, r.numerics,
+                              _number(r.rel_rmse_baseline, ".2e"), _number(r.rel_rmse_candidate, ".2e"), r.reason)
+                             for r in flagged.itertuples())  # fmt: skip
         out.append(Section("Numerics: flagged", "", ("group", "workload", "dtype", "knobs", "numerics",
-                           "rel. RMSE baseline", "rel. RMSE candidate", "why"), rows, level=3))  # fmt: skip
+                           "rel. RMSE baseline", "rel. RMSE candidate", "why"), flagged_rows, level=3))  # fmt: skip
     return out
 
 
@@ -246,8 +247,8 @@ def _environment(view: View, analysis: Analysis, letters: dict[str, str]) -> Sec
             env = doc.get("environment")
             if not env:
                 continue
-            gpu = env.get("gpu") or {}
-            cudnn = doc.get("cudnn") or {}
+            gpu = env["gpu"] or {}
+            cudnn: dict[str, Any] = dict(doc["cudnn"]) if "cudnn" in doc else {}
             if gpu.get("uuid"):
                 uuids.add(gpu["uuid"])
             rows.append((

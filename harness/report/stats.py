@@ -14,11 +14,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+import numpy.typing as npt
 from scipy import stats as scistats
 
 Verdict = Literal["faster", "slower", "same", "inconclusive", "failed", "missing"]
 VERDICTS: tuple[Verdict, ...] = ("slower", "faster", "same", "inconclusive", "failed", "missing")
 CONFIDENCE = 0.99
+Samples = npt.NDArray[np.float64]  # one side's per-round medians, or one process's raw samples
 BOOTSTRAP_RESAMPLES = 2000
 RATIO_DIGITS = 3  # ratios are shown as 1.050; the threshold is applied at that precision
 SEED = 20261122  # a fixed seed: the same results always render the same intervals
@@ -48,7 +50,8 @@ def judge(
     basis: str = "rounds",
 ) -> Comparison:
     """Classify candidate against baseline; both are per-round medians (or one round's samples)."""
-    a, b = np.asarray(baseline, dtype=float), np.asarray(candidate, dtype=float)
+    a: Samples = np.asarray(baseline, dtype=np.float64)
+    b: Samples = np.asarray(candidate, dtype=np.float64)
     ratio = float(np.median(b) / np.median(a))
     low, high = _ratio_interval(a, b)
     p = _mann_whitney(a, b)
@@ -106,16 +109,16 @@ def _why_inconclusive(
     return f"ratio {ratio:.3f} is beyond the threshold but not significant (p={p:.2g} >= {alpha:g})"
 
 
-def _mann_whitney(a: np.ndarray, b: np.ndarray) -> float | None:
+def _mann_whitney(a: Samples, b: Samples) -> float | None:
     if len(a) < 1 or len(b) < 1 or len(a) + len(b) < 3:
         return None
     if np.all(a == a[0]) and np.all(b == a[0]):
         return 1.0  # identical constants: no evidence of a difference (scipy would return nan)
-    method = "exact" if len(a) <= 50 and len(b) <= 50 else "asymptotic"
+    method: Literal["exact", "asymptotic"] = "exact" if len(a) <= 50 and len(b) <= 50 else "asymptotic"
     return float(scistats.mannwhitneyu(b, a, alternative="two-sided", method=method).pvalue)
 
 
-def _ratio_interval(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+def _ratio_interval(a: Samples, b: Samples) -> tuple[float, float]:
     """Percentile bootstrap interval of median(b) / median(a), resampling each side independently."""
     if len(a) < 2 or len(b) < 2 or (np.all(a == a[0]) and np.all(b == b[0])):
         ratio = float(np.median(b) / np.median(a))

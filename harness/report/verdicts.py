@@ -2,16 +2,16 @@
 
 Input is the long-form frame of ``frames.long_form``; a "group" is a cell of the matrix (or a side of
 an ad-hoc ``compare``), each with one or more rounds (independent processes). Output is data: the
-CLI prints it and picks the exit code, the report renders it, and ``verdict.json`` stores it
+CLI prints it and picks each outcome's exit code (``Policy``), the report renders it, and ``verdict.json`` stores it
 (``schemas/verdict.schema.json``).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 
@@ -24,7 +24,17 @@ VERDICT_SCHEMA_VERSION = 1
 NUMERICS_MULTIPLIER = {"fp32": 2.0, "tf32": 2.0, "bf16": 3.0, "fp16": 3.0}
 NUMERICS_TOLERANCE = {"fp32": 1e-4, "tf32": 1e-3, "bf16": 1e-2, "fp16": 1e-3}
 
-EXIT_PASS, EXIT_REGRESSION, EXIT_BAD_INPUT, EXIT_INFRASTRUCTURE = 0, 1, 2, 3
+Outcome = Literal["pass", "pass-with-inconclusive", "regression", "infrastructure-failure"]
+OUTCOMES: tuple[Outcome, ...] = ("pass", "pass-with-inconclusive", "regression", "infrastructure-failure")
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What the caller decides of a gate: each outcome's exit code (the report and verdict.json state it),
+    and whether an inconclusive or missing row fails the gate."""
+
+    exit_codes: Mapping[Outcome, int]
+    strict: bool = False
 
 
 def timing(
@@ -52,7 +62,8 @@ def timing(
             rows.append(_one(group, key, base, mine, threshold_pct(key[0]), alpha, samples))
     columns = ["group", *KEYS, "verdict", "ratio", "ci_low", "ci_high", "p_value", "basis", "rounds_baseline",
                "rounds_candidate", "threshold_pct", "reason", "baseline_files", "candidate_files"]  # fmt: skip
-    return pd.DataFrame(rows, columns=columns)
+    table: pd.DataFrame = pd.DataFrame(rows, columns=columns)
+    return table
 
 
 def _keys(frame: pd.DataFrame) -> list[tuple[str, str, str]]:
@@ -60,7 +71,10 @@ def _keys(frame: pd.DataFrame) -> list[tuple[str, str, str]]:
 
 
 def _rows(frame: pd.DataFrame, key: tuple[str, str, str]) -> pd.DataFrame:
-    return frame[(frame["workload"] == key[0]) & (frame["dtype"] == key[1]) & (frame["knobs"] == key[2])]
+    rows: pd.DataFrame = frame[
+        (frame["workload"] == key[0]) & (frame["dtype"] == key[1]) & (frame["knobs"] == key[2])
+    ]
+    return rows
 
 
 def _one(
@@ -94,8 +108,8 @@ def _one(
     if len(base_ok) >= 2 and len(mine_ok) >= 2:
         result = stats.judge(list(base_ok["median_s"]), list(mine_ok["median_s"]), pct, alpha, "rounds")
     else:  # one process on a side: its raw samples stand in, process-to-process noise is not covered
-        a = [x for f in base_ok["file"] for x in samples[(f, *key)]]
-        b = [x for f in mine_ok["file"] for x in samples[(f, *key)]]
+        a = [x for f in base_ok["file"] for x in samples[(f,) + key]]
+        b = [x for f in mine_ok["file"] for x in samples[(f,) + key]]
         result = stats.judge(a, b, pct, alpha, "samples")
     verdict, reason = result.verdict, result.reason
     timers = _timers(base_ok), _timers(mine_ok)
@@ -118,8 +132,9 @@ def _errors(a: pd.DataFrame, b: pd.DataFrame) -> str:
 
 def numerics(frame: pd.DataFrame, baseline: str, groups: Sequence[str]) -> pd.DataFrame:
     """Per (group, workload, dtype, knobs): error drift against fp64, digests, determinism, NaNs, gate."""
+    none: pd.DataFrame = pd.DataFrame()
     if "rel_rmse" not in frame:
-        return pd.DataFrame()
+        return none
     checked = frame[frame["digest"].notna()]
     base_all = checked[checked["group"] == baseline]
     rows = []
@@ -151,7 +166,8 @@ def numerics(frame: pd.DataFrame, baseline: str, groups: Sequence[str]) -> pd.Da
                 "repeatable_candidate": bool(mine["bitwise_repeatable"].all()),
                 "nan_baseline": nan_a, "nan_candidate": nan_b,
             })  # fmt: skip
-    return pd.DataFrame(rows)
+    table: pd.DataFrame = pd.DataFrame(rows)
+    return table
 
 
 def _known(value: Any) -> bool:
@@ -160,8 +176,8 @@ def _known(value: Any) -> bool:
 
 @dataclass(frozen=True)
 class Gate:
-    exit_code: int
-    outcome: str  # pass | pass-with-inconclusive | regression | infrastructure-failure
+    outcome: Outcome
+    exit_code: int  # the policy's for the outcome
     counts: dict[str, int]
     numerics_worse: int
     failed_runs: tuple[str, ...]
@@ -169,12 +185,14 @@ class Gate:
 
 
 def gate(
-    timing_rows: pd.DataFrame, numerics_rows: pd.DataFrame, failed_runs: Sequence[str], strict: bool = False
+    timing_rows: pd.DataFrame, numerics_rows: pd.DataFrame, failed_runs: Sequence[str], policy: Policy
 ) -> Gate:
-    """Exit 1 on a regression (timing, a workload that stopped running, or numerics), else 3 when a run
-    failed, else 0. A regression outranks an infrastructure failure: re-running will not clear it."""
+    """A regression (timing, a workload that stopped running, or numerics), else an infrastructure failure
+    when a run failed, else a pass. A regression outranks a failed run: re-running will not clear it."""
     judged = timing_rows[timing_rows["verdict"].notna()] if not timing_rows.empty else timing_rows
-    counts = {v: int((judged["verdict"] == v).sum()) if not judged.empty else 0 for v in stats.VERDICTS}
+    counts: dict[str, int] = {
+        v: int((judged["verdict"] == v).sum()) if not judged.empty else 0 for v in stats.VERDICTS
+    }
     worse = int((numerics_rows["numerics"] == "worse").sum()) if not numerics_rows.empty else 0
     lines = [
         "verdicts: "
@@ -191,18 +209,20 @@ def gate(
         lines.append(f"  RUN FAILED: {run}")
     regression = counts["slower"] + counts["failed"] + worse
     unsure = counts["inconclusive"] + counts["missing"]
-    if regression or (strict and unsure):
-        code, outcome = EXIT_REGRESSION, "regression"
+    outcome: Outcome
+    if regression or (policy.strict and unsure):
+        outcome = "regression"
     elif failed_runs:
-        code, outcome = EXIT_INFRASTRUCTURE, "infrastructure-failure"
+        outcome = "infrastructure-failure"
     elif unsure:
-        code, outcome = EXIT_PASS, "pass-with-inconclusive"
+        outcome = "pass-with-inconclusive"
     else:
-        code, outcome = EXIT_PASS, "pass"
+        outcome = "pass"
+    code = policy.exit_codes[outcome]
     lines.append(f"outcome: {outcome} (exit {code})" + (
         f"; {unsure} rows are inconclusive or missing: NOT evidence of no change (--strict fails on them)"
-        if unsure and code == EXIT_PASS else ""))  # fmt: skip
-    return Gate(code, outcome, counts, worse, tuple(failed_runs), tuple(lines))
+        if outcome == "pass-with-inconclusive" else ""))  # fmt: skip
+    return Gate(outcome, code, counts, worse, tuple(failed_runs), tuple(lines))
 
 
 def document(
@@ -246,6 +266,6 @@ def document(
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     records = frame.to_dict(orient="records")
     return [
-        {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()}
+        {str(k): (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()}
         for r in records
     ]

@@ -20,6 +20,7 @@ from harness.errors import Problem
 from harness.plan.model import Cell
 from harness.results import folder
 from harness.results.folder import MAX_BYTES, Quarantined
+from harness.suite.document import ResultDocument
 from harness.suite.summary import summarize
 
 MAX_SAMPLE_S = 86400.0
@@ -33,24 +34,24 @@ class Duplicate:
 
 @dataclass(frozen=True)
 class LoadedResults:
-    documents: tuple[dict[str, Any], ...]
+    documents: tuple[ResultDocument, ...]
     files: tuple[str, ...]  # the path of the file each document came from, same order
     quarantined: tuple[Quarantined, ...]
     duplicates: tuple[Duplicate, ...] = ()  # copies of runs already loaded: counted once, never as rounds
 
 
-def round_of(document: dict[str, Any]) -> int:
+def round_of(document: ResultDocument) -> int:
     """Which round of its cell a result is (1 for results written before rounds were recorded)."""
-    return int((document.get("run") or {}).get("round", 1))
+    return document["run"].get("round", 1)
 
 
-def run_key(document: dict[str, Any]) -> tuple[str, str, str]:
+def run_key(document: ResultDocument) -> tuple[str, str, str]:
     """What makes a run that run: its cell and when it started and finished. A copy under another name, the
     same folder given twice, a shard copied into another: all the same run, which must count once."""
     return (document["cell"]["id"], document["started_at"], document["finished_at"])
 
 
-def unique(documents: list[dict[str, Any]], files: list[str]) -> LoadedResults:
+def unique(documents: list[ResultDocument], files: list[str]) -> LoadedResults:
     """The documents with every repeated run left out (the first file keeps it) and said."""
     seen: dict[tuple[str, str, str], str] = {}
     kept_docs, kept_files, duplicates = [], [], []
@@ -65,7 +66,7 @@ def unique(documents: list[dict[str, Any]], files: list[str]) -> LoadedResults:
     return LoadedResults(tuple(kept_docs), tuple(kept_files), (), tuple(duplicates))
 
 
-def check(path: Path) -> tuple[dict[str, Any] | None, list[Problem]]:
+def check(path: Path) -> tuple[ResultDocument | None, list[Problem]]:
     """Parse and validate one result file; return the document (if valid) and every problem."""
     source = str(path)
     try:
@@ -82,7 +83,7 @@ def check(path: Path) -> tuple[dict[str, Any] | None, list[Problem]]:
     return (None if found else document), found
 
 
-def _facts(doc: dict[str, Any], source: str) -> list[Problem]:
+def _facts(doc: ResultDocument, source: str) -> list[Problem]:
     found = []
     cell = doc["cell"]
     try:
@@ -110,7 +111,7 @@ def _facts(doc: dict[str, Any], source: str) -> list[Problem]:
                              f"{(finished - started).total_seconds():g} s before it finished"))  # fmt: skip
     first_of: dict[str, int] = {}
     for i, m in enumerate(doc["measurements"]):
-        key = repr((m.get("workload"), m.get("dtype"), sorted((m.get("knobs") or {}).items())))
+        key = repr((m["workload"], m["dtype"], sorted(m["knobs"].items())))
         if key in first_of:
             found.append(Problem(source, f"measurements[{i}]", f"repeats measurements[{first_of[key]}] (the same "
                                  "workload, dtype and knobs); a document holds each measurement once"))  # fmt: skip
@@ -148,9 +149,11 @@ def _facts(doc: dict[str, Any], source: str) -> list[Problem]:
                 Problem(source, f"{field}.stats.n", f"is {s['n']} but there are {len(samples)} samples")
             )
             continue
-        expected = summarize(samples)
+        expected: dict[str, object] = dict(summarize(samples))
         for key, value in s.items():
-            if not math.isclose(value, expected[key], rel_tol=1e-9, abs_tol=1e-15):
+            want = expected[key]
+            if not (isinstance(value, (int, float)) and isinstance(want, (int, float))
+                    and math.isclose(value, want, rel_tol=1e-9, abs_tol=1e-15)):
                 found.append(Problem(source, f"{field}.stats.{key}", f"is {value} but the samples give "
                                      f"{expected[key]}; the statistics must be those of samples_s"))  # fmt: skip
                 break

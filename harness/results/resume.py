@@ -14,11 +14,11 @@ import json
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any
 
 from harness import jsonio
 from harness.plan.model import Plan
 from harness.results import documents, folder
+from harness.suite.document import Identity, ResultDocument
 
 
 class Mode(Enum):
@@ -31,7 +31,7 @@ class Mode(Enum):
 class Decision:
     run: bool
     note: str  # why, for the progress line; empty when a run simply has no result yet
-    kept: dict[str, Any] | None = None  # the valid document a run that is not repeated keeps
+    kept: ResultDocument | None = None  # the valid document a run that is not repeated keeps
 
 
 def suite_settings_sha256(plan: Plan) -> str:
@@ -40,7 +40,7 @@ def suite_settings_sha256(plan: Plan) -> str:
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()
 
 
-def decide(result_path: Path, identity: dict[str, Any], mode: Mode) -> Decision:
+def decide(result_path: Path, identity: Identity, mode: Mode) -> Decision:
     """Whether to run the result at ``result_path`` (again), moving aside what must not stay."""
     legacy = result_path.with_name(result_path.name.removesuffix(".gz"))
     if legacy != result_path and legacy.exists() and not result_path.exists():
@@ -55,7 +55,7 @@ def decide(result_path: Path, identity: dict[str, Any], mode: Mode) -> Decision:
     if document is None:
         folder.quarantine(result_path, problems)
         return Decision(True, f"the earlier result was invalid and is quarantined ({problems[0].message})")
-    recorded = document.get("run", {}).get("identity")
+    recorded = document["run"].get("identity")
     if mode is Mode.FRESH or recorded != identity:
         folder.supersede(result_path)
         why = (
@@ -70,14 +70,17 @@ def decide(result_path: Path, identity: dict[str, Any], mode: Mode) -> Decision:
             "kept: a valid result made the same way (suite version and settings, image or interpreter)",
             document,
         )
-    reason = (document.get("failure") or {}).get("reason", "")
+    failure = document["failure"]
+    reason = failure["reason"] if failure else ""
     if mode is Mode.RERUN_FAILED:
         return Decision(True, f"retrying an earlier failure: {reason}")
     return Decision(False, f"kept an earlier failure ({reason}); --rerun-failed retries it", document)
 
 
-def _difference(recorded: Any, identity: dict[str, Any]) -> str:
-    if not isinstance(recorded, dict):
+def _difference(recorded: Identity | None, identity: Identity) -> str:
+    if recorded is None:
         return "it records no identity"
-    changed = [key for key in sorted(identity) if recorded.get(key) != identity[key]]
-    return ", ".join(f"{key} {recorded.get(key)!r} -> {identity[key]!r}" for key in changed) or "identity"
+    was: dict[str, object] = dict(recorded)
+    now: dict[str, object] = dict(identity)
+    changed = [key for key in sorted(now) if was.get(key) != now[key]]
+    return ", ".join(f"{key} {was.get(key)!r} -> {now[key]!r}" for key in changed) or "identity"

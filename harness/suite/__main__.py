@@ -15,6 +15,7 @@ from typing import Any
 
 from harness.suite import RESULT_SCHEMA_VERSION, SUITE_VERSION, lifeline
 from harness.suite.catalog import CATALOG, for_profile
+from harness.suite.document import Numerics
 
 
 class CudaContextLost(RuntimeError):
@@ -260,7 +261,7 @@ def _peak_memory(fn: Any) -> int:
 
 def _numerics(
     module: Any, spec: Any, profile: str, device: str, dtype: str, built: Any, numerics: Any
-) -> dict[str, Any]:
+) -> Numerics:
     import torch
 
     reference = None
@@ -270,6 +271,7 @@ def _numerics(
         reference = ref_built.fn
     except (RuntimeError, NotImplementedError) as exc:
         note = f"no fp64 reference: {str(exc).splitlines()[0][:200]}"
+    found: Numerics
     try:
         found = numerics.check(built.fn, reference, dtype)
     except torch.OutOfMemoryError:

@@ -7,6 +7,7 @@ reasons and the power/thermal violation counters, as deltas.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 try:
@@ -51,13 +52,14 @@ class GpuState:
         if self.handle is None:
             return {}
         found: dict[str, Any] = {}
-        for name, call in (
+        readings: tuple[tuple[str, Callable[[], object]], ...] = (
             ("clock_event_reasons", lambda: pynvml.nvmlDeviceGetCurrentClocksEventReasons(self.handle)),
             ("temperature_c", lambda: pynvml.nvmlDeviceGetTemperature(self.handle, pynvml.NVML_TEMPERATURE_GPU)),
             ("power_w", lambda: pynvml.nvmlDeviceGetPowerUsage(self.handle) / 1000),
             ("power_violation_ns", lambda: pynvml.nvmlDeviceGetViolationStatus(self.handle, pynvml.NVML_PERF_POLICY_POWER).violationTime),
             ("thermal_violation_ns", lambda: pynvml.nvmlDeviceGetViolationStatus(self.handle, pynvml.NVML_PERF_POLICY_THERMAL).violationTime),
-        ):  # fmt: skip
+        )  # fmt: skip
+        for name, call in readings:
             try:
                 found[name] = call()
             except pynvml.NVMLError:
@@ -69,7 +71,7 @@ class GpuState:
         if self.handle is None:
             return {"nvml": False}
         found: dict[str, Any] = {"nvml": True}
-        calls = {
+        calls: dict[str, Callable[[], object]] = {
             "power_limit_w": lambda: pynvml.nvmlDeviceGetEnforcedPowerLimit(self.handle) / 1000,
             "persistence_mode": lambda: bool(pynvml.nvmlDeviceGetPersistenceMode(self.handle)),
             "ecc_enabled": lambda: bool(pynvml.nvmlDeviceGetEccMode(self.handle)[0]),

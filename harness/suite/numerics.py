@@ -15,6 +15,8 @@ from typing import Any
 
 import torch
 
+from harness.suite.document import Numerics
+
 REL_RMSE_TOLERANCE = {"fp32": 1e-5, "tf32": 5e-3, "bf16": 1.6e-2, "fp16": 1e-3}
 
 
@@ -38,11 +40,11 @@ def digest(outputs: list[torch.Tensor]) -> str:
     return h.hexdigest()
 
 
-def check(fn: Callable[[], Any], reference: Callable[[], Any] | None, dtype: str) -> dict[str, Any]:
+def check(fn: Callable[[], Any], reference: Callable[[], Any] | None, dtype: str) -> Numerics:
     """Run ``fn`` twice and ``reference`` once; compare."""
     first = [t.detach().clone() for t in tensors(fn())]
     second = tensors(fn())
-    found: dict[str, Any] = {
+    found: Numerics = {
         "digest": digest(first),
         "bitwise_repeatable": len(first) == len(second) and all(torch.equal(a, b) for a, b in zip(first, second, strict=True)),
         "nan_count": int(sum(torch.isnan(t).sum() for t in first if t.is_floating_point())),
@@ -63,7 +65,8 @@ def check(fn: Callable[[], Any], reference: Callable[[], Any] | None, dtype: str
         squared_ref += float((ref.to(torch.float64) ** 2).sum())
         max_abs = max(max_abs, float(diff.abs().max())) if diff.numel() else max_abs
     rel_rmse = (squared_error / squared_ref) ** 0.5 if squared_ref > 0 else float(squared_error > 0)
-    found.update(rel_rmse=rel_rmse, max_abs_error=max_abs)
-    if found["tolerance_rel_rmse"] is not None:
-        found["within_tolerance"] = rel_rmse <= found["tolerance_rel_rmse"] and found["nan_count"] == 0
+    found["rel_rmse"], found["max_abs_error"] = rel_rmse, max_abs
+    tolerance = found.get("tolerance_rel_rmse")
+    if tolerance is not None:
+        found["within_tolerance"] = rel_rmse <= tolerance and found["nan_count"] == 0
     return found

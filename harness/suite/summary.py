@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import statistics
 
+from harness.suite.document import Stats
 
-def summarize(samples: list[float]) -> dict[str, float | int]:
+
+def summarize(samples: list[float]) -> Stats:
     if len(samples) > 1:
         q1, median, q3 = statistics.quantiles(samples, n=4, method="inclusive")
     else:  # Python before 3.13 refuses quartiles of one value

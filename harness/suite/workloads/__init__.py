@@ -10,9 +10,11 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
+
+T = TypeVar("T")
 
 # tf32 is fp32 storage with TF32 tensor-core math allowed (the suite sets the flags around it).
 DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16,
@@ -54,7 +56,7 @@ def randn(*shape: int, device: str, dtype: torch.dtype, seed: int = 0, scale: fl
     return values.to(device=device, dtype=dtype, copy=True)
 
 
-def pick(profile: str, smoke: Any, default: Any, full: Any = None) -> Any:
+def pick(profile: str, smoke: T, default: T, full: T | None = None) -> T:
     if profile == "smoke":
         return smoke
     return full if profile == "full" and full is not None else default

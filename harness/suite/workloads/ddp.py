@@ -24,8 +24,8 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 import torch.nn.functional as F
+from torch.multiprocessing.spawn import spawn
 
 from harness.suite.catalog import WorkloadSpec
 from harness.suite.workloads import DTYPES, apply_knobs, pick, randn
@@ -53,7 +53,8 @@ class ConvNet(torch.nn.Module):
         self.head = torch.nn.Linear(cin, 100)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(F.adaptive_avg_pool2d(self.features(x), 1).flatten(1))
+        logits: torch.Tensor = self.head(F.adaptive_avg_pool2d(self.features(x), 1).flatten(1))
+        return logits
 
 
 def world_size(device: str) -> int:
@@ -113,7 +114,7 @@ def _spawn(
 ) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="ddp-") as scratch:
         out = os.path.join(scratch, "rank0.json")
-        mp.spawn(_rank, args=(size, _free_port(), profile, device, dtype, knobs, budget_s, out), nprocs=size)
+        spawn(_rank, args=(size, _free_port(), profile, device, dtype, knobs, budget_s, out), nprocs=size)
         with open(out) as f:
             result: dict[str, Any] = json.load(f)
     return result
@@ -135,8 +136,12 @@ def _rank(
     else:
         torch.set_num_threads(1)  # the ranks share the host's cores
     apply_knobs(knobs, tf32=knobs.get("tf32", False) or dtype == "tf32")
-    dist.init_process_group("nccl" if cuda else "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
-                            world_size=size, **({"device_id": torch.device("cuda", rank)} if cuda else {}))  # fmt: skip
+    init_method = f"tcp://127.0.0.1:{port}"
+    if cuda:
+        dist.init_process_group("nccl", init_method=init_method, rank=rank, world_size=size,
+                                device_id=torch.device("cuda", rank))  # fmt: skip
+    else:
+        dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=size)
     try:
         _train(rank, size, profile, device, dtype, budget_s, out)
     finally:
@@ -175,7 +180,7 @@ def _train(rank: int, size: int, profile: str, device: str, dtype: str, budget_s
         step()
         end.record()
         torch.cuda.synchronize()
-        return begin.elapsed_time(end) / 1e3
+        return float(begin.elapsed_time(end)) / 1e3
 
     first_call_s = timed()
     for _ in range(WARMUP_STEPS):

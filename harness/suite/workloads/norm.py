@@ -15,7 +15,7 @@ def build(spec: WorkloadSpec, profile: str, device: str, dtype: str) -> Built:
     kind, passes = spec.params["kind"], spec.params["pass"]
     t = DTYPES[dtype]
     if kind == "layer":  # a transformer activation: (batch * seq, hidden)
-        shape = pick(profile, (2, 64, 256), (16, 1024, 1024), (32, 2048, 1024))
+        shape: tuple[int, ...] = pick(profile, (2, 64, 256), (16, 1024, 1024), (32, 2048, 1024))
         channels = shape[-1]
     else:  # a CNN activation: (batch, channels, H, W)
         shape = pick(profile, (2, 64, 28, 28), (32, 64, 56, 56), (64, 64, 56, 56))

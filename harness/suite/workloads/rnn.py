@@ -43,7 +43,7 @@ def build(spec: WorkloadSpec, profile: str, device: str, dtype: str) -> Built:
 
     def forward() -> torch.Tensor:
         inp = pack_padded_sequence(x, lengths, enforce_sorted=True) if lengths is not None else x
-        out = module(inp)[0]
+        out: torch.Tensor = module(inp)[0]
         return out.data if lengths is not None else out
 
     return Built(forward, params, flops, None, [module, x])

@@ -34,7 +34,8 @@ class SmallCNN(torch.nn.Module):
         self.head = torch.nn.Linear(128, 10)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(F.adaptive_avg_pool2d(self.features(x), 1).flatten(1))
+        logits: torch.Tensor = self.head(F.adaptive_avg_pool2d(self.features(x), 1).flatten(1))
+        return logits
 
 
 class TransformerBlock(torch.nn.Module):
@@ -49,7 +50,8 @@ class TransformerBlock(torch.nn.Module):
         b, s, d = x.shape
         q, k, v = self.qkv(self.norm1(x)).view(b, s, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
         x = x + self.proj(F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, s, d))
-        return x + self.mlp(self.norm2(x))
+        out: torch.Tensor = x + self.mlp(self.norm2(x))
+        return out
 
 
 def _model(

@@ -1,0 +1,204 @@
+"""The result document as types: what the suite writes, what a backend adds, what a results folder holds.
+
+``schemas/result.schema.json`` is the contract and is checked first; these types are what the code may
+assume once it holds (``results.documents.check`` applies them after validation). They only name what
+code reads or writes: a block the schema keeps open (the host, the GPU's facts) stays a mapping.
+Needs only the standard library, like the rest of the suite, which runs in the cell's Python.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
+
+if TYPE_CHECKING:  # the annotations are never evaluated, so the cell's Python needs no typing_extensions
+    from typing_extensions import NotRequired
+
+Dtype = Literal["fp32", "tf32", "bf16", "fp16"]
+Timer = Literal["cuda_graph", "cuda_event", "perf_counter"]
+GpuAccessMode = Literal["toolkit", "cdi", "devices"]  # how a docker cell's container reaches the GPUs
+StopReason = Literal["noise_target", "time_budget", "max_samples", "timeout"]
+
+
+class Knobs(TypedDict):
+    cudnn_benchmark: bool
+    deterministic: bool
+    tf32: bool
+
+
+class Stats(TypedDict):
+    n: int
+    min: float
+    q1: float
+    median: float
+    q3: float
+    max: float
+    mean: float
+    stdev: float
+    rel_stdev: float
+    rel_iqr: float
+
+
+class Numerics(TypedDict):
+    digest: str
+    bitwise_repeatable: bool
+    nan_count: int
+    inf_count: int
+    tolerance_rel_rmse: NotRequired[float | None]
+    rel_rmse: NotRequired[float]
+    max_abs_error: NotRequired[float]
+    within_tolerance: NotRequired[bool]
+    reference_error: NotRequired[str]
+
+
+class Scaling(TypedDict):
+    world_sizes: list[int]
+    median_step_s: list[float]
+    samples_per_s: list[float]
+    efficiency: float | None
+
+
+class Measurement(TypedDict):
+    """One workload at one dtype under one set of knobs; the timing keys are there when status is ok."""
+
+    workload: str
+    dtype: Dtype
+    knobs: Knobs
+    status: Literal["ok", "unsupported", "error"]
+    error: NotRequired[str]
+    params: NotRequired[dict[str, Any]]
+    timer: NotRequired[Timer]
+    graph_capture_error: NotRequired[str | None]
+    l2_flushed: NotRequired[bool]
+    unit: NotRequired[Literal["s"]]
+    first_call_s: NotRequired[float]
+    warmup_calls: NotRequired[int]
+    samples_s: NotRequired[list[float]]
+    stop_reason: NotRequired[StopReason]
+    sampling_wall_s: NotRequired[float]
+    wall_s: NotRequired[float]
+    stats: NotRequired[Stats]
+    flops: NotRequired[float]
+    bytes: NotRequired[float]
+    tflops: NotRequired[float]
+    gbps: NotRequired[float]
+    launch_latency_hidden: NotRequired[bool]
+    sm_clock_mhz: NotRequired[list[int | None] | None]
+    throttled_discarded: NotRequired[int]
+    peak_memory_bytes: NotRequired[int]
+    pct_of_peak_flops: NotRequired[float]
+    pct_of_peak_bandwidth: NotRequired[float]
+    gpu_state: NotRequired[dict[str, Any]]
+    numerics: NotRequired[Numerics]
+    host_enqueue_s: NotRequired[float | None]
+    launch_block_s: NotRequired[float | None]
+    host_time_per_call_s: NotRequired[float | None]
+    scaling: NotRequired[Scaling]
+
+
+class CellRecord(TypedDict):
+    id: str
+    torch: str
+    cudnn: str | dict[str, str]  # "bundled", "disabled", {"wheel": version}, {"system": version or path}
+    base_image: str
+    python: str
+
+
+class Failure(TypedDict):
+    stage: str
+    reason: str
+    log_tail: str
+
+
+class CudnnRecord(TypedDict):
+    requested: dict[str, Any]
+    enabled: bool
+    available: bool
+    runtime_version: str | None
+    compile_version: str | None
+    compatible_by_torch_rule: NotRequired[bool | None]
+    compat_check_overridden: NotRequired[bool]
+    loaded_libraries: list[str]
+    loaded_dirs: NotRequired[list[str]]
+    distinct_builds: int
+    verified: bool
+    verification: str
+
+
+class Environment(TypedDict):
+    host: dict[str, Any]
+    python: dict[str, Any]  # version, executable, ...
+    torch: dict[str, Any]  # version, cuda, git_version, ...
+    gpu: dict[str, Any] | None  # name, capability, memory, ... (None on the CPU)
+    env: dict[str, str]
+
+
+class Identity(TypedDict):
+    """What a kept result must have been made with: resume keeps a result only where this is equal."""
+
+    suite_version: str
+    suite_settings_sha256: str
+    image: NotRequired[str]  # docker: the image's tag, the hash of its inputs
+    python: NotRequired[str]  # local: the interpreter and its torch
+    torch: NotRequired[str]
+
+
+class SlurmRecord(TypedDict):
+    job: str
+    node: str
+    partition: NotRequired[str]
+
+
+class GpuAccess(TypedDict):
+    mode: GpuAccessMode
+    attached: NotRequired[bool]
+    gpus: NotRequired[list[str]]
+    cdi_devices: NotRequired[list[str]]
+    device_nodes: NotRequired[list[str]]
+    driver_dir: NotRequired[str]
+
+
+class RunRecord(TypedDict):
+    """How a backend ran the suite: added by the orchestrator, never by the suite."""
+
+    backend: Literal["local", "docker"]
+    command: list[str]
+    exit_code: int | None
+    wall_s: float
+    log: str
+    env_overrides: NotRequired[dict[str, str]]
+    harness_version: NotRequired[str]
+    matrix_sha256: NotRequired[str]
+    image: NotRequired[dict[str, Any]]  # reference, id, digests, base, the Python and torch inside
+    container: NotRequired[dict[str, Any]]  # id, user, read-only root, network, capabilities, limits
+    container_start_s: NotRequired[float]
+    rerun_of: NotRequired[str]
+    round: NotRequired[int]
+    identity: NotRequired[Identity]
+    gpus: NotRequired[list[str]]
+    slurm: NotRequired[SlurmRecord]
+    gpu_access: NotRequired[GpuAccess]
+
+
+class SuiteResult(TypedDict):
+    """What the suite writes: a run of it in one cell, before a backend adds how it ran."""
+
+    schema_version: int
+    suite_version: str
+    cell: CellRecord
+    profile: NotRequired[Literal["smoke", "default", "full"]]
+    device: NotRequired[Literal["cuda", "cpu"]]
+    status: Literal["ok", "failed"]
+    failure: Failure | None
+    started_at: str
+    finished_at: str
+    duration_s: float
+    warnings: list[str]
+    cudnn: NotRequired[CudnnRecord]
+    environment: NotRequired[Environment]
+    measurements: list[Measurement]
+
+
+class ResultDocument(SuiteResult):
+    """A stored result: ``<results>/<cell id>[.round<n>].json.gz``, the suite's document and its run."""
+
+    run: RunRecord
