@@ -3,7 +3,7 @@
     nox -s qualify              the main job: plan, run and report matrix.yaml (or -- --matrix FILE)
     nox -s plan|images|run|report   one step at a time; arguments after -- go to the CLI
     nox -s tests                the test suite
-    nox -s lint                 ruff
+    nox -s lint                 ruff and mypy --strict
 
 The virtualenv sees the system's site-packages, so a GPU host's existing CUDA build of torch is
 used as it is. Where no torch is importable, HARNESS_TORCH (default 'torch==2.13.0') is installed.
@@ -72,8 +72,24 @@ def tests(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", *session.posargs)
 
 
-@nox.session(venv_backend="venv")
+# Pinned: a new release of the checker or of a stub package must not turn a clean clone's CI red.
+LINT = ["ruff==0.17.6", "mypy==2.4.1"]
+STUBS = [
+    "pandas-stubs==3.1.0.261029",
+    "scipy-stubs==1.17.1.5",
+    "types-PyYAML==6.0.12.20261113",
+    "types-tabulate==0.10.0.20261006",
+    "types-jsonschema==4.26.0.20261006",
+    "types-docker==7.2.0.20261006",
+]
+SOURCES = ["harness", "tests", "benchmarks", "noxfile.py"]
+
+
+@nox.session(**VENV)
 def lint(session: nox.Session) -> None:
-    session.install("ruff")
-    session.run("ruff", "check", "harness", "tests", "benchmarks", "noxfile.py")
-    session.run("ruff", "format", "--check", "harness", "tests", "benchmarks", "noxfile.py")
+    """ruff (lint and format) and mypy --strict over the package (pyproject.toml says how)."""
+    _install(session)  # mypy reads the package's dependencies, torch included, as they are installed
+    session.install(*LINT, *STUBS)
+    session.run("ruff", "check", *SOURCES)
+    session.run("ruff", "format", "--check", *SOURCES)
+    session.run("mypy")

@@ -23,8 +23,16 @@ import torch
 from harness.suite.catalog import CATALOG
 from harness.suite.measure import Timer, measure
 
-CASES = [("conv2d_r50_3x3", "bf16"), ("conv2d_r50_1x1", "fp32"), ("conv2d_r50_7x7s2", "bf16"),
-         ("batchnorm2d", "fp32"), ("gemm", "bf16"), ("sdpa", "bf16"), ("lstm", "fp32"), ("maxpool2d", "fp32")]  # fmt: skip
+CASES = [
+    ("conv2d_r50_3x3", "bf16"),
+    ("conv2d_r50_1x1", "fp32"),
+    ("conv2d_r50_7x7s2", "bf16"),
+    ("batchnorm2d", "fp32"),
+    ("gemm", "bf16"),
+    ("sdpa", "bf16"),
+    ("lstm", "fp32"),
+    ("maxpool2d", "fp32"),
+]
 
 
 class ClockSampler:
@@ -94,16 +102,19 @@ def main() -> None:
         worst = max(worst, abs(ratio - 1))
         within += abs(ratio - 1) <= 0.03
         print(
-            f"{workload:18} {dtype:5} {ours * 1e6:9.1f} {theirs * 1e6:9.1f} {ratio:7.3f} {tub_median * 1e6:9.1f} "
+            f"{workload:18} {dtype:5} {ours * 1e6:9.1f} {theirs * 1e6:9.1f} {ratio:7.3f} "
+            f"{tub_median * 1e6:9.1f} "
             f"{ours / tub_median:7.3f} {eager * 1e6:9.1f} {graphed * 1e6:9.1f} {ours / graphed:7.3f}"
             f"   {our_mhz:5.0f} / {our_w:3.0f}, {their_mhz:5.0f} / {their_w:3.0f}"
         )
     print(
-        f"within 3% of do_bench: {within} of {len(CASES)} workloads (target >= 5: {'met' if within >= 5 else 'NOT met'}); "
+        f"within 3% of do_bench: {within} of {len(CASES)} workloads (target >= 5: "
+        f"{'met' if within >= 5 else 'NOT met'}); "
         f"largest |ours / do_bench - 1| = {worst:.2%}"
     )
     print(
-        "torch.utils.benchmark and do_bench_cudagraph (dbcg) time back-to-back calls with a warm L2 cache, so they "
+        "torch.utils.benchmark and do_bench_cudagraph (dbcg) time back-to-back calls with a warm L2 cache, "
+        "so they "
         "read lower on small kernels"
     )
 

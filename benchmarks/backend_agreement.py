@@ -56,7 +56,8 @@ def spread(ratios: list[float]) -> str:
     if not dev:
         return "no rows"
     p95 = dev[min(len(dev) - 1, round(0.95 * (len(dev) - 1)))]
-    return f"|ratio - 1| p50 {statistics.median(dev):.3f} %, p95 {p95:.3f} %, max {dev[-1]:.3f} % over {len(dev)}"
+    p50 = statistics.median(dev)
+    return f"|ratio - 1| p50 {p50:.3f} %, p95 {p95:.3f} %, max {dev[-1]:.3f} % over {len(dev)}"
 
 
 def verdict_rows(path: Path) -> dict[Row, tuple[str, float]]:
@@ -74,7 +75,8 @@ def overhead(docs: list[dict[str, Any]]) -> str:
     starts = [d["run"]["container_start_s"] for d in kept if "container_start_s" in d["run"]]
     line = (
         f"{len(kept)} runs: wall {statistics.median(d['run']['wall_s'] for d in kept):.1f} s, suite "
-        f"{statistics.median(d['duration_s'] for d in kept):.1f} s, overhead median {statistics.median(extra):.2f} s "
+        f"{statistics.median(d['duration_s'] for d in kept):.1f} s, overhead median "
+        f"{statistics.median(extra):.2f} s "
         f"(min {min(extra):.2f}, max {max(extra):.2f})"
     )
     return line + (f", container start median {statistics.median(starts):.3f} s" if starts else "")
@@ -135,10 +137,14 @@ def main(argv: list[str] | None = None) -> int:
         again = jsonio.read(args.rerun)
         cell, round_index = again["cell"]["id"], again["run"].get("round", 1)
         rounds = {
-            d["run"].get("round", 1): {(m["workload"], m["dtype"]): m["stats"]["median"]
-                                       for m in d["measurements"] if m["status"] == "ok"}
-            for d in docker_docs if d["cell"]["id"] == cell
-        }  # fmt: skip
+            d["run"].get("round", 1): {
+                (m["workload"], m["dtype"]): m["stats"]["median"]
+                for m in d["measurements"]
+                if m["status"] == "ok"
+            }
+            for d in docker_docs
+            if d["cell"]["id"] == cell
+        }
         original = rounds[round_index]
         repeat = {
             (m["workload"], m["dtype"]): m["stats"]["median"]
@@ -146,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
             if m["status"] == "ok"
         }
         print(
-            f"rerun of {cell} round {round_index}: {spread([repeat[k] / original[k] for k in original if k in repeat])}"
+            f"rerun of {cell} round {round_index}: "
+            f"{spread([repeat[k] / original[k] for k in original if k in repeat])}"
         )
         pairs = [
             a[k] / b[k]

@@ -124,7 +124,8 @@ def main() -> None:
         f"suite 'list', local subprocess: {statistics.median(local) * 1e3:7.0f} ms (median of {args.repeat})"
     )
     print(
-        f"suite 'list', in a container:   {statistics.median(container) * 1e3:7.0f} ms (median of {args.repeat})"
+        f"suite 'list', in a container:   {statistics.median(container) * 1e3:7.0f} ms (median of "
+        f"{args.repeat})"
     )
     print(f"container overhead per cell:    {overhead * 1e3:7.0f} ms")
 
@@ -137,7 +138,8 @@ def main() -> None:
     print(f"bytes each cell has alone:       {own[0] / 1e6:8.1f} MB and {own[1] / 1e6:.1f} MB")
     print(f"layers: {len(a)} and {len(b)}; the base image's own layer: {a[0][1] / 1e6:.1f} MB")
     print(
-        f"share of all stored bytes that is shared: {shared_bytes / total:.1%} (stored once: {total / 1e6:.1f} MB "
+        f"share of all stored bytes that is shared: {shared_bytes / total:.1%} (stored once: "
+        f"{total / 1e6:.1f} MB "
         f"instead of {(2 * shared_bytes + sum(own)) / 1e6:.1f} MB)"
     )
 

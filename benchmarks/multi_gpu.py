@@ -26,8 +26,19 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _run(matrix: Path, out: Path, gpus: str) -> float:
-    command = [sys.executable, "-m", "harness", "run", "--matrix", str(matrix), "--out", str(out),
-               "--gpus", gpus, "--fresh"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "harness",
+        "run",
+        "--matrix",
+        str(matrix),
+        "--out",
+        str(out),
+        "--gpus",
+        gpus,
+        "--fresh",
+    ]
     print("$", " ".join(command), flush=True)
     start = time.monotonic()
     done = subprocess.run(command, cwd=ROOT)
@@ -70,14 +81,17 @@ def main() -> None:
     print(f"{len(gpus)} GPUs busy: {wall_many:7.1f} s  {per_hour_many:6.1f} runs/hour")
     ratio = per_hour_many / per_hour_one
     print(
-        f"ratio {ratio:.2f}x (target >= {0.95 * len(gpus):.1f}x: {'met' if ratio >= 0.95 * len(gpus) else 'NOT met'})"
+        f"ratio {ratio:.2f}x (target >= {0.95 * len(gpus):.1f}x: "
+        f"{'met' if ratio >= 0.95 * len(gpus) else 'NOT met'})"
     )
     a, b = _medians(_documents(one)), _medians(_documents(many))
     shifts = sorted(abs(statistics.median(b[k]) / statistics.median(a[k]) - 1) for k in a.keys() & b.keys())
     if shifts:
         p95 = shifts[min(len(shifts) - 1, round(0.95 * (len(shifts) - 1)))]
-        print(f"medians, {len(gpus)} GPUs busy against 1 (per cell, median of rounds): |ratio - 1| p50 "
-              f"{statistics.median(shifts):.3%}, p95 {p95:.3%}, max {shifts[-1]:.3%} over {len(shifts)}")  # fmt: skip
+        print(
+            f"medians, {len(gpus)} GPUs busy against 1 (per cell, median of rounds): |ratio - 1| p50 "
+            f"{statistics.median(shifts):.3%}, p95 {p95:.3%}, max {shifts[-1]:.3%} over {len(shifts)}"
+        )
     if args.ddp_matrix is None or not args.ddp_matrix.is_file():
         return
     ddp = args.out / "ddp"
@@ -91,8 +105,10 @@ def main() -> None:
                 )
                 continue
             s = m["scaling"]
-            steps = ", ".join(f"{w} GPU{'s' if w > 1 else ''} {t * 1e3:.2f} ms ({r:.0f} samples/s)" for w, t, r in
-                              zip(s["world_sizes"], s["median_step_s"], s["samples_per_s"], strict=True))  # fmt: skip
+            steps = ", ".join(
+                f"{w} GPU{'s' if w > 1 else ''} {t * 1e3:.2f} ms ({r:.0f} samples/s)"
+                for w, t, r in zip(s["world_sizes"], s["median_step_s"], s["samples_per_s"], strict=True)
+            )
             eff = f"{s['efficiency']:.3f}" if s["efficiency"] is not None else "n/a (one GPU)"
             print(f"  round {doc['run']['round']} {m['dtype']}: step {steps}; scaling efficiency {eff}")
 

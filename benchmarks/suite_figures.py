@@ -18,8 +18,11 @@ from harness import jsonio
 
 def _medians(path: Path) -> dict[tuple[str, str, str], float]:
     doc = jsonio.read(path)
-    return {(m["workload"], m["dtype"], json.dumps(m["knobs"], sort_keys=True)): m["stats"]["median"]
-            for m in doc["measurements"] if m["status"] == "ok"}  # fmt: skip
+    return {
+        (m["workload"], m["dtype"], json.dumps(m["knobs"], sort_keys=True)): m["stats"]["median"]
+        for m in doc["measurements"]
+        if m["status"] == "ok"
+    }
 
 
 def aa(a: Path, b: Path) -> None:
@@ -34,7 +37,8 @@ def aa(a: Path, b: Path) -> None:
     worst = sorted(keys, key=lambda k: abs(second[k] / first[k] - 1), reverse=True)[:8]
     for k in worst:
         print(
-            f"  {k[0]:28} {k[1]:5} {second[k] / first[k] - 1:+.2%}  ({first[k] * 1e6:.1f} vs {second[k] * 1e6:.1f} µs)"
+            f"  {k[0]:28} {k[1]:5} {second[k] / first[k] - 1:+.2%}  ({first[k] * 1e6:.1f} vs "
+            f"{second[k] * 1e6:.1f} µs)"
         )
 
 

@@ -101,7 +101,8 @@ def parser(description: str) -> argparse.ArgumentParser:
         "--results",
         type=Path,
         action="append",
-        help="results folder (repeatable: shards or machines of one matrix merge; default: results/<matrix name>)",
+        help="results folder (repeatable: shards or machines of one matrix merge; "
+        "default: results/<matrix name>)",
     )
     _matrix_arg(rep)
     rep.add_argument("--out", type=Path, help="report folder (default: reports/<plan name>)")
@@ -117,8 +118,9 @@ def parser(description: str) -> argparse.ArgumentParser:
         metavar="TEXT",
         help="in folders, take only result files whose name contains TEXT (e.g. a cell id)",
     )
-    cmp.add_argument("--threshold-pct", type=number("a regression threshold in %", 0, 1000),
-                     default=DEFAULT_REGRESSION_PCT)  # fmt: skip
+    cmp.add_argument(
+        "--threshold-pct", type=number("a regression threshold in %", 0, 1000), default=DEFAULT_REGRESSION_PCT
+    )
     cmp.add_argument("--alpha", type=number("a significance level", 0, 0.5), default=DEFAULT_ALPHA)
     cmp.add_argument(
         "--out", type=Path, help="also write the full report (Markdown, HTML, CSV, verdict.json) here"
@@ -179,17 +181,22 @@ def _run_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--k8s-namespace", default="default", help="k8s: namespace of the Jobs (default: default)"
     )
-    parser.add_argument("--k8s-results-claim", default="cudnn-harness-results",
-                        help="k8s: PersistentVolumeClaim mounted at /results")  # fmt: skip
+    parser.add_argument(
+        "--k8s-results-claim",
+        default="cudnn-harness-results",
+        help="k8s: PersistentVolumeClaim mounted at /results",
+    )
     parser.add_argument(
         "--gpus",
         help="GPU ids to run on, one run per GPU at a time (e.g. 0,1, or 'all'); a suite with a multi-GPU "
-        "workload gets them all, one run at a time (default: one run at a time on every GPU the backend sees)",
+        "workload gets them all, one run at a time (default: one run at a time on every GPU the backend "
+        "sees)",
     )
     parser.add_argument(
         "--memory",
         type=memory,
-        help="docker backend: memory limit per container, e.g. 16g (default: none); a cell past it fails as OOM",
+        help="docker backend: memory limit per container, e.g. 16g (default: none); "
+        "a cell past it fails as OOM",
     )
     _gpu_access_arg(parser)
     parser.add_argument(
@@ -247,8 +254,13 @@ def settings(args: argparse.Namespace, backend: str) -> registry.Settings:
     if backend == "docker":
         if args.command == "rerun":  # the image exists: nothing is built, and the GPUs are the container's
             return registry.Settings("docker", args.timeout_s, gpu_access=args.gpu_access, gpus=args.gpus)
-        return registry.Settings("docker", args.timeout_s, memory=args.memory, gpu_access=args.gpu_access,
-                                 build=build_options(args))  # fmt: skip
+        return registry.Settings(
+            "docker",
+            args.timeout_s,
+            memory=args.memory,
+            gpu_access=args.gpu_access,
+            build=build_options(args),
+        )
     return registry.Settings("local", args.timeout_s, python=args.python)
 
 

@@ -82,11 +82,15 @@ def _plan(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(plan.to_json(), indent=2))
         return EXIT_OK
-    rows = [[c.id + (" *" if c.id == plan.baseline_id else ""), c.torch, c.cudnn.label, c.base_image, c.python]
-            for c in plan.cells]  # fmt: skip
+    rows = [
+        [c.id + (" *" if c.id == plan.baseline_id else ""), c.torch, c.cudnn.label, c.base_image, c.python]
+        for c in plan.cells
+    ]
     print(tabulate(rows, headers=["cell (* baseline)", "torch", "cuDNN", "base image", "python"]))
-    print(f"\n{len(plan.cells)} cells x {len(plan.knob_sets)} knob sets, backend {plan.backend}, "
-          f"suite profile {plan.suite['profile']}, regression threshold {plan.regression_pct:g}%")  # fmt: skip
+    print(
+        f"\n{len(plan.cells)} cells x {len(plan.knob_sets)} knob sets, backend {plan.backend}, "
+        f"suite profile {plan.suite['profile']}, regression threshold {plan.regression_pct:g}%"
+    )
     return EXIT_OK
 
 
@@ -129,9 +133,15 @@ def _k8s(args: argparse.Namespace) -> int:
 
     plan = _load_plan(args.matrix, "docker")
     cells = launch.select(plan, tuple(args.only or ()))
-    jobs = k8s_jobs.render(plan, cells, arguments.build_options(args), registry=args.k8s_registry,
-                           namespace=args.k8s_namespace, results_claim=args.k8s_results_claim,
-                           timeout_s=args.timeout_s)  # fmt: skip
+    jobs = k8s_jobs.render(
+        plan,
+        cells,
+        arguments.build_options(args),
+        registry=args.k8s_registry,
+        namespace=args.k8s_namespace,
+        results_claim=args.k8s_results_claim,
+        timeout_s=args.timeout_s,
+    )
     if args.dry_run:
         print(yaml.safe_dump_all(jobs, sort_keys=False), end="")
         _warn(f"# {len(jobs)} Indexed Jobs, {plan.rounds} completions each")
@@ -139,7 +149,8 @@ def _k8s(args: argparse.Namespace) -> int:
     from harness.executors import k8s_submit
 
     _say(
-        f"submitting {len(jobs)} Indexed Jobs ({plan.rounds} completions each) to namespace {args.k8s_namespace}"
+        f"submitting {len(jobs)} Indexed Jobs ({plan.rounds} completions each) to namespace "
+        f"{args.k8s_namespace}"
     )
     return EXIT_OK if k8s_submit.submit(jobs, args.k8s_namespace, _say) else EXIT_FAILED
 
@@ -164,8 +175,10 @@ def _images(args: argparse.Namespace) -> int:
     from harness.backends.docker import build_all
 
     log_dir = args.log_dir or Path("results") / plan.name / "logs"
-    rows = [[b.cell_id, b.image.reference, b.state, f"{b.seconds:.1f}", b.error or ""]
-            for b in build_all(options, plan, log_dir, _say, _progress)]  # fmt: skip
+    rows = [
+        [b.cell_id, b.image.reference, b.state, f"{b.seconds:.1f}", b.error or ""]
+        for b in build_all(options, plan, log_dir, _say, _progress)
+    ]
     print(tabulate(rows, headers=["cell", "image", "state", "seconds", "error"]))
     states = [row[2] for row in rows]
     print(f"{states.count('built')} built, {states.count('cached')} cached, {states.count('FAILED')} failed")
@@ -196,8 +209,10 @@ def _said(report: folders.Report) -> int:
     """Print where the report went and its gate's summary; the gate's outcome is the exit code."""
     rendered, loaded, gate = report.rendered, report.loaded, report.analysis.gate
     if rendered is not None:
-        print(f"report: {rendered.markdown}, {rendered.html}, {rendered.csv}, {rendered.verdict_json} "
-              f"({len(loaded.documents)} results, {len(loaded.quarantined)} quarantined)")  # fmt: skip
+        print(
+            f"report: {rendered.markdown}, {rendered.html}, {rendered.csv}, {rendered.verdict_json} "
+            f"({len(loaded.documents)} results, {len(loaded.quarantined)} quarantined)"
+        )
     for line in gate.lines:
         print(line)
     return gate.exit_code
@@ -208,10 +223,18 @@ def _compare(args: argparse.Namespace) -> int:
         args.a, args.b, args.only, args.threshold_pct, args.alpha, _policy(args), args.out, _warn
     )
     timing = report.analysis.timing
-    rows = [[r.workload, r.dtype, r.knobs, _fixed(r.ratio, ".3f"),
-             f"[{r.ci_low:.3f}, {r.ci_high:.3f}]" if _known(r.ci_low) and _known(r.ci_high) else "",
-             _fixed(r.p_value, ".2g"), r.verdict]
-            for r in timing[timing["verdict"].notna()].itertuples()]  # fmt: skip
+    rows = [
+        [
+            r.workload,
+            r.dtype,
+            r.knobs,
+            _fixed(r.ratio, ".3f"),
+            f"[{r.ci_low:.3f}, {r.ci_high:.3f}]" if _known(r.ci_low) and _known(r.ci_high) else "",
+            _fixed(r.p_value, ".2g"),
+            r.verdict,
+        ]
+        for r in timing[timing["verdict"].notna()].itertuples()
+    ]
     headers = ["workload", "dtype", "knobs", "B/A time", "99% interval", "p", "verdict"]
     print(tabulate(rows, headers=headers, disable_numparse=True))
     return _said(report)

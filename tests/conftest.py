@@ -73,7 +73,8 @@ def require_slurm() -> None:
     except (OSError, subprocess.SubprocessError) as exc:
         states = f"({exc})"
     if not any(s in states for s in ("idle", "mixed", "alloc")):
-        message = f"no Slurm cluster answers here (sinfo: {states.strip() or 'no node'}); start one with .ci/slurm-up"
+        found = states.strip() or "no node"
+        message = f"no Slurm cluster answers here (sinfo: {found}); start one with .ci/slurm-up"
         if os.environ.get("CI") == "true":
             pytest.fail(message)
         pytest.skip(message)

@@ -296,10 +296,24 @@ def test_runs_go_concurrently_one_gpu_id_each_and_ctrl_c_removes_every_container
     slow.write_text(matrix.read_text().replace("time_budget_s: 0.05", "time_budget_s: 30"))
     stopped = tmp_path / "stopped"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "harness", "run", "--matrix", str(slow), "--wheelhouse", str(wheelhouse),
-         "--out", str(stopped), "--gpus", "0,1"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "run",
+            "--matrix",
+            str(slow),
+            "--wheelhouse",
+            str(wheelhouse),
+            "--out",
+            str(stopped),
+            "--gpus",
+            "0,1",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     import docker
 
     client = docker.from_env()

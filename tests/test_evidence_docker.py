@@ -35,13 +35,27 @@ def test_every_docker_result_ran_in_a_least_privilege_container_with_the_gpu_in_
 
 def test_the_backend_comparison_says_what_the_readme_quotes():
     done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.backend_agreement", str(EVIDENCE / "results"), str(EVIDENCE / "local"),
-         "--docker-verdicts", str(EVIDENCE / "report" / "verdicts.csv"),
-         "--verdicts", f"local 3 rounds={EVIDENCE / 'report-local' / 'verdicts.csv'}",
-         "--verdicts", f"gpu-verdicts={REPO / 'reports' / 'gpu-verdicts' / 'verdicts.csv'}",
-         "--rerun", str(next((EVIDENCE / "rerun").glob("*.json.gz")))],
-        cwd=REPO, env=harness_env(), capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.backend_agreement",
+            str(EVIDENCE / "results"),
+            str(EVIDENCE / "local"),
+            "--docker-verdicts",
+            str(EVIDENCE / "report" / "verdicts.csv"),
+            "--verdicts",
+            f"local 3 rounds={EVIDENCE / 'report-local' / 'verdicts.csv'}",
+            "--verdicts",
+            f"gpu-verdicts={REPO / 'reports' / 'gpu-verdicts' / 'verdicts.csv'}",
+            "--rerun",
+            str(next((EVIDENCE / "rerun").glob("*.json.gz"))),
+        ],
+        cwd=REPO,
+        env=harness_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "0 of 30 rows differ in verdict from gpu-verdicts" in out

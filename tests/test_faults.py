@@ -1,4 +1,5 @@
-"""Fault injection against the real Docker engine: what each fault keeps, what it loses, how the next run heals.
+"""Fault injection against the real Docker engine: what each fault keeps, what it loses, how the next run
+heals.
 
 Each test breaks one thing in the middle of a real matrix run (a container killed from outside, an
 image removed, the engine restarted, the output disk full, a result file corrupted) and checks:
@@ -107,8 +108,11 @@ def test_a_container_killed_from_outside_fails_only_its_cell(engine, base_image,
 
 def test_an_image_removed_after_its_build_is_built_again(engine, base_image, wheelhouse, tmp_path):
     matrix = tmp_path / "matrix.yaml"
-    matrix.write_text(MATRIX.replace("cudnn: [bundled, disabled]", "cudnn: [disabled]").replace(
-        "baseline: {cudnn: bundled}", "baseline: {cudnn: disabled}"))  # fmt: skip
+    matrix.write_text(
+        MATRIX.replace("cudnn: [bundled, disabled]", "cudnn: [disabled]").replace(
+            "baseline: {cudnn: bundled}", "baseline: {cudnn: disabled}"
+        )
+    )
     from harness.backends.docker import DockerBackend
     from harness.images import BuildOptions
     from harness.plan.matrix import load
@@ -150,13 +154,31 @@ def test_an_engine_restart_mid_matrix_stops_the_run_and_the_next_run_completes(
     out = tmp_path / "r"
     subprocess.run(
         [sys.executable, "-m", "harness", "images", "--matrix", str(matrix), "--wheelhouse", str(wheelhouse)],
-        cwd=REPO, env=harness_env(), check=True, capture_output=True, timeout=1800,
-    )  # fmt: skip
+        cwd=REPO,
+        env=harness_env(),
+        check=True,
+        capture_output=True,
+        timeout=1800,
+    )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "harness", "run", "--matrix", str(matrix), "--out", str(out),
-         "--wheelhouse", str(wheelhouse)],
-        cwd=REPO, env=harness_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "run",
+            "--matrix",
+            str(matrix),
+            "--out",
+            str(out),
+            "--wheelhouse",
+            str(wheelhouse),
+        ],
+        cwd=REPO,
+        env=harness_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         wait_for_container(engine, "bundled")
         time.sleep(1.0)

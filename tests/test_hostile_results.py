@@ -199,9 +199,13 @@ def test_an_output_folder_that_is_a_file_or_cannot_be_written_is_refused(tmp_pat
         "slurm": ("run", "--backend", "slurm", "--matrix", matrix, "--out"),  # refused before sbatch is asked
         "qualify": ("qualify", "--matrix", matrix, "--report-out"),
         "report": ("report", "--results", str(report_dir), "--out"),
-        "compare": ("compare", str(LOCAL / "torch2.11.0-cu130_cudnn-bundled_fd7979a52b.r1.json.gz"),
-                    str(compare_b / "torch2.11.0-cu130_cudnn-disabled_ef610b7191.r1.json.gz"), "--out"),
-    }  # fmt: skip
+        "compare": (
+            "compare",
+            str(LOCAL / "torch2.11.0-cu130_cudnn-bundled_fd7979a52b.r1.json.gz"),
+            str(compare_b / "torch2.11.0-cu130_cudnn-disabled_ef610b7191.r1.json.gz"),
+            "--out",
+        ),
+    }
     # a file; a folder under a file; a file system no one writes (once a FileExistsError traceback, exit 1)
     for out in (a_file, a_file / "sub", Path("/proc/harness-out")):
         for name, args in commands.items():

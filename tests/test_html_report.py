@@ -91,9 +91,11 @@ def test_durations_sort_by_value_not_by_text(page):
     )
     header.click()
     keys = page.execute_script(
-        "return Array.from(arguments[0].tBodies[0].rows).map(r => Number(r.cells[arguments[1]].dataset.sort))",
-        table, 5,
-    )  # fmt: skip
+        "return Array.from(arguments[0].tBodies[0].rows).map(r => "
+        "Number(r.cells[arguments[1]].dataset.sort))",
+        table,
+        5,
+    )
     assert keys == sorted(keys) and keys[0] < 1e-4 < keys[-1]  # µs rows before ms rows
 
 

@@ -91,12 +91,23 @@ def test_submission_to_an_unreachable_cluster_fails_clearly(tmp_path, monkeypatc
     path = tmp_path / "matrix.yaml"
     path.write_text(MATRIX)
     kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "gone",
-        "clusters": [{"name": "gone", "cluster": {"server": "https://127.0.0.1:1", "insecure-skip-tls-verify": True}}],
-        "users": [{"name": "me", "user": {"token": "x"}}],
-        "contexts": [{"name": "gone", "context": {"cluster": "gone", "user": "me"}}],
-    }))  # fmt: skip
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "gone",
+                "clusters": [
+                    {
+                        "name": "gone",
+                        "cluster": {"server": "https://127.0.0.1:1", "insecure-skip-tls-verify": True},
+                    }
+                ],
+                "users": [{"name": "me", "user": {"token": "x"}}],
+                "contexts": [{"name": "gone", "context": {"cluster": "gone", "user": "me"}}],
+            }
+        )
+    )
     monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     done = run_cli(

@@ -165,7 +165,8 @@ def test_the_shadow_makes_python_see_the_chosen_cudnn_and_nothing_else(tmp_path)
     # What torch does before loading libtorch_cuda: the first sys.path entry with nvidia/cudnn/lib wins.
     probe = (
         "import fakepkg, glob, json, os, sys\n"
-        "found = [p for e in sys.path for p in sorted(glob.glob(os.path.join(e, 'nvidia/cudnn/lib/libcudnn*.so.*[0-9]')))]\n"
+        "found = [p for e in sys.path for p in sorted(glob.glob(os.path.join(e, "
+        "'nvidia/cudnn/lib/libcudnn*.so.*[0-9]')))]\n"
         "first = os.path.dirname(found[0])\n"
         "print(json.dumps({'pkg': fakepkg.__file__, 'first_dir': first,\n"
         "  'libs': sorted(os.path.realpath(os.path.join(first, f)) for f in os.listdir(first)),\n"

@@ -1,4 +1,5 @@
-"""Reports and verdicts rendered from the committed GPU results: what a reader and a release gate must find."""
+"""Reports and verdicts rendered from the committed GPU results: what a reader and a release gate must
+find."""
 
 from __future__ import annotations
 
@@ -75,12 +76,19 @@ def test_every_number_links_to_the_result_file_it_came_from(verdict_report):
 
 def test_committed_verdict_report_matches_a_fresh_render(verdict_report):
     out, _ = verdict_report
-    fresh, committed = (pd.read_csv(d / "verdicts.csv").drop(columns=["baseline_files", "candidate_files"])
-                        for d in (out, VERDICTS))  # fmt: skip
+    fresh, committed = (
+        pd.read_csv(d / "verdicts.csv").drop(columns=["baseline_files", "candidate_files"])
+        for d in (out, VERDICTS)
+    )
     pd.testing.assert_frame_equal(fresh, committed)
-    cells = lambda d: [[c.strip().split("](")[0] for c in ln.split(" | ")]  # noqa: E731  (links depend on --out)
-                       for ln in section((d / "report.md").read_text(), "Verdicts against the baseline").splitlines()
-                       if ln.startswith("| ")]  # fmt: skip
+
+    def cells(d):  # the table's text; its links depend on --out
+        return [
+            [c.strip().split("](")[0] for c in ln.split(" | ")]
+            for ln in section((d / "report.md").read_text(), "Verdicts against the baseline").splitlines()
+            if ln.startswith("| ")
+        ]
+
     assert cells(out) == cells(VERDICTS)
 
 
@@ -245,5 +253,7 @@ def test_a_ddp_result_reports_its_scaling(tmp_path):
     for path in paths:
         document, problems = documents.check(path)
         assert problems == [] and document["run"]["gpus"] == ["0", "1"]
-        assert all(m["params"]["backend"] == "nccl" and m["params"]["world_size"] == 2
-                   for m in document["measurements"])  # fmt: skip
+        assert all(
+            m["params"]["backend"] == "nccl" and m["params"]["world_size"] == 2
+            for m in document["measurements"]
+        )

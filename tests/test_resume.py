@@ -244,8 +244,12 @@ def test_a_disk_filled_mid_run_stops_the_run_keeps_what_was_whole_and_the_next_r
     try:
         proc = subprocess.Popen(
             [sys.executable, "-m", "harness", "run", "--matrix", str(matrix_file), "--out", str(out)],
-            cwd=REPO, env=harness_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+            cwd=REPO,
+            env=harness_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and not list(out.glob("torch*.json.gz")):
             time.sleep(0.05)

@@ -24,19 +24,38 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _matrix(tmp_path: Path, workloads: list[str], budget: float, rounds: int = 2) -> Path:
     path = tmp_path / "matrix.yaml"
-    path.write_text(yaml.safe_dump({
-        "schema_version": 1, "name": "sched", "backend": "local",
-        "axes": {"torch": ["installed"], "cudnn": ["bundled", "disabled"]},
-        "suite": {"profile": "smoke", "device": "cpu", "workloads": workloads, "dtypes": ["fp32"],
-                  "time_budget_s": budget, "numerics": False},
-        "rounds": rounds, "baseline": {"cudnn": "bundled"},
-    }))  # fmt: skip
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "schema_version": 1,
+                "name": "sched",
+                "backend": "local",
+                "axes": {"torch": ["installed"], "cudnn": ["bundled", "disabled"]},
+                "suite": {
+                    "profile": "smoke",
+                    "device": "cpu",
+                    "workloads": workloads,
+                    "dtypes": ["fp32"],
+                    "time_budget_s": budget,
+                    "numerics": False,
+                },
+                "rounds": rounds,
+                "baseline": {"cudnn": "bundled"},
+            }
+        )
+    )
     return path
 
 
 def _harness(*args: str, **kwargs) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=600, **kwargs)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        **kwargs,
+    )
 
 
 def _runs(out: Path) -> list[dict]:
@@ -93,10 +112,23 @@ def test_a_multi_gpu_workload_gets_every_gpu_and_runs_alone(tmp_path):
 def test_ctrl_c_stops_every_concurrent_run_and_keeps_nothing_partial(tmp_path):
     out = tmp_path / "out"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "harness", "run", "--matrix", str(_matrix(tmp_path, ["gemm"], 5)),
-         "--out", str(out), "--gpus", "0,1"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "run",
+            "--matrix",
+            str(_matrix(tmp_path, ["gemm"], 5)),
+            "--out",
+            str(out),
+            "--gpus",
+            "0,1",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     deadline = time.monotonic() + 120
     while len(list((out / "logs").glob("*.log.part"))) < 2 and time.monotonic() < deadline:
         time.sleep(0.2)

@@ -27,13 +27,27 @@ def cluster() -> None:
 
 def _matrix(tmp_path: Path, workload: str = "relu", budget: float = 0.2, **slurm) -> Path:
     path = tmp_path / "matrix.yaml"
-    path.write_text(yaml.safe_dump({
-        "schema_version": 1, "name": "slurm-ci", "backend": "local",
-        "axes": {"torch": ["installed"], "cudnn": ["bundled", "disabled"]},
-        "suite": {"profile": "smoke", "device": "cpu", "workloads": [workload], "dtypes": ["fp32"],
-                  "time_budget_s": budget, "numerics": False},
-        "rounds": 2, "baseline": {"cudnn": "bundled"}, "slurm": {"time": "10", **slurm},
-    }))  # fmt: skip
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "schema_version": 1,
+                "name": "slurm-ci",
+                "backend": "local",
+                "axes": {"torch": ["installed"], "cudnn": ["bundled", "disabled"]},
+                "suite": {
+                    "profile": "smoke",
+                    "device": "cpu",
+                    "workloads": [workload],
+                    "dtypes": ["fp32"],
+                    "time_budget_s": budget,
+                    "numerics": False,
+                },
+                "rounds": 2,
+                "baseline": {"cudnn": "bundled"},
+                "slurm": {"time": "10", **slurm},
+            }
+        )
+    )
     return path
 
 
@@ -55,8 +69,17 @@ def _array_tasks(job_name: str) -> list[tuple[str, str]]:
 
 def test_a_cpu_matrix_runs_through_slurm_end_to_end(cluster, tmp_path):
     out, report = tmp_path / "results", tmp_path / "report"
-    done = run_cli("qualify", "--backend", "slurm", "--matrix", str(_matrix(tmp_path)), "--out", str(out),
-                   "--report-out", str(report))  # fmt: skip
+    done = run_cli(
+        "qualify",
+        "--backend",
+        "slurm",
+        "--matrix",
+        str(_matrix(tmp_path)),
+        "--out",
+        str(out),
+        "--report-out",
+        str(report),
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "submitted array job" in done.stdout and "4 tasks" in done.stdout
     assert done.stdout.count(": ok, 1 measurements") == 4  # progress per task
@@ -76,13 +99,31 @@ def test_a_cpu_matrix_runs_through_slurm_end_to_end(cluster, tmp_path):
 def test_a_task_that_ends_without_a_result_is_reported_and_resubmitted(cluster, tmp_path):
     out = tmp_path / "results"
     matrix = _matrix(tmp_path, workload="gemm", budget=4)
-    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--backend", "slurm", "--matrix", str(matrix),
-                             "--out", str(out)], cwd=REPO, env=harness_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "run",
+            "--backend",
+            "slurm",
+            "--matrix",
+            str(matrix),
+            "--out",
+            str(out),
+        ],
+        cwd=REPO,
+        env=harness_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     deadline, victim = time.monotonic() + 120, None
     while victim is None and time.monotonic() < deadline:
-        victim = next((i for i, state in _array_tasks("harness-slurm-ci") if i.endswith("_0") and state == "RUNNING"),
-                      None)  # fmt: skip
+        victim = next(
+            (i for i, state in _array_tasks("harness-slurm-ci") if i.endswith("_0") and state == "RUNNING"),
+            None,
+        )
         time.sleep(0.3)
     assert victim is not None, "task 0 never ran"
     time.sleep(1)
@@ -99,9 +140,25 @@ def test_a_task_that_ends_without_a_result_is_reported_and_resubmitted(cluster, 
 
 def test_ctrl_c_cancels_the_array(cluster, tmp_path):
     out = tmp_path / "results"
-    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--backend", "slurm", "--matrix",
-                             str(_matrix(tmp_path, workload="gemm", budget=5)), "--out", str(out)], cwd=REPO,
-                            env=harness_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "run",
+            "--backend",
+            "slurm",
+            "--matrix",
+            str(_matrix(tmp_path, workload="gemm", budget=5)),
+            "--out",
+            str(out),
+        ],
+        cwd=REPO,
+        env=harness_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     deadline = time.monotonic() + 120
     while (
         not any(state == "RUNNING" for _, state in _array_tasks("harness-slurm-ci"))
@@ -119,9 +176,13 @@ def test_ctrl_c_cancels_the_array(cluster, tmp_path):
 
 @pytest.mark.parametrize(
     ("args", "slurm", "field"),
-    [(["--slurm-time", "forever"], {}, "--slurm-time"), ([], {"time": "soon"}, "slurm.time"),
-     (["--gpus", "0"], {}, "--gpus"), (["--slurm-gpus", "-1"], {}, "--slurm-gpus")],
-)  # fmt: skip
+    [
+        (["--slurm-time", "forever"], {}, "--slurm-time"),
+        ([], {"time": "soon"}, "slurm.time"),
+        (["--gpus", "0"], {}, "--gpus"),
+        (["--slurm-gpus", "-1"], {}, "--slurm-gpus"),
+    ],
+)
 def test_bad_slurm_settings_are_refused_before_anything_is_submitted(tmp_path, args, slurm, field):
     out = tmp_path / "results"
     matrix = _matrix(tmp_path, **slurm)
@@ -133,9 +194,25 @@ def test_bad_slurm_settings_are_refused_before_anything_is_submitted(tmp_path, a
 def test_an_array_left_by_a_killed_run_is_not_swept_from_under_it(cluster, tmp_path):
     out = tmp_path / "results"
     matrix = _matrix(tmp_path, workload="gemm", budget=5)
-    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--backend", "slurm", "--matrix", str(matrix),
-                             "--out", str(out)], cwd=REPO, env=harness_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "run",
+            "--backend",
+            "slurm",
+            "--matrix",
+            str(matrix),
+            "--out",
+            str(out),
+        ],
+        cwd=REPO,
+        env=harness_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     deadline = time.monotonic() + 120
     while (
         not any(state == "RUNNING" for _, state in _array_tasks("harness-slurm-ci"))

@@ -24,7 +24,11 @@ def test_suite_imports_only_torch_stdlib_and_itself():
     # torch and the standard library; NVML (nvidia-ml-py) and torchvision only where present (optional)
     allowed = set(sys.stdlib_module_names) | {"torch", "__future__", "pynvml", "torchvision"}
     for path in SUITE.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):  # imports for the type checker only never run in the cell's Python
+            if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+                node.body = []
+        for node in ast.walk(tree):
             names = []
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
@@ -128,8 +132,18 @@ def test_suite_lists_its_catalog_without_torch_import():
     )
     catalog = json.loads(done.stdout)
     ids = {w["id"] for w in catalog["workloads"]}
-    first_suite = {"conv2d_r50_1x1", "conv2d_r50_3x3", "conv2d_r50_7x7s2", "batchnorm2d", "maxpool2d", "relu",
-                   "gelu", "sdpa", "lstm", "gemm"}  # fmt: skip
+    first_suite = {
+        "conv2d_r50_1x1",
+        "conv2d_r50_3x3",
+        "conv2d_r50_7x7s2",
+        "batchnorm2d",
+        "maxpool2d",
+        "relu",
+        "gelu",
+        "sdpa",
+        "lstm",
+        "gemm",
+    }
     assert first_suite <= ids  # the first suite's ids stay, naming the same computations
     assert len(ids) == len(catalog["workloads"]) >= 70
     assert "| torch" not in done.stderr  # importtime lists every module imported
@@ -199,19 +213,32 @@ def test_a_host_memory_fault_stops_at_its_cap_and_is_recorded_as_an_error(tmp_pa
     ("expect", "seen", "says"),
     [
         # a cuDNN that is not the one asked for: the cell fails its cudnn-check instead of measuring
-        ({"source": "system", "lib_dir": "/opt/cudnn/lib", "version": "9.14"},
-         {"loaded_dirs": ["/opt/cudnn/lib"], "runtime_version": "9.19.0", "enabled": True},
-         "expected cuDNN 9.14, torch reports 9.19.0"),
-        ({"source": "system", "lib_dir": "/opt/cudnn/lib"},
-         {"loaded_dirs": ["/opt/cudnn/lib", "/venv/nvidia/cudnn/lib"], "runtime_version": "9.14.0", "enabled": True},
-         "but some came from /venv/nvidia/cudnn/lib"),
-        ({"source": "system", "lib_dir": "/opt/cudnn/lib"},
-         {"loaded_dirs": [], "runtime_version": None, "enabled": True},
-         "no libcudnn file is mapped"),
-        ({"source": "disabled"}, {"loaded_dirs": [], "runtime_version": None, "enabled": True},
-         "torch.backends.cudnn.enabled is True"),
+        (
+            {"source": "system", "lib_dir": "/opt/cudnn/lib", "version": "9.14"},
+            {"loaded_dirs": ["/opt/cudnn/lib"], "runtime_version": "9.19.0", "enabled": True},
+            "expected cuDNN 9.14, torch reports 9.19.0",
+        ),
+        (
+            {"source": "system", "lib_dir": "/opt/cudnn/lib"},
+            {
+                "loaded_dirs": ["/opt/cudnn/lib", "/venv/nvidia/cudnn/lib"],
+                "runtime_version": "9.14.0",
+                "enabled": True,
+            },
+            "but some came from /venv/nvidia/cudnn/lib",
+        ),
+        (
+            {"source": "system", "lib_dir": "/opt/cudnn/lib"},
+            {"loaded_dirs": [], "runtime_version": None, "enabled": True},
+            "no libcudnn file is mapped",
+        ),
+        (
+            {"source": "disabled"},
+            {"loaded_dirs": [], "runtime_version": None, "enabled": True},
+            "torch.backends.cudnn.enabled is True",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_cudnn_other_than_the_one_asked_for_fails_verification(expect, seen, says, monkeypatch):
     monkeypatch.setattr("os.path.realpath", lambda p: p)
     verified, why = cudnn_probe._verify(expect, seen, cuda_build=True)

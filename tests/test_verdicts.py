@@ -100,15 +100,36 @@ def test_a_measurement_timed_by_graph_replay_on_one_side_only_is_not_a_verdict()
 
 def test_the_gate_keeps_regressions_and_infrastructure_failures_apart_and_the_cli_gives_their_exit_codes():
     rng = np.random.default_rng(2)
-    slower = verdicts.timing(timing_rows(round_medians(rng, 1.0), round_medians(rng, 1.2)), "A", ("A", "B"),
-                             lambda _: 5.0, 0.002, {})  # fmt: skip
-    same = verdicts.timing(timing_rows(round_medians(rng, 1.0), round_medians(rng, 1.0)), "A", ("A", "B"),
-                           lambda _: 5.0, 0.002, {})  # fmt: skip
-    unsure = verdicts.timing(timing_rows(round_medians(rng, 1.0, 3), round_medians(rng, 1.2, 3)), "A", ("A", "B"),
-                             lambda _: 5.0, 0.002, {})  # fmt: skip
+    slower = verdicts.timing(
+        timing_rows(round_medians(rng, 1.0), round_medians(rng, 1.2)),
+        "A",
+        ("A", "B"),
+        lambda _: 5.0,
+        0.002,
+        {},
+    )
+    same = verdicts.timing(
+        timing_rows(round_medians(rng, 1.0), round_medians(rng, 1.0)),
+        "A",
+        ("A", "B"),
+        lambda _: 5.0,
+        0.002,
+        {},
+    )
+    unsure = verdicts.timing(
+        timing_rows(round_medians(rng, 1.0, 3), round_medians(rng, 1.2, 3)),
+        "A",
+        ("A", "B"),
+        lambda _: 5.0,
+        0.002,
+        {},
+    )
     none = pd.DataFrame()
     killed = ["C round 1: container killed"]
-    assert (verdicts.gate(same, none, [], POLICY).outcome, verdicts.gate(same, none, [], POLICY).exit_code) == ("pass", 0)
+    assert (
+        verdicts.gate(same, none, [], POLICY).outcome,
+        verdicts.gate(same, none, [], POLICY).exit_code,
+    ) == ("pass", 0)
     assert verdicts.gate(slower, none, [], POLICY).exit_code == 1
     assert verdicts.gate(same, none, killed, POLICY).outcome == "infrastructure-failure"
     assert verdicts.gate(same, none, killed, POLICY).exit_code == 3
@@ -126,11 +147,20 @@ def test_the_gate_keeps_regressions_and_infrastructure_failures_apart_and_the_cl
 
 def numerics_rows(dtype: str, base_rmse: float, cand_rmse: float, cand_nan: int = 0) -> pd.DataFrame:
     common = {"digest": "0" * 64, "bitwise_repeatable": True, "within_tolerance": True}
-    return frame([
-        {"group": "A", "dtype": dtype, "rel_rmse": base_rmse, "nan_count": 0, "file": "a", **common},
-        {"group": "B", "dtype": dtype, "rel_rmse": cand_rmse, "nan_count": cand_nan, "file": "b",
-         **common, "digest": "1" * 64},
-    ])  # fmt: skip
+    return frame(
+        [
+            {"group": "A", "dtype": dtype, "rel_rmse": base_rmse, "nan_count": 0, "file": "a", **common},
+            {
+                "group": "B",
+                "dtype": dtype,
+                "rel_rmse": cand_rmse,
+                "nan_count": cand_nan,
+                "file": "b",
+                **common,
+                "digest": "1" * 64,
+            },
+        ]
+    )
 
 
 @pytest.mark.parametrize(

@@ -27,7 +27,8 @@ class Backend(Protocol):
         round_index: int = 1,
         gpus: tuple[str, ...] = (),
     ) -> ResultDocument:
-        """Run the suite for ``cell`` (its ``round_index``-th independent process); write and return its result.
+        """Run the suite for ``cell`` (its ``round_index``-th independent process); write and return its
+        result.
 
         ``gpus``: the only GPU ids the run may see (empty: the backend's default). Called from
         several threads at once when runs go concurrently on several GPUs.
@@ -56,13 +57,24 @@ def suite_arguments(cell: Cell, plan: Plan, out: str, expect: Mapping[str, objec
     """``python -m harness.suite`` arguments that run ``plan``'s suite for ``cell`` into ``out``."""
     suite = plan.suite
     arguments = [
-        "run", "--out", out,
-        "--cell", json.dumps({"id": cell.id, **cell.to_json()}),
-        "--expect-cudnn", json.dumps(expect),
-        "--knobs", json.dumps(list(plan.knob_sets)),
-        "--profile", suite["profile"], "--device", suite["device"],
-        "--dtypes", ",".join(suite["dtypes"]), "--time-budget-s", str(suite["time_budget_s"]),
-    ]  # fmt: skip
+        "run",
+        "--out",
+        out,
+        "--cell",
+        json.dumps({"id": cell.id, **cell.to_json()}),
+        "--expect-cudnn",
+        json.dumps(expect),
+        "--knobs",
+        json.dumps(list(plan.knob_sets)),
+        "--profile",
+        suite["profile"],
+        "--device",
+        suite["device"],
+        "--dtypes",
+        ",".join(suite["dtypes"]),
+        "--time-budget-s",
+        str(suite["time_budget_s"]),
+    ]
     if suite.get("workloads"):
         arguments += ["--workloads", ",".join(suite["workloads"])]
     if suite.get("min_time_s"):

@@ -66,8 +66,13 @@ class Build:
         return "FAILED" if self.error else ("cached" if self.cached else "built")
 
 
-def build_all(options: images.BuildOptions, plan: Plan, log_dir: Path, say: Callable[[str], None],
-              progress: Callable[[str], None] | None = None) -> list[Build]:  # fmt: skip
+def build_all(
+    options: images.BuildOptions,
+    plan: Plan,
+    log_dir: Path,
+    say: Callable[[str], None],
+    progress: Callable[[str], None] | None = None,
+) -> list[Build]:
     """``images``: build every cell's image (those whose tag exists are cached), each log in ``log_dir``."""
     backend = DockerBackend(options, progress=progress)
     jsonio.output_folder(log_dir, "--log-dir")
@@ -75,8 +80,10 @@ def build_all(options: images.BuildOptions, plan: Plan, log_dir: Path, say: Call
     for index, cell in enumerate(plan.cells, 1):
         say(f"[{index}/{len(plan.cells)}] {cell.id}: building")
         build = backend.build(cell, plan, log_dir / f"{cell.id}.build.log")
-        say(f"[{index}/{len(plan.cells)}] {cell.id}: {build.state} in {build.seconds:.1f} s"
-            + (f": {build.error}" if build.error else ""))  # fmt: skip
+        say(
+            f"[{index}/{len(plan.cells)}] {cell.id}: {build.state} in {build.seconds:.1f} s"
+            + (f": {build.error}" if build.error else "")
+        )
         built.append(build)
     return built
 
@@ -177,18 +184,28 @@ class DockerBackend:
         """Provenance of a built image: its id and digests, its base's, and the Python and torch in it."""
         image = self.client.images.get(build.image_id or build.image.reference)
         facts: dict[str, Any] = {
-            "reference": build.image.reference, "id": image.id, "repo_digests": image.attrs.get("RepoDigests", []),
-            "size_bytes": image.attrs.get("Size"), "cached": build.cached, "build_s": round(build.seconds, 3),
-            "base": build.image.base_image, "base_id": None, "base_repo_digests": [],
-        }  # fmt: skip
+            "reference": build.image.reference,
+            "id": image.id,
+            "repo_digests": image.attrs.get("RepoDigests", []),
+            "size_bytes": image.attrs.get("Size"),
+            "cached": build.cached,
+            "build_s": round(build.seconds, 3),
+            "base": build.image.base_image,
+            "base_id": None,
+            "base_repo_digests": [],
+        }
         try:
             base = self.client.images.get(build.image.base_image)
             facts.update(base_id=base.id, base_repo_digests=base.attrs.get("RepoDigests", []))
         except docker.errors.ImageNotFound:
             pass
         held = self.held(_id(image))
-        facts.update(python=held.get("python"), python_version=held.get("python_version"),
-                     torch=held.get("torch"), system_cudnn=held.get("system_cudnn"))  # fmt: skip
+        facts.update(
+            python=held.get("python"),
+            python_version=held.get("python_version"),
+            torch=held.get("torch"),
+            system_cudnn=held.get("system_cudnn"),
+        )
         return facts
 
     def held(self, image_id: str) -> dict[str, Any]:
@@ -303,7 +320,8 @@ class DockerBackend:
 
     @staticmethod
     def _expect(cell: Cell, rendered: images.RenderedImage, image: dict[str, Any]) -> dict[str, Any]:
-        """The cuDNN the suite must find loaded: as rendered, or, for {system: image}, as the image holds it."""
+        """The cuDNN the suite must find loaded: as rendered, or, for {system: image}, as the image holds
+        it."""
         if cell.cudnn.kind == "disabled":
             return {"source": "disabled"}
         if cell.cudnn.value == "image":
@@ -336,17 +354,36 @@ class DockerBackend:
                 "'python -m harness images' (same matrix, same inputs)"
             ) from None
         if (image.labels or {}).get(f"{images.LABEL_NS}.cell") != cell.id:
-            raise InputError([Problem(source, "run.image.id", f"{image_id} is not an image this harness built "
-                                      f"for cell {cell.id}; refusing to run it")])  # fmt: skip
+            raise InputError(
+                [
+                    Problem(
+                        source,
+                        "run.image.id",
+                        f"{image_id} is not an image this harness built "
+                        f"for cell {cell.id}; refusing to run it",
+                    )
+                ]
+            )
         expect = self._expect(cell, self._render(cell, plan), self.held(image_id))
         command = suite_arguments(cell, plan, "/results/result.json", expect)
         if previous["run"]["command"] != command:
-            raise InputError([Problem(source, "run.command", "is not the command the harness runs for this cell "
-                                      "under the plan beside it; refusing to run it")])  # fmt: skip
+            raise InputError(
+                [
+                    Problem(
+                        source,
+                        "run.command",
+                        "is not the command the harness runs for this cell "
+                        "under the plan beside it; refusing to run it",
+                    )
+                ]
+            )
         started = dt.datetime.now(dt.timezone.utc)
         t0 = time.monotonic()
         run: RunRecord = {
-            **previous["run"], "exit_code": None, "log": log_path.name, "rerun_of": previous["started_at"]
+            **previous["run"],
+            "exit_code": None,
+            "log": log_path.name,
+            "rerun_of": previous["started_at"],
         }
         with _engine_errors("the cell was running"):
             doc = self._run_container(cell, plan, image_id, command, run, log_path, started)
@@ -388,14 +425,27 @@ class DockerBackend:
         container = None
         try:
             container = self.client.containers.create(
-                image_id, command=command, user=CONTAINER_USER, network_mode="none", read_only=True,
-                cap_drop=["ALL"], security_opt=["no-new-privileges:true"], privileged=False,
-                tmpfs={"/tmp": "rw,nosuid,nodev,size=2g"}, shm_size="1g",
-                mem_limit=self.memory, memswap_limit=self.memory,
+                image_id,
+                command=command,
+                user=CONTAINER_USER,
+                network_mode="none",
+                read_only=True,
+                cap_drop=["ALL"],
+                security_opt=["no-new-privileges:true"],
+                privileged=False,
+                tmpfs={"/tmp": "rw,nosuid,nodev,size=2g"},
+                shm_size="1g",
+                mem_limit=self.memory,
+                memswap_limit=self.memory,
                 volumes={str(scratch): {"bind": "/results", "mode": "rw"}, **attachment.volumes},
-                environment=environment, device_requests=attachment.device_requests, devices=attachment.devices,
-                labels={f"{images.LABEL_NS}.cell": cell.id, RESULTS_LABEL: str(log_path.parent.parent.resolve())},
-            )  # fmt: skip
+                environment=environment,
+                device_requests=attachment.device_requests,
+                devices=attachment.devices,
+                labels={
+                    f"{images.LABEL_NS}.cell": cell.id,
+                    RESULTS_LABEL: str(log_path.parent.parent.resolve()),
+                },
+            )
             with self._lock:
                 self._running.add(container)
             t_start = time.monotonic()
@@ -509,11 +559,16 @@ def _security_facts(attrs: dict[str, Any]) -> dict[str, Any]:
     """The container's settings as the engine reports them, not as we asked."""
     host = attrs.get("HostConfig", {})
     return {
-        "id": attrs.get("Id", "")[:12], "user": attrs.get("Config", {}).get("User"),
-        "read_only_rootfs": host.get("ReadonlyRootfs"), "network_mode": host.get("NetworkMode"),
-        "cap_drop": host.get("CapDrop"), "security_opt": host.get("SecurityOpt"), "privileged": host.get("Privileged"),
-        "gpus": bool(host.get("DeviceRequests") or host.get("Devices")), "memory_limit_bytes": host.get("Memory") or None,
-    }  # fmt: skip
+        "id": attrs.get("Id", "")[:12],
+        "user": attrs.get("Config", {}).get("User"),
+        "read_only_rootfs": host.get("ReadonlyRootfs"),
+        "network_mode": host.get("NetworkMode"),
+        "cap_drop": host.get("CapDrop"),
+        "security_opt": host.get("SecurityOpt"),
+        "privileged": host.get("Privileged"),
+        "gpus": bool(host.get("DeviceRequests") or host.get("Devices")),
+        "memory_limit_bytes": host.get("Memory") or None,
+    }
 
 
 def _exit_words(exit_code: int | None) -> str:

@@ -179,7 +179,8 @@ class LocalBackend:
     def _execute(
         self, command: list[str], env: dict[str, str], log_path: Path, prefix: str = ""
     ) -> tuple[int | None, bool]:
-        """Run ``command`` with its output in ``log_path``, relaying new lines (after ``prefix``) as progress."""
+        """Run ``command`` with its output in ``log_path``, relaying new lines (after ``prefix``) as
+        progress."""
         log_path.parent.mkdir(parents=True, exist_ok=True)
         deadline = time.monotonic() + self.timeout_s
         writing = folder.partial(log_path)

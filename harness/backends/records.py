@@ -1,4 +1,5 @@
-"""The result document of a run, as a backend finishes it: its run record, a failure's log tail, written atomically."""
+"""The result document of a run, as a backend finishes it: its run record, a failure's log tail, written
+atomically."""
 
 from __future__ import annotations
 

@@ -40,8 +40,10 @@ class Settings:
         """The settings as the Slurm tasks file holds them (``schemas/slurm-tasks.schema.json``)."""
         if self.backend == "local":  # the interpreter by name, so every node runs the one asked for
             return {"backend": "local", "python": self.python or sys.executable, "timeout_s": self.timeout_s}
-        paths = {name: str(p.resolve()) if p else None
-                 for name, p in (("wheelhouse", self.build.wheelhouse), ("ca_bundle", self.build.ca_bundle))}  # fmt: skip
+        paths = {
+            name: str(p.resolve()) if p else None
+            for name, p in (("wheelhouse", self.build.wheelhouse), ("ca_bundle", self.build.ca_bundle))
+        }
         return {
             "backend": self.backend,
             "timeout_s": self.timeout_s,
@@ -91,8 +93,14 @@ def _local_identity(settings: Settings, plan: Plan) -> IdentityOf:
 def _docker(settings: Settings, progress: Progress | None) -> Backend:
     from harness.backends.docker import DockerBackend
 
-    return DockerBackend(settings.build, timeout_s=settings.timeout_s, gpus=settings.gpus, memory=settings.memory,
-                         progress=progress, gpu_access=settings.gpu_access)  # fmt: skip
+    return DockerBackend(
+        settings.build,
+        timeout_s=settings.timeout_s,
+        gpus=settings.gpus,
+        memory=settings.memory,
+        progress=progress,
+        gpu_access=settings.gpu_access,
+    )
 
 
 def _docker_identity(settings: Settings, plan: Plan) -> IdentityOf:

@@ -15,8 +15,13 @@ def local(cells: Sequence[Cell]) -> list[CellProblem]:
     for cell in cells:
         if cell.base_image != "auto" and cell.base_image not in named_images:
             named_images.add(cell.base_image)
-            found.append(CellProblem("base_image", f"{cell.base_image!r}: the local backend runs no image, so a "
-                                     "base_image changes nothing; it needs backend: docker"))  # fmt: skip
+            found.append(
+                CellProblem(
+                    "base_image",
+                    f"{cell.base_image!r}: the local backend runs no image, so a "
+                    "base_image changes nothing; it needs backend: docker",
+                )
+            )
         if cell.cudnn.kind == "wheel" or cell.torch == "image" or cell.cudnn.value == "image":
             what = "torch: image" if cell.torch == "image" else f"cudnn {cell.cudnn.label}"
             found.append(
@@ -46,9 +51,14 @@ def docker(cells: Sequence[Cell]) -> list[CellProblem]:
                 )
             )
         elif cell.base_image == "auto" and cell.torch.split("+")[1] not in ("cpu", *CUDA_BASES):
-            found.append(CellProblem("torch", f"cell {cell.id}: no CUDA base image is known for "
-                                     f"{cell.torch.split('+')[1]} (known: {', '.join(CUDA_BASES)}); name one as "
-                                     "base_image, or pick a known variant"))  # fmt: skip
+            found.append(
+                CellProblem(
+                    "torch",
+                    f"cell {cell.id}: no CUDA base image is known for "
+                    f"{cell.torch.split('+')[1]} (known: {', '.join(CUDA_BASES)}); name one as "
+                    "base_image, or pick a known variant",
+                )
+            )
         elif cell.torch.endswith("+cpu") and kind in ("wheel", "system"):
             found.append(
                 CellProblem(

@@ -67,34 +67,41 @@ def render(
             ],
         }
         labels = {f"{LABEL}/matrix": _label_value(plan.name), f"{LABEL}/job": job_name(cell)}
-        jobs.append({
-            "apiVersion": "batch/v1",
-            "kind": "Job",
-            "metadata": {
-                "name": job_name(cell), "namespace": namespace, "labels": labels,
-                "annotations": {f"{LABEL}/cell": cell.id, f"{LABEL}/image": reference},
-            },
-            "spec": {
-                "completionMode": "Indexed",
-                "completions": plan.rounds,
-                "parallelism": 1,  # rounds of one cell run one after another, as the local runner does
-                "backoffLimit": 0,  # a failed round is a result, not something to retry silently
-                "activeDeadlineSeconds": int(timeout_s * plan.rounds),
-                "template": {
-                    "metadata": {"labels": dict(labels)},  # a copy: YAML would write an anchor
-                    "spec": {
-                        "restartPolicy": "Never",
-                        "automountServiceAccountToken": False,
-                        "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
-                        "containers": [container],
-                        "volumes": [
-                            {"name": "results", "persistentVolumeClaim": {"claimName": results_claim}},
-                            {"name": "tmp", "emptyDir": {"sizeLimit": "2Gi"}},
-                        ],
+        jobs.append(
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {
+                    "name": job_name(cell),
+                    "namespace": namespace,
+                    "labels": labels,
+                    "annotations": {f"{LABEL}/cell": cell.id, f"{LABEL}/image": reference},
+                },
+                "spec": {
+                    "completionMode": "Indexed",
+                    "completions": plan.rounds,
+                    "parallelism": 1,  # rounds of one cell run one after another, as the local runner does
+                    "backoffLimit": 0,  # a failed round is a result, not something to retry silently
+                    "activeDeadlineSeconds": int(timeout_s * plan.rounds),
+                    "template": {
+                        "metadata": {"labels": dict(labels)},  # a copy: YAML would write an anchor
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "automountServiceAccountToken": False,
+                            "securityContext": {
+                                "runAsNonRoot": True,
+                                "seccompProfile": {"type": "RuntimeDefault"},
+                            },
+                            "containers": [container],
+                            "volumes": [
+                                {"name": "results", "persistentVolumeClaim": {"claimName": results_claim}},
+                                {"name": "tmp", "emptyDir": {"sizeLimit": "2Gi"}},
+                            ],
+                        },
                     },
                 },
-            },
-        })  # fmt: skip
+            }
+        )
     return jobs
 
 

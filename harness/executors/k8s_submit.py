@@ -32,7 +32,8 @@ def _client() -> Any:
             config.load_kube_config()
     except (config.ConfigException, OSError, TypeError) as exc:
         raise BackendUnavailable(
-            f"no Kubernetes cluster is configured here ({exc}); set KUBECONFIG, or add --dry-run to print the Jobs"
+            f"no Kubernetes cluster is configured here ({exc}); set KUBECONFIG, or add --dry-run to print "
+            "the Jobs"
         ) from None
     return client
 
@@ -53,8 +54,10 @@ def submit(jobs: list[dict[str, Any]], namespace: str, say: Callable[[str], None
                 say(f"created Job {namespace}/{name} ({job['spec']['completions']} completions)")
             except ApiException as exc:
                 if exc.status != 409:
-                    raise BackendUnavailable(f"the cluster at {host} refused Job {name}: {exc.status} {exc.reason}: "
-                                             f"{(exc.body or '')[:500]}") from None  # fmt: skip
+                    raise BackendUnavailable(
+                        f"the cluster at {host} refused Job {name}: {exc.status} {exc.reason}: "
+                        f"{(exc.body or '')[:500]}"
+                    ) from None
                 say(f"Job {namespace}/{name} already exists; following it (delete it to run again)")
         return _follow(api, [j["metadata"]["name"] for j in jobs], namespace, say)
     except HTTPError as exc:

@@ -1,4 +1,5 @@
-"""Run a plan's cells into one results folder: on this host's GPUs (``pool``) or as a Slurm array (``slurm``)."""
+"""Run a plan's cells into one results folder: on this host's GPUs (``pool``) or as a Slurm array
+(``slurm``)."""
 
 from __future__ import annotations
 
@@ -44,14 +45,17 @@ def run(plan: Plan, request: RunRequest, say: Callable[[str], None]) -> list[Cel
     cells = select(plan, request.only)
     gpus = gpu_ids(request.gpus)
     jsonio.output_folder(request.out, "--out")
-    say(f"running {len(cells)} of {len(plan.cells)} cells of {plan.name!r} into {request.out}/ (logs in "
-        f"{request.out}/logs/)" + _mode_words(request.mode))  # fmt: skip
+    say(
+        f"running {len(cells)} of {len(plan.cells)} cells of {plan.name!r} into {request.out}/ (logs in "
+        f"{request.out}/logs/)" + _mode_words(request.mode)
+    )
     exclusive = needs_every_gpu(plan, request.settings.python)
     if gpus:
         how = "each run gets all of them (a multi-GPU workload)" if exclusive else "one run per GPU at a time"
         say(f"GPUs {', '.join(gpus)}: {how}")
-    outcomes = pool.run(plan, backend, request.out, say, cells=cells, mode=request.mode, gpus=gpus,
-                        exclusive=exclusive)  # fmt: skip
+    outcomes = pool.run(
+        plan, backend, request.out, say, cells=cells, mode=request.mode, gpus=gpus, exclusive=exclusive
+    )
     _say_kept(outcomes, request.out, say)
     return outcomes
 
@@ -75,9 +79,11 @@ def _submit(plan: Plan, request: RunRequest, say: Callable[[str], None]) -> list
     jsonio.output_folder(request.out, "--out")
     slurm.available()
     cells = select(plan, request.only)
-    say(f"submitting {len(cells)} of {len(plan.cells)} cells of {plan.name!r} to Slurm, results into "
+    say(
+        f"submitting {len(cells)} of {len(plan.cells)} cells of {plan.name!r} to Slurm, results into "
         f"{request.out}/ (a folder every node must see; each task runs the {plan.backend} backend there)"
-        + _mode_words(request.mode))  # fmt: skip
+        + _mode_words(request.mode)
+    )
     outcomes = slurm.Submission(plan, request.out, request.settings, req, say).run(cells, request.mode)
     _say_kept(outcomes, request.out, say)
     return outcomes
@@ -107,11 +113,22 @@ def gpu_ids(text: str | None) -> tuple[str, ...]:
         try:
             listed = subprocess.run(
                 ["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"],
-                capture_output=True, text=True, timeout=60, check=True,
-            ).stdout.split()  # fmt: skip
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=True,
+            ).stdout.split()
         except (OSError, subprocess.SubprocessError) as exc:
-            raise InputError([Problem("--gpus", "all", f"cannot list this host's GPUs with nvidia-smi ({exc}); "
-                                      "name them instead, e.g. --gpus 0,1")]) from None  # fmt: skip
+            raise InputError(
+                [
+                    Problem(
+                        "--gpus",
+                        "all",
+                        f"cannot list this host's GPUs with nvidia-smi ({exc}); "
+                        "name them instead, e.g. --gpus 0,1",
+                    )
+                ]
+            ) from None
         if not listed:
             raise InputError([Problem("--gpus", "all", "nvidia-smi lists no GPU on this host")])
         return tuple(listed)

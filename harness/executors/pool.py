@@ -31,7 +31,8 @@ def run(
     gpus: tuple[str, ...] = (),
     exclusive: bool = False,
 ) -> list[CellOutcome]:
-    """Run every round of the plan's cells (or ``cells`` of them); a failed run is recorded and the next one runs.
+    """Run every round of the plan's cells (or ``cells`` of them); a failed run is recorded and the next
+    one runs.
 
     ``gpus``: the GPU ids to use, one per concurrent run (empty: whatever the backend sees, one run at
     a time). ``exclusive``: every run needs all of ``gpus`` at once.
@@ -89,7 +90,8 @@ class _Rounds:
         return [outcomes[position] for position in sorted(outcomes)]
 
     def _concurrently(self, todo: list[Pending]) -> dict[int, CellOutcome]:
-        """Each run on the first free GPU, in schedule order; Ctrl-C stops them all, keeping nothing partial."""
+        """Each run on the first free GPU, in schedule order; Ctrl-C stops them all, keeping nothing
+        partial."""
         pool = concurrent.futures.ThreadPoolExecutor(self.workers, thread_name_prefix="cell")
         futures = {pool.submit(self._one, pending): pending.position for pending in todo}
         try:
@@ -120,8 +122,8 @@ class _Rounds:
         label = tag(pending.position, self.total, cell, round_index, self.plan.rounds)
         where = f" on GPU {','.join(gpus)}" if gpus else ""
         self.say(
-            f"{label}: running on the {self.backend.name} backend{where} (torch {cell.torch}, cuDNN {cell.cudnn.label})"
-            + (f"; {note}" if note else "")
+            f"{label}: running on the {self.backend.name} backend{where} (torch {cell.torch}, cuDNN "
+            f"{cell.cudnn.label})" + (f"; {note}" if note else "")
         )
         start = time.monotonic()
         try:
@@ -135,7 +137,8 @@ class _Rounds:
             )
         except OSError as exc:  # the results folder itself failed (disk full, gone): nothing can be kept
             raise RunStopped(
-                f"cannot write into {self.results_dir} ({exc.strerror or exc}) during {cell.id} round {round_index}; "
+                f"cannot write into {self.results_dir} ({exc.strerror or exc}) during {cell.id} round "
+                f"{round_index}; "
                 "nothing partial was kept; fix that and run again to resume"
             ) from None
         outcome = outcome_of(doc, round_index, time.monotonic() - start)

@@ -21,8 +21,16 @@ def rerun(
     if document is None:
         raise InputError(problems)
     if document["run"].get("backend") != "docker" or not document["run"].get("image"):
-        raise InputError([Problem(str(result), "run.image", "only results of the docker backend name an image "
-                                  "to re-run; re-run local cells with 'python -m harness run'")])  # fmt: skip
+        raise InputError(
+            [
+                Problem(
+                    str(result),
+                    "run.image",
+                    "only results of the docker backend name an image "
+                    "to re-run; re-run local cells with 'python -m harness run'",
+                )
+            ]
+        )
     plan = folder.stored_plan(result.parent)
     from harness.backends.docker import DockerBackend
 

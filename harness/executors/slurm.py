@@ -1,4 +1,5 @@
-"""``run --backend slurm``: one Slurm array job per run, one task per (cell, round), gathered from a shared folder.
+"""``run --backend slurm``: one Slurm array job per run, one task per (cell, round), gathered from a
+shared folder.
 
 The submitting side decides what to run exactly as a local run does (``resume``: valid results of the
 same identity are kept), writes the tasks and a batch script under ``<out>/slurm/``, submits them with
@@ -77,8 +78,14 @@ class Request:
         return ", ".join(parts)
 
 
-def request(plan: Plan, partition: str | None, account: str | None, time_limit: str | None,
-            gpus: int | None, exclusive: bool) -> Request:  # fmt: skip
+def request(
+    plan: Plan,
+    partition: str | None,
+    account: str | None,
+    time_limit: str | None,
+    gpus: int | None,
+    exclusive: bool,
+) -> Request:
     """The matrix's ``slurm:`` section with the command line's ``--slurm-*`` over it."""
     given = plan.slurm
     limit = time_limit or given.get("time") or DEFAULT_TIME
@@ -90,19 +97,30 @@ def request(plan: Plan, partition: str | None, account: str | None, time_limit: 
     if count < 0:
         problems.append(Problem("--slurm-gpus", str(count), "must be 0 or more"))
     if exclusive and count < 2:
-        problems.append(Problem("slurm.gpus", str(count), "the suite names a multi-GPU workload; ask for the GPUs "
-                                "it should span, e.g. --slurm-gpus 8"))  # fmt: skip
+        problems.append(
+            Problem(
+                "slurm.gpus",
+                str(count),
+                "the suite names a multi-GPU workload; ask for the GPUs it should span, e.g. --slurm-gpus 8",
+            )
+        )
     if problems:
         raise InputError(problems)
-    return Request(partition or given.get("partition"), account or given.get("account"), limit, count,
-                   given.get("cpus_per_task"))  # fmt: skip
+    return Request(
+        partition or given.get("partition"),
+        account or given.get("account"),
+        limit,
+        count,
+        given.get("cpus_per_task"),
+    )
 
 
 def available() -> None:
     missing = [c for c in COMMANDS if shutil.which(c) is None]
     if missing:
         raise BackendUnavailable(
-            f"--backend slurm needs Slurm's {', '.join(missing)} on PATH (run it on a login node of the cluster)"
+            f"--backend slurm needs Slurm's {', '.join(missing)} on PATH (run it on a login node of the "
+            "cluster)"
         )
 
 
@@ -166,16 +184,24 @@ class Submission:
         slurm_dir = self.results_dir / SLURM_DIR
         (slurm_dir / "logs").mkdir(parents=True, exist_ok=True)
         tasks_file = slurm_dir / f"tasks-{stamp}.json"
-        jsonio.write_atomic(tasks_file, {**self.settings.to_json(),
-                                         "tasks": [{"cell": t.cell.id, "round": t.round_index} for t in tasks]})  # fmt: skip
+        jsonio.write_atomic(
+            tasks_file,
+            {
+                **self.settings.to_json(),
+                "tasks": [{"cell": t.cell.id, "round": t.round_index} for t in tasks],
+            },
+        )
         script = slurm_dir / f"array-{stamp}.sh"
         jsonio.write_text_atomic(script, self._script(tasks_file, len(tasks)))
         done = _slurm("sbatch", "--parsable", str(script))
         if done.returncode != 0:
             raise BackendUnavailable(f"sbatch refused the array ({script}): {done.stderr.strip()[-1000:]}")
         job = done.stdout.strip().split(";")[0]
-        self.say(f"submitted array job {job}: {len(tasks)} task{'s' * (len(tasks) != 1)} ({self.request.describe()}); "
-                 f"script {script}, task output {slurm_dir / 'logs'}/")  # fmt: skip
+        self.say(
+            f"submitted array job {job}: {len(tasks)} task{'s' * (len(tasks) != 1)} "
+            f"({self.request.describe()}); "
+            f"script {script}, task output {slurm_dir / 'logs'}/"
+        )
         try:
             outcomes, lost = self._follow(job, tasks, total)
         except BaseException:  # Ctrl-C, or squeue failing: the array must not run on unattended
@@ -184,8 +210,11 @@ class Submission:
             self.say(f"cancelled array job {job}")
             raise
         if lost:
-            which = "; ".join(f"{t.cell.id} round {t.round_index} (task {job}_{t.index}: {lost[t.index]})"
-                              for t in tasks if t.index in lost)  # fmt: skip
+            which = "; ".join(
+                f"{t.cell.id} round {t.round_index} (task {job}_{t.index}: {lost[t.index]})"
+                for t in tasks
+                if t.index in lost
+            )
             raise RunStopped(
                 f"{len(lost)} of {len(tasks)} runs ended without a result: {which}; "
                 "run the same command again to submit exactly the runs still missing"
@@ -194,22 +223,34 @@ class Submission:
 
     def _script(self, tasks_file: Path, count: int) -> str:
         out = self.results_dir.resolve()
-        command = [sys.executable, "-m", "harness", "slurm-task", "--results", str(out), "--tasks",
-                   str(tasks_file.resolve())]  # fmt: skip
-        return "\n".join([
-            "#!/bin/bash",
-            f"#SBATCH --job-name=harness-{self.plan.name}",
-            f"#SBATCH --array=0-{count - 1}",
-            f"#SBATCH --output={out / SLURM_DIR / 'logs'}/%A_%a.out",
-            "#SBATCH --requeue",  # a pre-empted task goes back in the queue instead of being lost
-            f"#SBATCH --comment={self._comment()}",  # how a later run finds an array still writing here
-            *self.request.sbatch_lines(),
-            "# written by 'python -m harness run --backend slurm'; one task per (cell, round) in the tasks file",
-            f"export PYTHONPATH={shlex.quote(str(suite_listing.PACKAGE_ROOT))}${{PYTHONPATH:+:$PYTHONPATH}}",
-            f"cd {shlex.quote(os.getcwd())}",
-            "exec " + " ".join(map(shlex.quote, command)) + ' --index "$SLURM_ARRAY_TASK_ID"',
-            "",
-        ])  # fmt: skip
+        command = [
+            sys.executable,
+            "-m",
+            "harness",
+            "slurm-task",
+            "--results",
+            str(out),
+            "--tasks",
+            str(tasks_file.resolve()),
+        ]
+        return "\n".join(
+            [
+                "#!/bin/bash",
+                f"#SBATCH --job-name=harness-{self.plan.name}",
+                f"#SBATCH --array=0-{count - 1}",
+                f"#SBATCH --output={out / SLURM_DIR / 'logs'}/%A_%a.out",
+                "#SBATCH --requeue",  # a pre-empted task goes back in the queue instead of being lost
+                f"#SBATCH --comment={self._comment()}",  # how a later run finds an array still writing here
+                *self.request.sbatch_lines(),
+                "# written by 'python -m harness run --backend slurm'; one task per (cell, round) in the "
+                "tasks file",
+                f"export PYTHONPATH={shlex.quote(str(suite_listing.PACKAGE_ROOT))}"
+                "${PYTHONPATH:+:$PYTHONPATH}",
+                f"cd {shlex.quote(os.getcwd())}",
+                "exec " + " ".join(map(shlex.quote, command)) + ' --index "$SLURM_ARRAY_TASK_ID"',
+                "",
+            ]
+        )
 
     def _follow(
         self, job: str, tasks: list[Task], total: int
@@ -235,16 +276,20 @@ class Submission:
                 document = read_result(folder.result_path(self.results_dir, task.cell.id, task.round_index))
                 if document is None:  # gone from the queue with no result: what did Slurm do to it?
                     lost[task.index] = ended = _final_state(job, task.index)
-                    self.say(f"{label}: ENDED WITHOUT A RESULT ({ended}; output "
-                             f"{self.results_dir / SLURM_DIR / 'logs'}/{job}_{task.index}.out)")  # fmt: skip
+                    self.say(
+                        f"{label}: ENDED WITHOUT A RESULT ({ended}; output "
+                        f"{self.results_dir / SLURM_DIR / 'logs'}/{job}_{task.index}.out)"
+                    )
                     continue
                 outcome = outcome_of(document, task.round_index, float(document["run"]["wall_s"]))
                 outcomes[task.order] = outcome
                 finished = len(outcomes) + len(lost)
                 eta = (time.monotonic() - started) / finished * (len(tasks) - finished)
                 if outcome.status == "ok":
-                    self.say(f"{label}: ok, {outcome.measurements} measurements in {outcome.wall_s:.1f} s"
-                             + (f" (about {eta:.0f} s left)" if finished < len(tasks) else ""))  # fmt: skip
+                    self.say(
+                        f"{label}: ok, {outcome.measurements} measurements in {outcome.wall_s:.1f} s"
+                        + (f" (about {eta:.0f} s left)" if finished < len(tasks) else "")
+                    )
                 else:
                     self.say(f"{label}: FAILED: {outcome.reason}")
             if len(outcomes) + len(lost) < len(tasks):
@@ -282,7 +327,8 @@ def _final_state(job: str, index: int) -> str:
 
 
 def _tasks(tasks_file: Path, index: int, plan: Plan) -> dict[str, Any]:
-    """The tasks file, checked before a task runs anything it names: its schema, the index, the plan's cells."""
+    """The tasks file, checked before a task runs anything it names: its schema, the index, the plan's
+    cells."""
     source = str(tasks_file)
     try:
         settings = jsonio.read(tasks_file, folder.MAX_BYTES)
@@ -315,8 +361,10 @@ def run_task(results_dir: Path, tasks_file: Path, index: int, say: Callable[[str
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
     # docker: the container gets the GPUs Slurm gave this task; local: the environment already says so
     gpus = tuple(g for g in visible.split(",") if g) if backend.name == "docker" else ()
-    say(f"slurm task {index}: {cell.id} round {round_index} on {os.uname().nodename} with the {backend.name} "
-        f"backend" + (f", GPUs {visible}" if visible else ""))  # fmt: skip
+    say(
+        f"slurm task {index}: {cell.id} round {round_index} on {os.uname().nodename} with the {backend.name} "
+        f"backend" + (f", GPUs {visible}" if visible else "")
+    )
     result_path = folder.result_path(results_dir, cell.id, round_index)
     log = folder.log_path(results_dir, cell.id, round_index)
     document = backend.run_cell(cell, plan, result_path, log, round_index, gpus=gpus)
@@ -337,5 +385,7 @@ def _slurm(*command: str) -> subprocess.CompletedProcess[str]:
     try:
         return subprocess.run(command, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        raise BackendUnavailable(f"{command[0]} did not answer in {COMMAND_TIMEOUT_S:g} s; is the Slurm "
-                                 "controller up (scontrol ping)?") from None  # fmt: skip
+        raise BackendUnavailable(
+            f"{command[0]} did not answer in {COMMAND_TIMEOUT_S:g} s; is the Slurm "
+            "controller up (scontrol ping)?"
+        ) from None

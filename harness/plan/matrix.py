@@ -61,8 +61,15 @@ def load(
     expanded = math.prod(len(values) for values in axes.values())
     if expanded > MAX_CELLS:
         sizes = " x ".join(f"{len(axes[a])} {a}" for a in AXES)
-        raise InputError([problem(["axes"], f"expands to {expanded} cells ({sizes}); at most {MAX_CELLS}: split "
-                                  "the matrix into several, or list fewer values per axis")])  # fmt: skip
+        raise InputError(
+            [
+                problem(
+                    ["axes"],
+                    f"expands to {expanded} cells ({sizes}); at most {MAX_CELLS}: split "
+                    "the matrix into several, or list fewer values per axis",
+                )
+            ]
+        )
     cells = [
         Cell(torch=t, cudnn=CudnnSource.from_json(c), base_image=b, python=p)
         for t, c, b, p in itertools.product(*(axes[a] for a in AXES))

@@ -34,9 +34,18 @@ def merged_plan(dirs: list[Path]) -> Plan:
     plan = plans[0]
     for other, where in zip(plans[1:], dirs[1:], strict=True):
         if other.name != plan.name or other.baseline_id != plan.baseline_id:
-            raise InputError([Problem(str(where), "plan.json", f"is matrix {other.name!r} with baseline "
-                              f"{other.baseline_id}, but {dirs[0]} is {plan.name!r} with baseline {plan.baseline_id}; "
-                              "only shards of one matrix merge into one report")])  # fmt: skip
+            raise InputError(
+                [
+                    Problem(
+                        str(where),
+                        "plan.json",
+                        f"is matrix {other.name!r} with baseline "
+                        f"{other.baseline_id}, but {dirs[0]} is {plan.name!r} with baseline "
+                        f"{plan.baseline_id}; "
+                        "only shards of one matrix merge into one report",
+                    )
+                ]
+            )
     cells = {c.id: c for p in plans for c in p.cells}
     if len(cells) != len(plan.cells):  # shards may cover different cells of one matrix: report them all
         plan = dataclasses.replace(plan, cells=tuple(cells.values()))
@@ -55,8 +64,16 @@ def report(plan: Plan, dirs: list[Path], out: Path, policy: Policy, warn: Say) -
     return Report(analysis, loaded, render(view, analysis, loaded, out, dirs))
 
 
-def compare(a: Path, b: Path, only: str | None, threshold_pct: float, alpha: float, policy: Policy,
-            out: Path | None, warn: Say) -> Report:  # fmt: skip
+def compare(
+    a: Path,
+    b: Path,
+    only: str | None,
+    threshold_pct: float,
+    alpha: float,
+    policy: Policy,
+    out: Path | None,
+    warn: Say,
+) -> Report:
     """Two runs (result files or folders, shards in subfolders too) side by side: A is the baseline."""
     sides = {"A": a, "B": b}
     if out:
@@ -64,8 +81,16 @@ def compare(a: Path, b: Path, only: str | None, threshold_pct: float, alpha: flo
     found = {side: _side_files(path, side, only) for side, path in sides.items()}
     both = {p.resolve() for p in found["A"]} & {p.resolve() for p in found["B"]}
     if both:
-        raise InputError([Problem(str(min(both)), "B", f"is also in A ({len(both)} files are on both sides); a run "
-                                  "compared with itself shows no change by construction: compare two runs")])  # fmt: skip
+        raise InputError(
+            [
+                Problem(
+                    str(min(both)),
+                    "B",
+                    f"is also in A ({len(both)} files are on both sides); a run "
+                    "compared with itself shows no change by construction: compare two runs",
+                )
+            ]
+        )
     docs, files, group_of = [], [], {}
     for side, paths in found.items():
         for path in paths:
@@ -78,13 +103,29 @@ def compare(a: Path, b: Path, only: str | None, threshold_pct: float, alpha: flo
     loaded = documents.unique(docs, files)
     for copy in loaded.duplicates:
         if group_of[copy.name] != group_of[copy.same_as]:
-            raise InputError([Problem(copy.name, group_of[copy.name], f"is the same run as {copy.same_as}; a run "
-                                      "compared with itself shows no change by construction: compare two runs")])  # fmt: skip
+            raise InputError(
+                [
+                    Problem(
+                        copy.name,
+                        group_of[copy.name],
+                        f"is the same run as {copy.same_as}; a run "
+                        "compared with itself shows no change by construction: compare two runs",
+                    )
+                ]
+            )
     group_of = {file: group_of[file] for file in loaded.files}
     _refuse_incomparable(list(sides.values()), loaded, warn, group_of)
     labels = {side: f"{side}: {sides[side]}" for side in sides}
-    view = View("compare", "A", ("A", "B"), labels, threshold_pct, alpha, 0,
-                f"ad-hoc comparison, threshold {threshold_pct:g}%")  # fmt: skip
+    view = View(
+        "compare",
+        "A",
+        ("A", "B"),
+        labels,
+        threshold_pct,
+        alpha,
+        0,
+        f"ad-hoc comparison, threshold {threshold_pct:g}%",
+    )
     analysis = analyze(view, loaded, policy, group_of_file=group_of)
     rendered = render(view, analysis, loaded, out, list(sides.values())) if out else None
     return Report(analysis, loaded, rendered)
@@ -113,8 +154,16 @@ def _refuse_incomparable(
         warn(f"counted once: {d.name} holds the same run as {d.same_as}")
     if not loaded.documents:
         places = ", ".join(map(str, where))
-        raise InputError([Problem(places, "", f"holds no valid result ({len(loaded.quarantined)} quarantined, "
-                                  "their problems beside them in quarantine/); run the matrix first")])  # fmt: skip
+        raise InputError(
+            [
+                Problem(
+                    places,
+                    "",
+                    f"holds no valid result ({len(loaded.quarantined)} quarantined, "
+                    "their problems beside them in quarantine/); run the matrix first",
+                )
+            ]
+        )
     problems = frames.comparability_problems(loaded, group_of_file)
     if problems:
         raise InputError([Problem(", ".join(map(str, where)), "", p) for p in problems])

@@ -1,4 +1,5 @@
-"""Merge validated results into pandas tables (long form, raw samples) and say which results may be compared."""
+"""Merge validated results into pandas tables (long form, raw samples) and say which results may be
+compared."""
 
 from __future__ import annotations
 
@@ -85,9 +86,13 @@ def long_form(loaded: LoadedResults) -> pd.DataFrame:
 def _numerics_columns(numerics: Numerics | None) -> dict[str, object]:
     if not numerics:
         return {}
-    return {"rel_rmse": numerics.get("rel_rmse"), "within_tolerance": numerics.get("within_tolerance"),
-            "bitwise_repeatable": numerics.get("bitwise_repeatable"), "nan_count": numerics.get("nan_count"),
-            "digest": numerics.get("digest")}  # fmt: skip
+    return {
+        "rel_rmse": numerics.get("rel_rmse"),
+        "within_tolerance": numerics.get("within_tolerance"),
+        "bitwise_repeatable": numerics.get("bitwise_repeatable"),
+        "nan_count": numerics.get("nan_count"),
+        "digest": numerics.get("digest"),
+    }
 
 
 def samples(loaded: LoadedResults) -> dict[tuple[str, str, str, str], list[float]]:
@@ -125,7 +130,8 @@ def build_key(doc: ResultDocument) -> dict[str, str]:
 
 def comparability_problems(loaded: LoadedResults, group_of_file: dict[str, str] | None = None) -> list[str]:
     """Why these results must not be merged into one comparison (empty when they may be). The suite, GPU and
-    driver must agree across all; the torch and cuDNN builds within each group (a cell, or a compare's side)."""
+    driver must agree across all; the torch and cuDNN builds within each group (a cell, or a compare's
+    side)."""
     ok = [  # a failed run has no numbers to compare
         (doc, file) for doc, file in zip(loaded.documents, loaded.files, strict=True) if doc["status"] == "ok"
     ]

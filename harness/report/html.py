@@ -54,8 +54,11 @@ document.querySelectorAll('table.sortable').forEach(function (table) {
 def page(document: Document, plots: list[tuple[str, str]]) -> str:
     """The page; ``plots``: (caption, base64 PNG) pairs, shown after the section that asks for them."""
     title = document.title
-    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{_e(title)}</title>",
-             f"<style>{STYLE}</style></head><body><h1>{_e(title)}</h1>", _markdownish(document.header)]  # fmt: skip
+    parts = [
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{_e(title)}</title>",
+        f"<style>{STYLE}</style></head><body><h1>{_e(title)}</h1>",
+        _markdownish(document.header),
+    ]
     for section in document.sections:
         parts.append(f"<h{section.level + 0}>{_e(section.title)}</h{section.level + 0}>")
         if section.intro:
@@ -130,6 +133,7 @@ def _e(text: str) -> str:
 
 def _figures(plots: list[tuple[str, str]]) -> str:
     return "<h3>Plots</h3>" + "".join(
-        f"<figure><img alt='{_e(caption)}' src='data:image/png;base64,{data}'><figcaption>{_e(caption)}</figcaption></figure>"
+        f"<figure><img alt='{_e(caption)}' "
+        f"src='data:image/png;base64,{data}'><figcaption>{_e(caption)}</figcaption></figure>"
         for caption, data in plots
     )

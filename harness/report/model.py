@@ -1,5 +1,6 @@
 """What a report is made of, before any format: what is compared (``View``), what the analysis found
-(``Analysis``), and sections of tables whose cells carry their raw number and kind beside their text (``Value``).
+(``Analysis``), and sections of tables whose cells carry their raw number and kind beside their text
+(``Value``).
 
 The Markdown and HTML writers read only this; neither parses text the other formats.
 """
@@ -18,8 +19,14 @@ from harness.suite.document import ResultDocument
 
 Kind = Literal["text", "number", "duration", "verdict"]
 VERDICT_ORDER = {"slower": 0, "failed": 1, "inconclusive": 2, "missing": 3, "faster": 4, "same": 5}
-MARK = {"slower": "▼ slower", "faster": "▲ faster", "same": "= same", "inconclusive": "? inconclusive",
-        "failed": "✗ failed", "missing": "– missing"}  # fmt: skip
+MARK = {
+    "slower": "▼ slower",
+    "faster": "▲ faster",
+    "same": "= same",
+    "inconclusive": "? inconclusive",
+    "failed": "✗ failed",
+    "missing": "– missing",
+}
 
 
 @dataclass(frozen=True)
@@ -54,7 +61,8 @@ class View:
             default_pct=plan.regression_pct,
             alpha=plan.alpha,
             rounds=plan.rounds,
-            note=f"matrix `{plan.source}` (sha256 `{plan.matrix_sha256[:12]}`), suite profile `{plan.suite['profile']}`",
+            note=f"matrix `{plan.source}` (sha256 `{plan.matrix_sha256[:12]}`), "
+            f"suite profile `{plan.suite['profile']}`",
             per_workload_pct=plan.per_workload_pct,
         )
 

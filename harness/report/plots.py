@@ -62,16 +62,23 @@ def _distributions(view: View, analysis: Analysis, letters: dict[str, str]) -> l
 
     timing = analysis.timing[analysis.timing["ratio"].notna()].copy()
     timing["change"] = np.abs(np.log(timing["ratio"].astype(float)))
-    keys = list(dict.fromkeys(
-        (r.workload, r.dtype, r.knobs) for r in timing.sort_values("change", ascending=False).itertuples()
-    ))[:MAX_DISTRIBUTIONS]  # fmt: skip
+    keys = list(
+        dict.fromkeys(
+            (r.workload, r.dtype, r.knobs) for r in timing.sort_values("change", ascending=False).itertuples()
+        )
+    )[:MAX_DISTRIBUTIONS]
     frame = analysis.frame
     out = []
     for key in keys:
         data, names = [], []
         for group in view.groups:
-            files = frame[(frame["group"] == group) & (frame["status"] == "ok") & (frame["workload"] == key[0])
-                          & (frame["dtype"] == key[1]) & (frame["knobs"] == key[2])]["file"]  # fmt: skip
+            files = frame[
+                (frame["group"] == group)
+                & (frame["status"] == "ok")
+                & (frame["workload"] == key[0])
+                & (frame["dtype"] == key[1])
+                & (frame["knobs"] == key[2])
+            ]["file"]
             pooled = [x * 1e6 for f in files for x in analysis.samples.get((f, *key), [])]
             if pooled:
                 data.append(pooled)

@@ -24,10 +24,17 @@ def render(
     jsonio.write_text_atomic(csv, analysis.frame.to_csv(index=False))
     jsonio.write_text_atomic(out_dir / "verdicts.csv", analysis.timing.to_csv(index=False))
     verdict = verdicts.document(
-        name=view.name, baseline=view.baseline, groups=view.groups, labels=view.labels, alpha=view.alpha,
-        default_pct=view.default_pct, timing_rows=analysis.timing, numerics_rows=analysis.numerics,
-        result=analysis.gate, rounds={g: sum(d["status"] == "ok" for d, _ in e) for g, e in analysis.docs.items()},
-    )  # fmt: skip
+        name=view.name,
+        baseline=view.baseline,
+        groups=view.groups,
+        labels=view.labels,
+        alpha=view.alpha,
+        default_pct=view.default_pct,
+        timing_rows=analysis.timing,
+        numerics_rows=analysis.numerics,
+        result=analysis.gate,
+        rounds={g: sum(d["status"] == "ok" for d, _ in e) for g, e in analysis.docs.items()},
+    )
     problems = schemas.problems("verdict", verdict, "verdict.json")
     if problems:  # our own output must hold to our own schema; a bug here must not pass silently
         raise ValueError(

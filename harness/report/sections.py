@@ -37,27 +37,35 @@ def document(
 
 def _header(view: View, analysis: Analysis, loaded: LoadedResults, sources: list[Path]) -> str:
     gate = analysis.gate
-    return "\n".join([
-        f"Rendered {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC by `python -m harness` from "
-        + ", ".join(f"`{s}`" for s in sources)
-        + f" ({len(loaded.documents)} valid result files, {len(loaded.quarantined)} quarantined"
-        + (f", {len(loaded.duplicates)} duplicates counted once" if loaded.duplicates else "")
-        + f"); {view.note}.",
-        "",
-        f"**Outcome: {gate.outcome}** (exit code {gate.exit_code}). Each row compares a group with the baseline: "
-        "the ratio is candidate median / baseline median (above 1 is slower), over the per-round medians of "
-        "independent processes, with a "
-        f"{int(100 * 0.99)}% bootstrap interval and a two-sided Mann-Whitney U test. A row is **slower** only when "
-        f"p < {view.alpha:g} and the ratio reaches the threshold ({view.default_pct:g}% unless set per workload); "
-        "**same** when the whole interval lies inside the threshold; otherwise **inconclusive**, which is not a pass. "
-        "With one round per side the ratio and interval come from that one process's raw samples (basis "
-        "`samples`) and the row stays inconclusive: one process cannot separate a change from process-to-process "
-        "variation.",
-        "",
-        "```",
-        *gate.lines,
-        "```",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            f"Rendered {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC by `python -m harness` from "
+            + ", ".join(f"`{s}`" for s in sources)
+            + f" ({len(loaded.documents)} valid result files, {len(loaded.quarantined)} quarantined"
+            + (f", {len(loaded.duplicates)} duplicates counted once" if loaded.duplicates else "")
+            + f"); {view.note}.",
+            "",
+            f"**Outcome: {gate.outcome}** (exit code {gate.exit_code}). Each row compares a group with the "
+            "baseline: "
+            "the ratio is candidate median / baseline median (above 1 is slower), over the per-round "
+            "medians of "
+            "independent processes, with a "
+            f"{int(100 * 0.99)}% bootstrap interval and a two-sided Mann-Whitney U test. A row is "
+            "**slower** only when "
+            f"p < {view.alpha:g} and the ratio reaches the threshold ({view.default_pct:g}% unless set per "
+            "workload); "
+            "**same** when the whole interval lies inside the threshold; otherwise **inconclusive**, which "
+            "is not a pass. "
+            "With one round per side the ratio and interval come from that one process's raw samples (basis "
+            "`samples`) and the row stays inconclusive: one process cannot separate a change from "
+            "process-to-process "
+            "variation.",
+            "",
+            "```",
+            *gate.lines,
+            "```",
+        ]
+    )
 
 
 def _link(
@@ -84,34 +92,73 @@ def _cells(view: View, analysis: Analysis, out_dir: Path, letters: dict[str, str
         doc = ok[0][0] if ok else (entries[0][0] if entries else None)
         cudnn: dict[str, Any] = dict(doc["cudnn"]) if doc and "cudnn" in doc else {}
         files = [_link(f"r{round_of(d)}", f, out_dir) for d, f in entries]
-        rows.append((
-            letters[group], group + (" (baseline)" if group == view.baseline else ""), view.labels.get(group, group),
-            f"{len(ok)}/{len(entries)} ok" + (f", {view.rounds} asked" if view.rounds else ""),
-            doc.get("device", "") if doc else "", cudnn.get("runtime_version") or ("none" if doc else ""),
-            "\n".join(cudnn.get("loaded_dirs", [])), cudnn.get("verification", ""), files,
-        ))  # fmt: skip
-    return Section("Groups (cells)", "", ("", "id", "torch / cuDNN asked for", "rounds", "device",
-                   "cuDNN torch reported", "cuDNN library dir loaded", "check", "result files"), tuple(rows))  # fmt: skip
+        rows.append(
+            (
+                letters[group],
+                group + (" (baseline)" if group == view.baseline else ""),
+                view.labels.get(group, group),
+                f"{len(ok)}/{len(entries)} ok" + (f", {view.rounds} asked" if view.rounds else ""),
+                doc.get("device", "") if doc else "",
+                cudnn.get("runtime_version") or ("none" if doc else ""),
+                "\n".join(cudnn.get("loaded_dirs", [])),
+                cudnn.get("verification", ""),
+                files,
+            )
+        )
+    return Section(
+        "Groups (cells)",
+        "",
+        (
+            "",
+            "id",
+            "torch / cuDNN asked for",
+            "rounds",
+            "device",
+            "cuDNN torch reported",
+            "cuDNN library dir loaded",
+            "check",
+            "result files",
+        ),
+        tuple(rows),
+    )
 
 
 def _problems(analysis: Analysis, loaded: LoadedResults) -> list[Section]:
     out = []
     if analysis.gate.failed_runs:
-        out.append(Section("Failed runs", "These runs failed: nothing they measured before failing is compared; "
-                           "they make the outcome an infrastructure failure unless a regression outranks it.", ("run",),
-                           tuple((r,) for r in analysis.gate.failed_runs)))  # fmt: skip
+        out.append(
+            Section(
+                "Failed runs",
+                "These runs failed: nothing they measured before failing is compared; "
+                "they make the outcome an infrastructure failure unless a regression outranks it.",
+                ("run",),
+                tuple((r,) for r in analysis.gate.failed_runs),
+            )
+        )
     if loaded.quarantined:
         rows = tuple((q.name, "\n".join(q.problems[:5])) for q in loaded.quarantined)
         out.append(Section("Quarantined result files (not merged)", "", ("file", "problems"), rows))
     if loaded.duplicates:
         rows = tuple((d.name, d.same_as) for d in loaded.duplicates)
-        out.append(Section("Duplicate result files (counted once)", "These files hold a run already read from "
-                           "another file (same cell, same start and finish): a copy is not another round.",
-                           ("file", "the same run as"), rows))  # fmt: skip
+        out.append(
+            Section(
+                "Duplicate result files (counted once)",
+                "These files hold a run already read from "
+                "another file (same cell, same start and finish): a copy is not another round.",
+                ("file", "the same run as"),
+                rows,
+            )
+        )
     if analysis.outside:
-        out.append(Section("Result files of cells not in the plan (not compared)", "plan.json does not list "
-                           "these cells (the matrix was edited, or the files came from elsewhere).",
-                           ("file", "cell"), analysis.outside))  # fmt: skip
+        out.append(
+            Section(
+                "Result files of cells not in the plan (not compared)",
+                "plan.json does not list "
+                "these cells (the matrix was edited, or the files came from elsewhere).",
+                ("file", "cell"),
+                analysis.outside,
+            )
+        )
     warnings = sorted({(g, w) for g, e in analysis.docs.items() for d, _ in e for w in d.get("warnings", [])})
     if warnings:
         out.append(Section("Warnings", "", ("group", "warning"), tuple(warnings)))
@@ -119,8 +166,13 @@ def _problems(analysis: Analysis, loaded: LoadedResults) -> list[Section]:
 
 
 def _median_entry(frame: pd.DataFrame, group: str, key: tuple[str, str, str]) -> tuple[float, str] | None:
-    rows = frame[(frame["group"] == group) & (frame["status"] == "ok") & (frame["workload"] == key[0])
-                 & (frame["dtype"] == key[1]) & (frame["knobs"] == key[2])]  # fmt: skip
+    rows = frame[
+        (frame["group"] == group)
+        & (frame["status"] == "ok")
+        & (frame["workload"] == key[0])
+        & (frame["dtype"] == key[1])
+        & (frame["knobs"] == key[2])
+    ]
     if rows.empty:
         return None
     row = frames.lower_median_row(rows, "median_s")
@@ -142,21 +194,48 @@ def _verdict_sections(
         key = (r.workload, r.dtype, r.knobs)
         base, mine = _median_entry(frame, view.baseline, key), _median_entry(frame, r.group, key)
         interval = f"[{r.ci_low:.3f}, {r.ci_high:.3f}]" if _finite(r.ci_low) and _finite(r.ci_high) else ""
-        rows.append((
-            r.workload, r.dtype, r.knobs, letters.get(r.group, r.group),
-            _time(*base, out_dir) if base else "—", _time(*mine, out_dir) if mine else "—",
-            _number(r.ratio, ".3f"), interval, _number(r.p_value, ".2g"),
-            f"{r.rounds_baseline}+{r.rounds_candidate}" + (" (samples)" if r.basis == "samples" else ""),
-            verdict(r.verdict), "" if r.verdict == "same" else (r.reason or ""),
-        ))  # fmt: skip
-    legend = "; ".join(f"**{letters[g]}** = {view.labels.get(g, g)}" + (" (baseline)" if g == view.baseline else "")
-                       for g in view.groups)  # fmt: skip
+        rows.append(
+            (
+                r.workload,
+                r.dtype,
+                r.knobs,
+                letters.get(r.group, r.group),
+                _time(*base, out_dir) if base else "—",
+                _time(*mine, out_dir) if mine else "—",
+                _number(r.ratio, ".3f"),
+                interval,
+                _number(r.p_value, ".2g"),
+                f"{r.rounds_baseline}+{r.rounds_candidate}" + (" (samples)" if r.basis == "samples" else ""),
+                verdict(r.verdict),
+                "" if r.verdict == "same" else (r.reason or ""),
+            )
+        )
+    legend = "; ".join(
+        f"**{letters[g]}** = {view.labels.get(g, g)}" + (" (baseline)" if g == view.baseline else "")
+        for g in view.groups
+    )
     section = Section(
         "Verdicts against the baseline",
-        legend + ". Times are the median over rounds of each round's median time per call (the lower median, so "
+        legend
+        + ". Times are the median over rounds of each round's median time per call (the lower median, so "
         "the number is one result file's own value: it links to that file).",
-        ("workload", "dtype", "knobs", "vs", "baseline", "candidate", "time ratio", "99% interval", "p",
-         "rounds", "verdict", "why"), tuple(rows), plots_after=True)  # fmt: skip
+        (
+            "workload",
+            "dtype",
+            "knobs",
+            "vs",
+            "baseline",
+            "candidate",
+            "time ratio",
+            "99% interval",
+            "p",
+            "rounds",
+            "verdict",
+            "why",
+        ),
+        tuple(rows),
+        plots_after=True,
+    )
     out = [section]
     host = _host_section(view, analysis, out_dir, letters)
     if host:
@@ -172,13 +251,24 @@ def _host_section(view: View, analysis: Analysis, out_dir: Path, letters: dict[s
     rows = []
     for (group, *key), runs in ok.groupby(["group", *KEYS], sort=False):
         run = frames.lower_median_row(runs, "host_s")  # one file's own value
-        rows.append((*key, letters.get(group, group), _time(run["median_s"], run["file"], out_dir),
-                     _time(run["host_s"], run["file"], out_dir), _number(run["host_s"] / run["median_s"], ".2f")))  # fmt: skip
-    return Section("Host time per call", "Host wall time per call over blocks of back-to-back calls (warm L2, "
-                   "synchronized only at block ends), beside the device time of the same round. A ratio well above 1 "
-                   "marks a host-bound workload, where framework overhead rather than cuDNN sets the pace.",
-                   ("workload", "dtype", "knobs", "group", "device time", "host time", "host / device"),
-                   tuple(rows), level=3)  # fmt: skip
+        rows.append(
+            (
+                *key,
+                letters.get(group, group),
+                _time(run["median_s"], run["file"], out_dir),
+                _time(run["host_s"], run["file"], out_dir),
+                _number(run["host_s"] / run["median_s"], ".2f"),
+            )
+        )
+    return Section(
+        "Host time per call",
+        "Host wall time per call over blocks of back-to-back calls (warm L2, "
+        "synchronized only at block ends), beside the device time of the same round. A ratio well above 1 "
+        "marks a host-bound workload, where framework overhead rather than cuDNN sets the pace.",
+        ("workload", "dtype", "knobs", "group", "device time", "host time", "host / device"),
+        tuple(rows),
+        level=3,
+    )
 
 
 def _scaling_section(
@@ -196,19 +286,30 @@ def _scaling_section(
                 per_size = zip(
                     scaling["world_sizes"], scaling["median_step_s"], scaling["samples_per_s"], strict=True
                 )
-                rows.append((
-                    letters.get(group, group), round_of(doc), m["workload"], m["dtype"],
-                    "; ".join(f"{size}: {_duration(step)}, {rate:,.0f}/s" for size, step, rate in per_size),
-                    _link(f"{efficiency:.3f}", file, out_dir, efficiency, "number") if efficiency is not None
-                    else _link("one GPU", file, out_dir),
-                ))  # fmt: skip
+                rows.append(
+                    (
+                        letters.get(group, group),
+                        round_of(doc),
+                        m["workload"],
+                        m["dtype"],
+                        "; ".join(
+                            f"{size}: {_duration(step)}, {rate:,.0f}/s" for size, step, rate in per_size
+                        ),
+                        _link(f"{efficiency:.3f}", file, out_dir, efficiency, "number")
+                        if efficiency is not None
+                        else _link("one GPU", file, out_dir),
+                    )
+                )
     if not rows:
         return None
-    return Section("Multi-GPU scaling", "Workloads that run one process per GPU, measured at each world size with the "
-                   "same batch per process: the median step time and samples per second for each, and the scaling "
-                   "efficiency t(1) / t(N) (1.0: N GPUs give N times the samples per second of one).",
-                   ("group", "round", "workload", "dtype", "world size: step, samples/s", "efficiency"),
-                   tuple(rows))  # fmt: skip
+    return Section(
+        "Multi-GPU scaling",
+        "Workloads that run one process per GPU, measured at each world size with the "
+        "same batch per process: the median step time and samples per second for each, and the scaling "
+        "efficiency t(1) / t(N) (1.0: N GPUs give N times the samples per second of one).",
+        ("group", "round", "workload", "dtype", "world size: step, samples/s", "efficiency"),
+        tuple(rows),
+    )
 
 
 def _numerics_sections(view: View, analysis: Analysis, letters: dict[str, str]) -> list[Section]:
@@ -218,24 +319,75 @@ def _numerics_sections(view: View, analysis: Analysis, letters: dict[str, str]) 
     summary = []
     for key, rows in num.groupby("group", sort=False):
         group = str(key)
-        summary.append((letters.get(group, group), group, len(rows), int((rows["numerics"] == "worse").sum()),
-                        int((rows["numerics"] == "unchecked").sum()), f"{int(rows['same_digest'].sum())}/{len(rows)}",
-                        int((~rows["repeatable_baseline"]).sum()), int((~rows["repeatable_candidate"]).sum())))  # fmt: skip
-    out = [Section(
-        "Numerics against the baseline",
-        "Per measurement, the error against the same workload in fp64 (relative RMSE, worst round) in the candidate "
-        "may grow to m x the baseline's + tol/10 (m = 2 for fp32/TF32, 3 for bf16/fp16; tol 1e-4 fp32, 1e-3 "
-        "TF32/fp16, 1e-2 bf16: TorchDynamo's rule, measurement.md 9.5); more NaNs than the baseline also fail. "
-        "Output digests are compared bit for bit; 'not repeatable' counts measurements whose two calls differed.",
-        ("", "group", "compared", "worse", "unchecked", "same digest as baseline", "not repeatable (baseline)",
-         "not repeatable (candidate)"), tuple(summary))]  # fmt: skip
+        summary.append(
+            (
+                letters.get(group, group),
+                group,
+                len(rows),
+                int((rows["numerics"] == "worse").sum()),
+                int((rows["numerics"] == "unchecked").sum()),
+                f"{int(rows['same_digest'].sum())}/{len(rows)}",
+                int((~rows["repeatable_baseline"]).sum()),
+                int((~rows["repeatable_candidate"]).sum()),
+            )
+        )
+    out = [
+        Section(
+            "Numerics against the baseline",
+            "Per measurement, the error against the same workload in fp64 (relative RMSE, worst round) in "
+            "the candidate "
+            "may grow to m x the baseline's + tol/10 (m = 2 for fp32/TF32, 3 for bf16/fp16; tol 1e-4 fp32, "
+            "1e-3 "
+            "TF32/fp16, 1e-2 bf16: TorchDynamo's rule, measurement.md 9.5); more NaNs than the baseline "
+            "also fail. "
+            "Output digests are compared bit for bit; 'not repeatable' counts measurements whose two calls "
+            "differed.",
+            (
+                "",
+                "group",
+                "compared",
+                "worse",
+                "unchecked",
+                "same digest as baseline",
+                "not repeatable (baseline)",
+                "not repeatable (candidate)",
+            ),
+            tuple(summary),
+        )
+    ]
     flagged = num[num["numerics"] != "ok"]
     if not flagged.empty:
-        flagged_rows = tuple((letters.get(r.group, r.group), r.workload, r.dtype, r.knobs, r.numerics,
-                              _number(r.rel_rmse_baseline, ".2e"), _number(r.rel_rmse_candidate, ".2e"), r.reason)
-                             for r in flagged.itertuples())  # fmt: skip
-        out.append(Section("Numerics: flagged", "", ("group", "workload", "dtype", "knobs", "numerics",
-                           "rel. RMSE baseline", "rel. RMSE candidate", "why"), flagged_rows, level=3))  # fmt: skip
+        flagged_rows = tuple(
+            (
+                letters.get(r.group, r.group),
+                r.workload,
+                r.dtype,
+                r.knobs,
+                r.numerics,
+                _number(r.rel_rmse_baseline, ".2e"),
+                _number(r.rel_rmse_candidate, ".2e"),
+                r.reason,
+            )
+            for r in flagged.itertuples()
+        )
+        out.append(
+            Section(
+                "Numerics: flagged",
+                "",
+                (
+                    "group",
+                    "workload",
+                    "dtype",
+                    "knobs",
+                    "numerics",
+                    "rel. RMSE baseline",
+                    "rel. RMSE candidate",
+                    "why",
+                ),
+                flagged_rows,
+                level=3,
+            )
+        )
     return out
 
 
@@ -251,16 +403,25 @@ def _environment(view: View, analysis: Analysis, letters: dict[str, str]) -> Sec
             cudnn: dict[str, Any] = dict(doc["cudnn"]) if "cudnn" in doc else {}
             if gpu.get("uuid"):
                 uuids.add(gpu["uuid"])
-            rows.append((
-                letters[group], f"r{round_of(doc)}", env["torch"]["version"],
-                env["torch"].get("cuda") or "none",
-                f"{cudnn.get('runtime_version') or 'none'} (built for {cudnn.get('compile_version') or 'none'})",
-                "\n".join(cudnn.get("loaded_libraries", [])) or "none", gpu.get("name", "none (CPU)"),
-                str(gpu.get("uuid") or "")[:8], gpu.get("driver_version") or "",
-                (gpu.get("nvidia_smi") or {}).get("clocks.max.sm", ""),
-                env["python"]["version"], env["host"].get("os", ""), env["host"].get("cpu_model") or "",
-                doc.get("suite_version"),
-            ))  # fmt: skip
+            rows.append(
+                (
+                    letters[group],
+                    f"r{round_of(doc)}",
+                    env["torch"]["version"],
+                    env["torch"].get("cuda") or "none",
+                    f"{cudnn.get('runtime_version') or 'none'} (built for "
+                    f"{cudnn.get('compile_version') or 'none'})",
+                    "\n".join(cudnn.get("loaded_libraries", [])) or "none",
+                    gpu.get("name", "none (CPU)"),
+                    str(gpu.get("uuid") or "")[:8],
+                    gpu.get("driver_version") or "",
+                    (gpu.get("nvidia_smi") or {}).get("clocks.max.sm", ""),
+                    env["python"]["version"],
+                    env["host"].get("os", ""),
+                    env["host"].get("cpu_model") or "",
+                    doc.get("suite_version"),
+                )
+            )
     if not rows:
         return None
     # Two GPUs of one model differ by more than two processes on one GPU (suite 0.4 on two H100s: A/A
@@ -271,9 +432,27 @@ def _environment(view: View, analysis: Analysis, letters: dict[str, str]) -> Sec
         if len(uuids) > 1
         else ""
     )
-    return Section("Environment of every run", intro, ("group", "round", "torch", "CUDA", "cuDNN runtime",
-                   "cuDNN files mapped", "GPU", "GPU id", "driver", "max SM clock", "Python", "OS", "CPU", "suite"),
-                   tuple(rows))  # fmt: skip
+    return Section(
+        "Environment of every run",
+        intro,
+        (
+            "group",
+            "round",
+            "torch",
+            "CUDA",
+            "cuDNN runtime",
+            "cuDNN files mapped",
+            "GPU",
+            "GPU id",
+            "driver",
+            "max SM clock",
+            "Python",
+            "OS",
+            "CPU",
+            "suite",
+        ),
+        tuple(rows),
+    )
 
 
 def _finite(value: Any) -> bool:

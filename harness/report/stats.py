@@ -63,9 +63,19 @@ def judge(
         # Samples of one process share that process's state (algorithm choice, allocator layout,
         # clocks): a CPU relu differed by 24% between two processes of the same code here, RNNs by up
         # to 87% on an H100. One process per side supports no verdict, only the numbers.
-        return Comparison("inconclusive", ratio, low, high, p, basis, (
-            f"one process per side: ratio {ratio:.3f}, {CONFIDENCE:.0%} interval [{low:.3f}, {high:.3f}] over its "
-            "samples cannot separate a change from process-to-process variation; run 7 or more rounds"))  # fmt: skip
+        return Comparison(
+            "inconclusive",
+            ratio,
+            low,
+            high,
+            p,
+            basis,
+            (
+                f"one process per side: ratio {ratio:.3f}, {CONFIDENCE:.0%} interval [{low:.3f}, "
+                f"{high:.3f}] over its "
+                "samples cannot separate a change from process-to-process variation; run 7 or more rounds"
+            ),
+        )
     if significant and shown >= round(upper, RATIO_DIGITS):
         verdict: Verdict = "slower"
         reason = (

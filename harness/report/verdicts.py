@@ -2,7 +2,8 @@
 
 Input is the long-form frame of ``frames.long_form``; a "group" is a cell of the matrix (or a side of
 an ad-hoc ``compare``), each with one or more rounds (independent processes). Output is data: the
-CLI prints it and picks each outcome's exit code (``Policy``), the report renders it, and ``verdict.json`` stores it
+CLI prints it and picks each outcome's exit code (``Policy``), the report renders it, and ``verdict.json``
+stores it
 (``schemas/verdict.schema.json``).
 """
 
@@ -60,10 +61,28 @@ def timing(
             base = _rows(base_all, key)
             mine = _rows(mine_all, key)
             rows.append(_one(group, key, base, mine, threshold_pct(key[0]), alpha, samples))
-    columns = ["group", *KEYS, "verdict", "ratio", "ci_low", "ci_high", "p_value", "basis", "rounds_baseline",
-               "rounds_candidate", "threshold_pct", "reason", "baseline_files", "candidate_files"]  # fmt: skip
+    columns = [
+        "group",
+        *KEYS,
+        "verdict",
+        "ratio",
+        "ci_low",
+        "ci_high",
+        "p_value",
+        "basis",
+        "rounds_baseline",
+        "rounds_candidate",
+        "threshold_pct",
+        "reason",
+        "baseline_files",
+        "candidate_files",
+    ]
     table: pd.DataFrame = pd.DataFrame(rows, columns=columns)
     return table
+
+
+def _sample_key(file: str, key: tuple[str, str, str]) -> tuple[str, str, str, str]:
+    return (file, *key)
 
 
 def _keys(frame: pd.DataFrame) -> list[tuple[str, str, str]]:
@@ -87,9 +106,15 @@ def _one(
     samples: dict[tuple[str, str, str, str], list[float]],
 ) -> dict[str, Any]:
     base_ok, mine_ok = base[base["status"] == "ok"], mine[mine["status"] == "ok"]
-    row: dict[str, Any] = {"group": group, **dict(zip(KEYS, key, strict=True)), "threshold_pct": pct,
-                           "rounds_baseline": len(base_ok), "rounds_candidate": len(mine_ok),
-                           "baseline_files": list(base_ok["file"]), "candidate_files": list(mine_ok["file"])}  # fmt: skip
+    row: dict[str, Any] = {
+        "group": group,
+        **dict(zip(KEYS, key, strict=True)),
+        "threshold_pct": pct,
+        "rounds_baseline": len(base_ok),
+        "rounds_candidate": len(mine_ok),
+        "baseline_files": list(base_ok["file"]),
+        "candidate_files": list(mine_ok["file"]),
+    }
     if base_ok.empty and mine_ok.empty:
         if set(base["status"]) | set(mine["status"]) <= {"unsupported"}:
             return {**row, "verdict": None}  # not defined here on either side: not a comparison
@@ -108,17 +133,27 @@ def _one(
     if len(base_ok) >= 2 and len(mine_ok) >= 2:
         result = stats.judge(list(base_ok["median_s"]), list(mine_ok["median_s"]), pct, alpha, "rounds")
     else:  # one process on a side: its raw samples stand in, process-to-process noise is not covered
-        a = [x for f in base_ok["file"] for x in samples[(f,) + key]]
-        b = [x for f in mine_ok["file"] for x in samples[(f,) + key]]
+        a = [x for f in base_ok["file"] for x in samples[_sample_key(f, key)]]
+        b = [x for f in mine_ok["file"] for x in samples[_sample_key(f, key)]]
         result = stats.judge(a, b, pct, alpha, "samples")
     verdict, reason = result.verdict, result.reason
     timers = _timers(base_ok), _timers(mine_ok)
     if timers[0] != timers[1]:  # e.g. the graph capture failed on one side only
         verdict = "inconclusive"
-        reason = (f"timed differently (baseline {timers[0]}, candidate {timers[1]}): a CUDA-graph replay leaves "
-                  f"out the per-kernel dispatch an eager call pays, so the ratio is not the library's; {reason}")  # fmt: skip
-    return {**row, "verdict": verdict, "ratio": result.ratio, "ci_low": result.ci_low,
-            "ci_high": result.ci_high, "p_value": result.p_value, "basis": result.basis, "reason": reason}  # fmt: skip
+        reason = (
+            f"timed differently (baseline {timers[0]}, candidate {timers[1]}): a CUDA-graph replay leaves "
+            f"out the per-kernel dispatch an eager call pays, so the ratio is not the library's; {reason}"
+        )
+    return {
+        **row,
+        "verdict": verdict,
+        "ratio": result.ratio,
+        "ci_low": result.ci_low,
+        "ci_high": result.ci_high,
+        "p_value": result.p_value,
+        "basis": result.basis,
+        "reason": reason,
+    }
 
 
 def _timers(rows: pd.DataFrame) -> str:
@@ -155,17 +190,29 @@ def numerics(frame: pd.DataFrame, baseline: str, groups: Sequence[str]) -> pd.Da
                 verdict, reason = "worse", f"{nan_b} NaN outputs where the baseline has {nan_a}"
             elif _known(a) and _known(b) and b > allowed:
                 verdict = "worse"
-                reason = f"error vs fp64 {b:.2e} > {NUMERICS_MULTIPLIER[dtype]:g} x {a:.2e} + {NUMERICS_TOLERANCE[dtype] / 10:g}"
+                reason = (
+                    f"error vs fp64 {b:.2e} > {NUMERICS_MULTIPLIER[dtype]:g} x {a:.2e} "
+                    f"+ {NUMERICS_TOLERANCE[dtype] / 10:g}"
+                )
             elif not (_known(a) and _known(b)):
                 verdict, reason = "unchecked", "no fp64 reference on one side"
-            rows.append({
-                "group": group, **dict(zip(KEYS, key, strict=True)), "numerics": verdict, "reason": reason,
-                "rel_rmse_baseline": a, "rel_rmse_candidate": b, "allowed": allowed,
-                "same_digest": set(mine["digest"]) == set(base["digest"]) and len(set(base["digest"])) == 1,
-                "repeatable_baseline": bool(base["bitwise_repeatable"].all()),
-                "repeatable_candidate": bool(mine["bitwise_repeatable"].all()),
-                "nan_baseline": nan_a, "nan_candidate": nan_b,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "group": group,
+                    **dict(zip(KEYS, key, strict=True)),
+                    "numerics": verdict,
+                    "reason": reason,
+                    "rel_rmse_baseline": a,
+                    "rel_rmse_candidate": b,
+                    "allowed": allowed,
+                    "same_digest": set(mine["digest"]) == set(base["digest"])
+                    and len(set(base["digest"])) == 1,
+                    "repeatable_baseline": bool(base["bitwise_repeatable"].all()),
+                    "repeatable_candidate": bool(mine["bitwise_repeatable"].all()),
+                    "nan_baseline": nan_a,
+                    "nan_candidate": nan_b,
+                }
+            )
     table: pd.DataFrame = pd.DataFrame(rows)
     return table
 
@@ -219,9 +266,14 @@ def gate(
     else:
         outcome = "pass"
     code = policy.exit_codes[outcome]
-    lines.append(f"outcome: {outcome} (exit {code})" + (
-        f"; {unsure} rows are inconclusive or missing: NOT evidence of no change (--strict fails on them)"
-        if outcome == "pass-with-inconclusive" else ""))  # fmt: skip
+    lines.append(
+        f"outcome: {outcome} (exit {code})"
+        + (
+            f"; {unsure} rows are inconclusive or missing: NOT evidence of no change (--strict fails on them)"
+            if outcome == "pass-with-inconclusive"
+            else ""
+        )
+    )
     return Gate(outcome, code, counts, worse, tuple(failed_runs), tuple(lines))
 
 

@@ -1,4 +1,5 @@
-"""Result documents: read and validate them, load a folder's, quarantine every invalid one, count each run once.
+"""Result documents: read and validate them, load a folder's, quarantine every invalid one, count each run
+once.
 
 Valid means: the JSON Schema (``schemas/result.schema.json``) holds, and so do the facts a schema
 cannot state: the cell id matches the cell's content, the statistics agree with the raw samples.
@@ -107,21 +108,35 @@ def _facts(doc: ResultDocument, source: str) -> list[Problem]:
             Problem(source, "finished_at", f"{doc['finished_at']} is before started_at {doc['started_at']}")
         )
     elif not math.isclose((finished - started).total_seconds(), doc["duration_s"], abs_tol=1.0):
-        found.append(Problem(source, "duration_s", f"is {doc['duration_s']} s, but the run started "
-                             f"{(finished - started).total_seconds():g} s before it finished"))  # fmt: skip
+        found.append(
+            Problem(
+                source,
+                "duration_s",
+                f"is {doc['duration_s']} s, but the run started "
+                f"{(finished - started).total_seconds():g} s before it finished",
+            )
+        )
     first_of: dict[str, int] = {}
     for i, m in enumerate(doc["measurements"]):
         key = repr((m["workload"], m["dtype"], sorted(m["knobs"].items())))
         if key in first_of:
-            found.append(Problem(source, f"measurements[{i}]", f"repeats measurements[{first_of[key]}] (the same "
-                                 "workload, dtype and knobs); a document holds each measurement once"))  # fmt: skip
+            found.append(
+                Problem(
+                    source,
+                    f"measurements[{i}]",
+                    f"repeats measurements[{first_of[key]}] (the same "
+                    "workload, dtype and knobs); a document holds each measurement once",
+                )
+            )
             continue
         first_of[key] = i
         if m["status"] != "ok":
             continue
         field, samples, s = f"measurements[{i}]", m["samples_s"], m["stats"]
-        bad = _bad_items(samples, lambda x: isinstance(x, (int, float)) and not isinstance(x, bool)
-                         and 0 < x <= MAX_SAMPLE_S)  # fmt: skip
+        bad = _bad_items(
+            samples,
+            lambda x: isinstance(x, (int, float)) and not isinstance(x, bool) and 0 < x <= MAX_SAMPLE_S,
+        )
         if bad is not None:
             found.append(
                 Problem(
@@ -152,16 +167,26 @@ def _facts(doc: ResultDocument, source: str) -> list[Problem]:
         expected: dict[str, object] = dict(summarize(samples))
         for key, value in s.items():
             want = expected[key]
-            if not (isinstance(value, (int, float)) and isinstance(want, (int, float))
-                    and math.isclose(value, want, rel_tol=1e-9, abs_tol=1e-15)):
-                found.append(Problem(source, f"{field}.stats.{key}", f"is {value} but the samples give "
-                                     f"{expected[key]}; the statistics must be those of samples_s"))  # fmt: skip
+            if not (
+                isinstance(value, (int, float))
+                and isinstance(want, (int, float))
+                and math.isclose(value, want, rel_tol=1e-9, abs_tol=1e-15)
+            ):
+                found.append(
+                    Problem(
+                        source,
+                        f"{field}.stats.{key}",
+                        f"is {value} but the samples give "
+                        f"{expected[key]}; the statistics must be those of samples_s",
+                    )
+                )
                 break
     return found
 
 
 def _instant(text: str) -> dt.datetime | None:
-    """An RFC 3339 time (the schema checked its form) as an aware datetime; None where Python cannot read it."""
+    """An RFC 3339 time (the schema checked its form) as an aware datetime; None where Python cannot read
+    it."""
     try:
         return dt.datetime.fromisoformat(text.upper().replace("Z", "+00:00"))
     except ValueError:

@@ -83,7 +83,8 @@ def is_result_file(path: Path) -> bool:
 
 
 def result_files(folder: Path, name_contains: str | None = None) -> list[Path]:
-    """The result files under ``folder``, shards in subfolders included, quarantined and superseded ones not."""
+    """The result files under ``folder``, shards in subfolders included, quarantined and superseded ones
+    not."""
     return sorted(
         path
         for path in folder.rglob("*.json*")
@@ -137,8 +138,16 @@ def move_aside(path: Path, folder_name: str) -> Path:
     nothing is overwritten, and nothing leaves the results folder, whatever an attacker put there."""
     folder = path.parent / folder_name
     if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
-        raise InputError([Problem(str(folder), "", f"is a link or a file, not a folder; remove it, so that nothing "
-                                  f"is moved out of {path.parent}")])  # fmt: skip
+        raise InputError(
+            [
+                Problem(
+                    str(folder),
+                    "",
+                    f"is a link or a file, not a folder; remove it, so that nothing "
+                    f"is moved out of {path.parent}",
+                )
+            ]
+        )
     folder.mkdir(exist_ok=True)
     stem, dot, suffix = path.name.partition(".json")  # x.r1 .json .gz
     target, n = folder / path.name, 1
@@ -176,13 +185,21 @@ def stored_plan(results_dir: Path, remedy: str = "re-run the matrix to recreate 
     plan_file = results_dir / PLAN_FILE
     source = str(plan_file)
     if not plan_file.exists() and not plan_file.is_symlink():
-        raise InputError([Problem(str(results_dir), "", f"no {PLAN_FILE} here; is this a results folder "
-                                  "written by 'python -m harness run'?")])  # fmt: skip
+        raise InputError(
+            [
+                Problem(
+                    str(results_dir),
+                    "",
+                    f"no {PLAN_FILE} here; is this a results folder written by 'python -m harness run'?",
+                )
+            ]
+        )
     try:
         raw = jsonio.read(plan_file, MAX_BYTES)
     except (OSError, ValueError, RecursionError) as exc:
-        raise InputError([Problem(source, "", f"not a plan written by 'python -m harness run' ({exc}); "
-                                  f"{remedy}")]) from None  # fmt: skip
+        raise InputError(
+            [Problem(source, "", f"not a plan written by 'python -m harness run' ({exc}); {remedy}")]
+        ) from None
     found = schemas.problems("plan", raw, source)
     if not found:
         for i, cell in enumerate(raw["cells"]):
@@ -208,6 +225,13 @@ def write_plan(results_dir: Path, plan: Plan, *, same_plan: bool = False) -> Non
         stored = stored_plan(results_dir, remedy=f"run will not replace it: {fix}")
         if stored.name != plan.name or (same_plan and stored != plan):
             what = f"matrix {stored.name!r}" if stored.name != plan.name else "another plan of that matrix"
-            raise InputError([Problem(str(results_dir), "--out", f"holds the results of {what} "
-                                      f"({PLAN_FILE}), not {plan.name!r}'s; {fix}")])  # fmt: skip
+            raise InputError(
+                [
+                    Problem(
+                        str(results_dir),
+                        "--out",
+                        f"holds the results of {what} ({PLAN_FILE}), not {plan.name!r}'s; {fix}",
+                    )
+                ]
+            )
     jsonio.write_atomic(plan_file, plan.to_json())

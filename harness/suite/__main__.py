@@ -211,8 +211,11 @@ def _measure_one(
         unsupported = any(
             s in lowered for s in ("not implemented", "not supported", "no available kernel", "needs ")
         )
-        return {**entry, "status": "unsupported" if unsupported else "error",
-                "error": f"{type(exc).__name__}: {text}"[:500]}  # fmt: skip
+        return {
+            **entry,
+            "status": "unsupported" if unsupported else "error",
+            "error": f"{type(exc).__name__}: {text}"[:500],
+        }
     finally:
         if device == "cuda":
             # after a sticky CUDA error this raises too; it must not replace the CudaContextLost above

@@ -47,31 +47,93 @@ def _convolutions() -> Iterator[WorkloadSpec]:
             smoke = ("smoke", "default", "full") if passes == "fwd" else ("default", "full")
             for layout in ("nchw", "cl"):
                 yield WorkloadSpec(
-                    f"conv2d_{name}{suffix}" + (".cl" if layout == "cl" else ""), "conv",
+                    f"conv2d_{name}{suffix}" + (".cl" if layout == "cl" else ""),
+                    "conv",
                     f"Conv2d {what} {cin}->{cout} {k}x{k} stride {stride}, ResNet-50 ({layout})",
                     profiles=smoke if layout == "nchw" else ("default", "full"),
-                    params={**base, "pass": passes, "layout": layout})  # fmt: skip
+                    params={**base, "pass": passes, "layout": layout},
+                )
     shapes = {
-        "conv2d_depthwise_mbv2": ("depthwise 3x3, 144 ch, MobileNetV2 stage 2", dict(cin=144, cout=144, k=3, stride=1, pad=1, hw=56, groups=144)),
-        "conv2d_depthwise_effnet_s2": ("depthwise 5x5 stride 2, 240 ch, EfficientNet", dict(cin=240, cout=240, k=5, stride=2, pad=2, hw=28, groups=240)),
-        "conv2d_grouped_resnext": ("grouped 3x3, 32 groups, 256 ch, ResNeXt-50", dict(cin=256, cout=256, k=3, stride=1, pad=1, hw=28, groups=32)),
-        "conv2d_dilated_deeplab": ("dilated 3x3, dilation 2, 256 ch, DeepLab ASPP", dict(cin=256, cout=256, k=3, stride=1, pad=2, hw=32, dilation=2)),
-        "conv_transpose2d_unet": ("transposed 2x2 stride 2, 128->64, U-Net decoder", dict(cin=128, cout=64, k=2, stride=2, pad=0, hw=64, transposed=True)),
-        "conv2d_bias_relu": ("Conv2d 3x3 + bias + ReLU, 64 ch (a fusion candidate)", dict(cin=64, cout=64, k=3, stride=1, pad=1, hw=56, bias_relu=True)),
-    }  # fmt: skip
+        "conv2d_depthwise_mbv2": (
+            "depthwise 3x3, 144 ch, MobileNetV2 stage 2",
+            dict(cin=144, cout=144, k=3, stride=1, pad=1, hw=56, groups=144),
+        ),
+        "conv2d_depthwise_effnet_s2": (
+            "depthwise 5x5 stride 2, 240 ch, EfficientNet",
+            dict(cin=240, cout=240, k=5, stride=2, pad=2, hw=28, groups=240),
+        ),
+        "conv2d_grouped_resnext": (
+            "grouped 3x3, 32 groups, 256 ch, ResNeXt-50",
+            dict(cin=256, cout=256, k=3, stride=1, pad=1, hw=28, groups=32),
+        ),
+        "conv2d_dilated_deeplab": (
+            "dilated 3x3, dilation 2, 256 ch, DeepLab ASPP",
+            dict(cin=256, cout=256, k=3, stride=1, pad=2, hw=32, dilation=2),
+        ),
+        "conv_transpose2d_unet": (
+            "transposed 2x2 stride 2, 128->64, U-Net decoder",
+            dict(cin=128, cout=64, k=2, stride=2, pad=0, hw=64, transposed=True),
+        ),
+        "conv2d_bias_relu": (
+            "Conv2d 3x3 + bias + ReLU, 64 ch (a fusion candidate)",
+            dict(cin=64, cout=64, k=3, stride=1, pad=1, hw=56, bias_relu=True),
+        ),
+    }
     for wid, (text, shape) in shapes.items():
         yield WorkloadSpec(
             wid, "conv", f"Conv2d fwd {text}", params={"dims": 2, "pass": "fwd", "layout": "nchw", **shape}
         )
-    yield WorkloadSpec("conv1d_depthwise", "conv", "Conv1d depthwise k=31, 256 ch (Conformer-style)",
-                       params={"dims": 1, "pass": "fwd", "cin": 256, "cout": 256, "k": 31, "stride": 1, "pad": 15,
-                               "hw": 512, "groups": 256, "layout": "nchw"})  # fmt: skip
-    yield WorkloadSpec("conv3d_video", "conv", "Conv3d 3x3x3, 64 ch, 8x56x56 clip (video)",
-                       params={"dims": 3, "pass": "fwd", "cin": 64, "cout": 64, "k": 3, "stride": 1, "pad": 1,
-                               "hw": 56, "depth": 8, "layout": "nchw"})  # fmt: skip
-    yield WorkloadSpec("conv3d_unet", "conv", "Conv3d 3x3x3, 32 ch, 64^3 volume (3D U-Net)",
-                       params={"dims": 3, "pass": "fwd", "cin": 32, "cout": 32, "k": 3, "stride": 1, "pad": 1,
-                               "hw": 64, "depth": 64, "layout": "nchw"})  # fmt: skip
+    yield WorkloadSpec(
+        "conv1d_depthwise",
+        "conv",
+        "Conv1d depthwise k=31, 256 ch (Conformer-style)",
+        params={
+            "dims": 1,
+            "pass": "fwd",
+            "cin": 256,
+            "cout": 256,
+            "k": 31,
+            "stride": 1,
+            "pad": 15,
+            "hw": 512,
+            "groups": 256,
+            "layout": "nchw",
+        },
+    )
+    yield WorkloadSpec(
+        "conv3d_video",
+        "conv",
+        "Conv3d 3x3x3, 64 ch, 8x56x56 clip (video)",
+        params={
+            "dims": 3,
+            "pass": "fwd",
+            "cin": 64,
+            "cout": 64,
+            "k": 3,
+            "stride": 1,
+            "pad": 1,
+            "hw": 56,
+            "depth": 8,
+            "layout": "nchw",
+        },
+    )
+    yield WorkloadSpec(
+        "conv3d_unet",
+        "conv",
+        "Conv3d 3x3x3, 32 ch, 64^3 volume (3D U-Net)",
+        params={
+            "dims": 3,
+            "pass": "fwd",
+            "cin": 32,
+            "cout": 32,
+            "k": 3,
+            "stride": 1,
+            "pad": 1,
+            "hw": 64,
+            "depth": 64,
+            "layout": "nchw",
+        },
+    )
 
 
 def _normalization_pooling_activations() -> Iterator[WorkloadSpec]:
@@ -85,30 +147,48 @@ def _normalization_pooling_activations() -> Iterator[WorkloadSpec]:
                 if (kind, passes) == ("batch", "fwd")
                 else f"{kind}norm" + ("" if passes == "fwd" else "_bwd")
             )
-            yield WorkloadSpec(wid, "norm", f"{kind} norm {'forward' if passes == 'fwd' else 'backward'}",
-                               profiles=smoke, params={"kind": kind, "pass": passes})  # fmt: skip
+            yield WorkloadSpec(
+                wid,
+                "norm",
+                f"{kind} norm {'forward' if passes == 'fwd' else 'backward'}",
+                profiles=smoke,
+                params={"kind": kind, "pass": passes},
+            )
     pools = {
         "maxpool2d": "MaxPool2d 3x3 stride 2, ResNet-50 stem",
         "avgpool2d": "AvgPool2d 2x2 stride 2",
         "adaptive_avgpool2d": "AdaptiveAvgPool2d to 1x1, ResNet-50 head",
     }
     for wid, text in pools.items():
-        yield WorkloadSpec(wid, "elementwise", text, profiles=("smoke", "default", "full") if wid == "maxpool2d"
-                           else ("default", "full"), params={"op": wid})  # fmt: skip
+        yield WorkloadSpec(
+            wid,
+            "elementwise",
+            text,
+            profiles=("smoke", "default", "full") if wid == "maxpool2d" else ("default", "full"),
+            params={"op": wid},
+        )
     for op in ("relu", "sigmoid", "tanh", "gelu", "silu"):
-        yield WorkloadSpec(op, "elementwise", f"{op} on a ResNet-50 stage-1 activation",
-                           profiles=("smoke", "default", "full") if op in ("relu", "gelu") else ("default", "full"),
-                           params={"op": op})  # fmt: skip
+        yield WorkloadSpec(
+            op,
+            "elementwise",
+            f"{op} on a ResNet-50 stage-1 activation",
+            profiles=("smoke", "default", "full") if op in ("relu", "gelu") else ("default", "full"),
+            params={"op": op},
+        )
 
 
 def _rnns() -> Iterator[WorkloadSpec]:
     for cell in ("lstm", "gru", "rnn"):
         for packed in (False, True):
             wid = cell + ("_packed" if packed else "")
-            yield WorkloadSpec(wid, "rnn", f"2-layer {cell.upper()} forward" + (", packed variable-length batch" if packed else ""),
-                               dtypes=("fp32", "tf32", "bf16", "fp16"),
-                               profiles=("smoke", "default", "full") if wid == "lstm" else ("default", "full"),
-                               params={"cell": cell, "packed": packed})  # fmt: skip
+            yield WorkloadSpec(
+                wid,
+                "rnn",
+                f"2-layer {cell.upper()} forward" + (", packed variable-length batch" if packed else ""),
+                dtypes=("fp32", "tf32", "bf16", "fp16"),
+                profiles=("smoke", "default", "full") if wid == "lstm" else ("default", "full"),
+                params={"cell": cell, "packed": packed},
+            )
 
 
 def _attention() -> Iterator[WorkloadSpec]:
@@ -125,9 +205,13 @@ def _attention() -> Iterator[WorkloadSpec]:
                 profiles = ("full",) if seq == 8192 else ("default", "full")
                 dtypes = ("bf16", "fp16") if backend in ("flash", "cudnn") else ("fp32", "bf16", "fp16")
                 yield WorkloadSpec(
-                    f"sdpa_{backend}_s{seq}" + ("_bwd" if passes == "bwd" else ""), "attention",
+                    f"sdpa_{backend}_s{seq}" + ("_bwd" if passes == "bwd" else ""),
+                    "attention",
                     f"SDPA {passes} forced to the {backend} backend, sequence {seq}, with peak memory",
-                    dtypes=dtypes, profiles=profiles, params={"backend": backend, "seq": seq, "pass": passes})  # fmt: skip
+                    dtypes=dtypes,
+                    profiles=profiles,
+                    params={"backend": backend, "seq": seq, "pass": passes},
+                )
 
 
 def _matmul_and_training() -> Iterator[WorkloadSpec]:
@@ -142,24 +226,47 @@ def _matmul_and_training() -> Iterator[WorkloadSpec]:
         ("resnet50", "torchvision ResNet-50 on 224x224"),
         ("transformer_block", "one pre-norm transformer block, d=1024, seq 1024"),
     ):
-        yield WorkloadSpec(f"train_{model}", "training", f"training step (autocast + GradScaler in fp16): {text}",
-                           dtypes=("fp32", "tf32", "bf16", "fp16"),
-                           profiles=("smoke", "default", "full") if model == "small_cnn" else ("default", "full"),
-                           params={"model": model})  # fmt: skip
-    yield WorkloadSpec("ddp_train_step", "ddp", "DistributedDataParallel training step, one process per GPU "
-                       "over NCCL (2 gloo processes on a CPU), at world size 1 and N: step time and scaling "
-                       "efficiency; named in a matrix's workloads, never by a profile", dtypes=("fp32", "bf16", "fp16"),
-                       profiles=(), params={"model": "convnet"}, gpus="all")  # fmt: skip
+        yield WorkloadSpec(
+            f"train_{model}",
+            "training",
+            f"training step (autocast + GradScaler in fp16): {text}",
+            dtypes=("fp32", "tf32", "bf16", "fp16"),
+            profiles=("smoke", "default", "full") if model == "small_cnn" else ("default", "full"),
+            params={"model": model},
+        )
+    yield WorkloadSpec(
+        "ddp_train_step",
+        "ddp",
+        "DistributedDataParallel training step, one process per GPU "
+        "over NCCL (2 gloo processes on a CPU), at world size 1 and N: step time and scaling "
+        "efficiency; named in a matrix's workloads, never by a profile",
+        dtypes=("fp32", "bf16", "fp16"),
+        profiles=(),
+        params={"model": "convnet"},
+        gpus="all",
+    )
 
 
 def _faults() -> Iterator[WorkloadSpec]:
     """Real faults for the harness's own failure-isolation tests; no profile runs them."""
-    yield WorkloadSpec("fault_cuda_error", "faults", "fault injection: a device-side assert (out-of-range index "
-                       "on the GPU), which leaves the CUDA context unusable", dtypes=("fp32",), profiles=(),
-                       params={"fault": "cuda_error"})  # fmt: skip
-    yield WorkloadSpec("fault_host_oom", "faults", "fault injection: allocates and touches host memory in "
-                       "64 MiB steps up to 16 GiB, for a memory limit to stop", dtypes=("fp32",), profiles=(),
-                       params={"fault": "host_oom", "limit_gib": 16})  # fmt: skip
+    yield WorkloadSpec(
+        "fault_cuda_error",
+        "faults",
+        "fault injection: a device-side assert (out-of-range index "
+        "on the GPU), which leaves the CUDA context unusable",
+        dtypes=("fp32",),
+        profiles=(),
+        params={"fault": "cuda_error"},
+    )
+    yield WorkloadSpec(
+        "fault_host_oom",
+        "faults",
+        "fault injection: allocates and touches host memory in "
+        "64 MiB steps up to 16 GiB, for a memory limit to stop",
+        dtypes=("fp32",),
+        profiles=(),
+        params={"fault": "host_oom", "limit_gib": 16},
+    )
 
 
 CATALOG: dict[str, WorkloadSpec] = {

@@ -52,14 +52,15 @@ class GpuState:
         if self.handle is None:
             return {}
         found: dict[str, Any] = {}
-        readings: tuple[tuple[str, Callable[[], object]], ...] = (
-            ("clock_event_reasons", lambda: pynvml.nvmlDeviceGetCurrentClocksEventReasons(self.handle)),
-            ("temperature_c", lambda: pynvml.nvmlDeviceGetTemperature(self.handle, pynvml.NVML_TEMPERATURE_GPU)),
-            ("power_w", lambda: pynvml.nvmlDeviceGetPowerUsage(self.handle) / 1000),
-            ("power_violation_ns", lambda: pynvml.nvmlDeviceGetViolationStatus(self.handle, pynvml.NVML_PERF_POLICY_POWER).violationTime),
-            ("thermal_violation_ns", lambda: pynvml.nvmlDeviceGetViolationStatus(self.handle, pynvml.NVML_PERF_POLICY_THERMAL).violationTime),
-        )  # fmt: skip
-        for name, call in readings:
+        h = self.handle
+        readings: dict[str, Callable[[], object]] = {
+            "clock_event_reasons": lambda: pynvml.nvmlDeviceGetCurrentClocksEventReasons(h),
+            "temperature_c": lambda: pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU),
+            "power_w": lambda: pynvml.nvmlDeviceGetPowerUsage(h) / 1000,
+            "power_violation_ns": lambda: _violation_ns(h, pynvml.NVML_PERF_POLICY_POWER),
+            "thermal_violation_ns": lambda: _violation_ns(h, pynvml.NVML_PERF_POLICY_THERMAL),
+        }
+        for name, call in readings.items():
             try:
                 found[name] = call()
             except pynvml.NVMLError:
@@ -76,11 +77,13 @@ class GpuState:
             "persistence_mode": lambda: bool(pynvml.nvmlDeviceGetPersistenceMode(self.handle)),
             "ecc_enabled": lambda: bool(pynvml.nvmlDeviceGetEccMode(self.handle)[0]),
             "mig_enabled": lambda: bool(pynvml.nvmlDeviceGetMigMode(self.handle)[0]),
-            "default_sm_clock_mhz": lambda: pynvml.nvmlDeviceGetDefaultApplicationsClock(self.handle, pynvml.NVML_CLOCK_SM),
+            "default_sm_clock_mhz": lambda: pynvml.nvmlDeviceGetDefaultApplicationsClock(
+                self.handle, pynvml.NVML_CLOCK_SM
+            ),
             "max_sm_clock_mhz": lambda: pynvml.nvmlDeviceGetMaxClockInfo(self.handle, pynvml.NVML_CLOCK_SM),
             "max_mem_clock_mhz": lambda: pynvml.nvmlDeviceGetMaxClockInfo(self.handle, pynvml.NVML_CLOCK_MEM),
             "driver_version": lambda: pynvml.nvmlSystemGetDriverVersion(),
-        }  # fmt: skip
+        }
         for name, call in calls.items():
             try:
                 found[name] = call()
@@ -89,11 +92,18 @@ class GpuState:
         return found
 
 
+def _violation_ns(handle: object, policy: int) -> int:
+    """Nanoseconds the GPU has been held back by ``policy`` (power or thermal) since the driver loaded."""
+    return int(pynvml.nvmlDeviceGetViolationStatus(handle, policy).violationTime)
+
+
 def delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     if not before or not after:
         return {}
-    out: dict[str, Any] = {"clock_event_reasons_after": after.get("clock_event_reasons"),
-                           "temperature_c": [before.get("temperature_c"), after.get("temperature_c")]}  # fmt: skip
+    out: dict[str, Any] = {
+        "clock_event_reasons_after": after.get("clock_event_reasons"),
+        "temperature_c": [before.get("temperature_c"), after.get("temperature_c")],
+    }
     for name in ("power_violation_ns", "thermal_violation_ns"):
         if before.get(name) is not None and after.get(name) is not None:
             out[name] = after[name] - before[name]

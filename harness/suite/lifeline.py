@@ -1,4 +1,5 @@
-"""Die with the orchestrator: a suite process must not go on using a GPU after the process that started it died
+"""Die with the orchestrator: a suite process must not go on using a GPU after the process that started it
+died
 (a SIGKILLed orchestrator would otherwise leave it running under the next run's measurements).
 
 The orchestrator starts the suite in a session of its own (``start_new_session``: a kill takes its children

@@ -46,11 +46,12 @@ def check(fn: Callable[[], Any], reference: Callable[[], Any] | None, dtype: str
     second = tensors(fn())
     found: Numerics = {
         "digest": digest(first),
-        "bitwise_repeatable": len(first) == len(second) and all(torch.equal(a, b) for a, b in zip(first, second, strict=True)),
+        "bitwise_repeatable": len(first) == len(second)
+        and all(torch.equal(a, b) for a, b in zip(first, second, strict=True)),
         "nan_count": int(sum(torch.isnan(t).sum() for t in first if t.is_floating_point())),
         "inf_count": int(sum(torch.isinf(t).sum() for t in first if t.is_floating_point())),
         "tolerance_rel_rmse": REL_RMSE_TOLERANCE.get(dtype),
-    }  # fmt: skip
+    }
     if reference is None:
         return found
     expected = [t.detach() for t in tensors(reference())]

@@ -17,8 +17,13 @@ import torch
 T = TypeVar("T")
 
 # tf32 is fp32 storage with TF32 tensor-core math allowed (the suite sets the flags around it).
-DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16,
-          "fp64": torch.float64}  # fmt: skip
+DTYPES = {
+    "fp32": torch.float32,
+    "tf32": torch.float32,
+    "bf16": torch.bfloat16,
+    "fp16": torch.float16,
+    "fp64": torch.float64,
+}
 
 
 @dataclass

@@ -14,8 +14,12 @@ from harness.suite.workloads import DTYPES, Built, element_size, pick, randn
 def _backend_context(name: str) -> Any:
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    backends = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
-                "cudnn": SDPBackend.CUDNN_ATTENTION, "math": SDPBackend.MATH}  # fmt: skip
+    backends = {
+        "flash": SDPBackend.FLASH_ATTENTION,
+        "efficient": SDPBackend.EFFICIENT_ATTENTION,
+        "cudnn": SDPBackend.CUDNN_ATTENTION,
+        "math": SDPBackend.MATH,
+    }
     return sdpa_kernel([backends[name]])
 
 
@@ -29,8 +33,15 @@ def build(spec: WorkloadSpec, profile: str, device: str, dtype: str) -> Built:
     q, k, v = (randn(batch, heads, seq, dim, device=device, dtype=t, seed=s) for s in (4, 5, 6))
     flops = 4.0 * batch * heads * seq * seq * dim * (2.5 if passes == "bwd" else 1.0)
     moved = element_size(dtype) * 4 * q.numel()
-    params = {"backend": backend, "batch": batch, "heads": heads, "seq_len": seq, "head_dim": dim,
-              "causal": False, "pass": passes}  # fmt: skip
+    params = {
+        "backend": backend,
+        "batch": batch,
+        "heads": heads,
+        "seq_len": seq,
+        "head_dim": dim,
+        "causal": False,
+        "pass": passes,
+    }
 
     def attend(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
         if backend == "auto":

@@ -27,8 +27,12 @@ def build(spec: WorkloadSpec, profile: str, device: str, dtype: str) -> Built:
     if p["layout"] == "cl":
         x = x.contiguous(memory_format=torch.channels_last)
         w = w.contiguous(memory_format=torch.channels_last)
-    out_spatial = [((s - 1) * stride - 2 * pad + dilation * (k - 1) + 1) if transposed
-                   else (s + 2 * pad - dilation * (k - 1) - 1) // stride + 1 for s in spatial]  # fmt: skip
+    out_spatial = [
+        ((s - 1) * stride - 2 * pad + dilation * (k - 1) + 1)
+        if transposed
+        else (s + 2 * pad - dilation * (k - 1) - 1) // stride + 1
+        for s in spatial
+    ]
     out_elems = batch * cout * _prod(out_spatial)
     in_spatial = _prod(spatial)
     flops = (
@@ -39,10 +43,21 @@ def build(spec: WorkloadSpec, profile: str, device: str, dtype: str) -> Built:
         * k**dims
     )
     moved = element_size(dtype) * (x.numel() + w.numel() + out_elems)
-    params = {"batch": batch, "in_channels": cin, "out_channels": cout, "kernel": k, "stride": stride,
-              "padding": pad, "dilation": dilation, "groups": groups, "transposed": transposed,
-              "input_shape": list(x.shape), "layout": "channels_last" if p["layout"] == "cl" else "contiguous",
-              "pass": p["pass"], "bias_relu": bool(p.get("bias_relu"))}  # fmt: skip
+    params = {
+        "batch": batch,
+        "in_channels": cin,
+        "out_channels": cout,
+        "kernel": k,
+        "stride": stride,
+        "padding": pad,
+        "dilation": dilation,
+        "groups": groups,
+        "transposed": transposed,
+        "input_shape": list(x.shape),
+        "layout": "channels_last" if p["layout"] == "cl" else "contiguous",
+        "pass": p["pass"],
+        "bias_relu": bool(p.get("bias_relu")),
+    }
     conv = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[dims]
     tconv = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}[dims]
 

@@ -46,8 +46,11 @@ class ConvNet(torch.nn.Module):
             cout = width << stage
             for index in range(2):
                 stride = 2 if index == 0 and stage > 0 else 1
-                layers += [torch.nn.Conv2d(cin, cout, 3, stride, 1, bias=False), torch.nn.BatchNorm2d(cout),
-                           torch.nn.ReLU(inplace=True)]  # fmt: skip
+                layers += [
+                    torch.nn.Conv2d(cin, cout, 3, stride, 1, bias=False),
+                    torch.nn.BatchNorm2d(cout),
+                    torch.nn.ReLU(inplace=True),
+                ]
                 cin = cout
         self.features = torch.nn.Sequential(*layers)
         self.head = torch.nn.Linear(cin, 100)
@@ -127,9 +130,16 @@ def _free_port() -> int:
 
 
 def _rank(
-    rank: int, size: int, port: int, profile: str, device: str, dtype: str, knobs: dict[str, bool],
-    budget_s: float, out: str,
-) -> None:  # fmt: skip
+    rank: int,
+    size: int,
+    port: int,
+    profile: str,
+    device: str,
+    dtype: str,
+    knobs: dict[str, bool],
+    budget_s: float,
+    out: str,
+) -> None:
     cuda = device == "cuda"
     if cuda:
         torch.cuda.set_device(rank)
@@ -138,8 +148,9 @@ def _rank(
     apply_knobs(knobs, tf32=knobs.get("tf32", False) or dtype == "tf32")
     init_method = f"tcp://127.0.0.1:{port}"
     if cuda:
-        dist.init_process_group("nccl", init_method=init_method, rank=rank, world_size=size,
-                                device_id=torch.device("cuda", rank))  # fmt: skip
+        dist.init_process_group(
+            "nccl", init_method=init_method, rank=rank, world_size=size, device_id=torch.device("cuda", rank)
+        )
     else:
         dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=size)
     try:
@@ -199,5 +210,12 @@ def _train(rank: int, size: int, profile: str, device: str, dtype: str, budget_s
     if rank == 0:
         stop = "max_samples" if len(samples) == MAX_STEPS else "time_budget"
         with open(out, "w") as f:
-            json.dump({"first_call_s": first_call_s, "samples_s": samples, "stop_reason": stop,
-                       "sampling_wall_s": sampling_wall_s}, f)  # fmt: skip
+            json.dump(
+                {
+                    "first_call_s": first_call_s,
+                    "samples_s": samples,
+                    "stop_reason": stop,
+                    "sampling_wall_s": sampling_wall_s,
+                },
+                f,
+            )
