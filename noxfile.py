@@ -92,4 +92,4 @@ def lint(session: nox.Session) -> None:
     session.install(*LINT, *STUBS)
     session.run("ruff", "check", *SOURCES)
     session.run("ruff", "format", "--check", *SOURCES)
-    session.run("mypy")
+    session.run("python", "-m", "mypy")  # this environment's Python, whichever mypy it finds
