@@ -12,7 +12,6 @@ Needs a CUDA GPU, triton and nvidia-ml-py:
 
 from __future__ import annotations
 
-import importlib
 import threading
 import time
 from collections.abc import Callable
@@ -20,7 +19,7 @@ from typing import Any
 
 import torch
 
-from harness.suite.catalog import CATALOG
+from harness.suite.catalog import CATALOG, FAMILY
 from harness.suite.measure import Timer, measure
 
 CASES = [
@@ -81,11 +80,7 @@ def main() -> None:
     within = 0
     for workload, dtype in CASES:
         spec = CATALOG[workload]
-        fn = (
-            importlib.import_module(f"harness.suite.workloads.{spec.module}")
-            .build(spec, "default", "cuda", dtype)
-            .fn
-        )
+        fn = FAMILY[spec.family].build(spec, "default", "cuda", dtype).fn
         with torch.inference_mode():
             result, our_mhz, our_w = sampler.run(
                 lambda fn=fn: measure(fn, Timer("cuda"), 2.0, min_time_s=0.5)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -14,6 +15,7 @@ import harness
 PACKAGE_ROOT = Path(harness.__file__).resolve().parent.parent
 
 
+@functools.cache  # one run asks several times (workloads, multi-GPU ones, the version): one subprocess
 def listing(python: str | None = None) -> dict[str, Any]:
     """``python -m harness.suite list --json`` of ``python`` (default: this interpreter)."""
     existing = os.environ.get("PYTHONPATH")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -270,3 +271,55 @@ def test_a_disk_filled_mid_run_stops_the_run_keeps_what_was_whole_and_the_next_r
         assert len(after) == 4 and all(after[name] == started for name, started in kept.items())
     finally:
         subprocess.run(["umount", str(out)], check=True)
+
+
+def test_a_workload_added_to_a_profile_runs_although_the_suite_version_stayed(tmp_path):
+    # A copy of the harness, changed as a contributor would: a workload joins the smoke profile and
+    # SUITE_VERSION stays. Keyed on the version alone, resume kept the earlier result and the new
+    # workload never ran in this folder; keyed on the suite's source, the result is made again.
+    package = tmp_path / "pkg"
+    for part in ("harness", "schemas", "images"):
+        shutil.copytree(REPO / part, package / part, ignore=shutil.ignore_patterns("__pycache__"))
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text(MATRIX.replace("  workloads: [relu, gemm]\n", "").replace("rounds: 2", "rounds: 1"))
+    out = tmp_path / "r"
+
+    def run() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "harness",
+                "run",
+                "--matrix",
+                str(matrix),
+                "--out",
+                str(out),
+                "--only",
+                "bundled",
+            ],
+            cwd=package,
+            env={**os.environ, "PYTHONPATH": str(package)},
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+
+    def workloads() -> set[str]:
+        (result,) = out.glob("torch*.json.gz")
+        return {m["workload"] for m in jsonio.read(result)["measurements"]}
+
+    assert run().returncode == 0
+    assert "tanh" not in workloads()
+    elementwise = package / "harness" / "suite" / "workloads" / "elementwise.py"
+    text = elementwise.read_text()
+    assert 'SMOKE = ("maxpool2d", "relu", "gelu")' in text
+    elementwise.write_text(
+        text.replace('SMOKE = ("maxpool2d", "relu", "gelu")', 'SMOKE = ("maxpool2d", "relu", "gelu", "tanh")')
+    )
+    again = run()
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "it was made differently (suite_source_sha256" in again.stdout
+    assert "tanh" in workloads()  # the new workload ran, under the same SUITE_VERSION
+    kept = run()
+    assert "kept: a valid result made the same way" in kept.stdout  # an unchanged suite keeps its results

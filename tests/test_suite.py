@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import hashlib
 import json
+import os
+import shutil
 import statistics
 import struct
 import subprocess
@@ -183,15 +186,15 @@ def test_the_running_noise_matches_a_full_recomputation():
 
 
 def test_cached_input_draws_are_bit_identical_and_not_shared():
-    from harness.suite import workloads
+    from harness.suite.workloads import tensors
 
     fresh = torch.randn(3, 5, generator=torch.Generator().manual_seed(7), dtype=torch.float32) * 0.5
-    first = workloads.randn(3, 5, device="cpu", dtype=torch.float32, seed=7, scale=0.5)
+    first = tensors.randn(3, 5, device="cpu", dtype=torch.float32, seed=7, scale=0.5)
     first.add_(1.0)  # a caller changing its copy in place must not change the next caller's inputs
-    second = workloads.randn(3, 5, device="cpu", dtype=torch.float32, seed=7, scale=0.5)
+    second = tensors.randn(3, 5, device="cpu", dtype=torch.float32, seed=7, scale=0.5)
     assert torch.equal(second, fresh)
     assert torch.equal(
-        workloads.randn(3, 5, device="cpu", dtype=torch.float64, seed=7, scale=0.5), fresh.double()
+        tensors.randn(3, 5, device="cpu", dtype=torch.float64, seed=7, scale=0.5), fresh.double()
     )
 
 
@@ -202,9 +205,7 @@ def test_a_host_memory_fault_stops_at_its_cap_and_is_recorded_as_an_error(tmp_pa
 
     assert not any(w.startswith("fault_") for p in ("smoke", "default", "full") for w in for_profile(p))
     spec = CATALOG["fault_host_oom"]
-    small = type(spec)(
-        spec.id, spec.module, spec.description, spec.dtypes, spec.profiles, {**spec.params, "limit_gib": 0}
-    )
+    small = dataclasses.replace(spec, params={**spec.params, "limit_gib": 0})
     with pytest.raises(MemoryError, match="was not stopped by a memory limit"):
         faults.build(small, "smoke", "cpu", "fp32").fn()
 
@@ -243,3 +244,61 @@ def test_a_cudnn_other_than_the_one_asked_for_fails_verification(expect, seen, s
     monkeypatch.setattr("os.path.realpath", lambda p: p)
     verified, why = cudnn_probe._verify(expect, seen, cuda_build=True)
     assert verified is False and says in why
+
+
+def test_each_workload_family_holds_its_specs_beside_its_builder():
+    from harness.suite.catalog import CATALOG, FAMILY
+    from harness.suite.contract import BuildsCalls, MeasuresItself
+    from harness.suite.workloads import FAMILIES
+
+    helpers = {"__init__", "tensors", "models"}  # shared by builders; no workloads of their own
+    modules = {p.stem for p in (SUITE / "workloads").glob("*.py")} - helpers
+    assert set(FAMILY) == modules  # a family module the catalog misses would never run
+    assert len(FAMILIES) == len(modules)
+    for name, family in FAMILY.items():
+        assert family.SPECS, name
+        assert all(spec.family == name for spec in family.SPECS), name  # each spec beside its builder
+        assert isinstance(family, BuildsCalls) != isinstance(family, MeasuresItself), name  # one of the two
+        # only workloads that start their own processes (one per GPU) measure themselves
+        assert isinstance(family, MeasuresItself) == any(s.gpus == "all" for s in family.SPECS), name
+    assert len(CATALOG) == sum(len(f.SPECS) for f in FAMILIES)  # ids are unique across families
+
+
+def test_a_workload_that_cannot_run_here_is_recorded_unsupported_not_as_an_error(tmp_path):
+    # Each raises Unsupported: the fault needs a GPU; torch has no CPU kernel for a forced efficient
+    # attention; a training step has no fp64 reference (so no numerics, which its spec says too).
+    workloads = "fault_cuda_error,sdpa_efficient_s512,train_small_cnn"
+    done, doc = run_suite(
+        tmp_path, "--device", "cpu", "--dtypes", "fp32", "--time-budget-s", "0.05", "--workloads", workloads
+    )
+    assert done.returncode == 0, done.stderr
+    by_id = {m["workload"]: m for m in doc["measurements"]}
+    assert by_id["fault_cuda_error"]["status"] == "unsupported"
+    assert by_id["fault_cuda_error"]["error"] == "fault_cuda_error needs a CUDA device"
+    assert by_id["sdpa_efficient_s512"]["status"] == "unsupported"
+    assert "the efficient backend cannot run this here" in by_id["sdpa_efficient_s512"]["error"]
+    assert by_id["train_small_cnn"]["status"] == "ok" and "numerics" not in by_id["train_small_cnn"]
+
+
+def test_the_suite_names_its_source_and_any_change_to_it_changes_the_name(tmp_path):
+    from harness import suite
+
+    def listed_hash(root: Path) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "harness.suite", "list", "--json"],
+            cwd=root,
+            env={**os.environ, "PYTHONPATH": str(root)},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        return str(json.loads(done.stdout)["source_sha256"])
+
+    assert listed_hash(REPO) == suite.source_sha256()
+    copy = tmp_path / "harness"
+    shutil.copytree(SUITE.parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    assert listed_hash(tmp_path) == suite.source_sha256()  # where it lies does not matter
+    gemm = copy / "suite" / "workloads" / "gemm.py"
+    gemm.write_text(gemm.read_text() + "\n# a comment is a change too\n")
+    assert listed_hash(tmp_path) != suite.source_sha256()

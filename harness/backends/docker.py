@@ -1,6 +1,6 @@
 """The docker backend: one image per cell, one container per cell run, GPUs in one of three modes.
 
-Builds go through the docker SDK (the classic builder: the build-only inputs stay in build stages,
+BuildsCalls go through the docker SDK (the classic builder: the build-only inputs stay in build stages,
 so no BuildKit secret is needed). An image is tagged by the hash of its Dockerfile and build
 context: an unchanged cell finds its tag and builds nothing. Containers run with least privilege:
 a non-root user, a read-only root filesystem, no network, every capability dropped, no new

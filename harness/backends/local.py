@@ -69,7 +69,8 @@ class LocalBackend:
                 "or pass --python with an interpreter that has it"
             )
         try:
-            info["suite_version"] = suite_listing.listing(self.python)["suite_version"]
+            listed = suite_listing.listing(self.python)
+            info["suite_version"], info["suite_source"] = listed["suite_version"], listed["source_sha256"]
         except subprocess.CalledProcessError as exc:
             raise BackendUnavailable(
                 f"{self.python} cannot run the suite: {exc.stderr.strip()[-500:]}"
@@ -79,6 +80,7 @@ class LocalBackend:
     def identity(self, cell: Cell, plan: Plan) -> Identity:
         return {
             "suite_version": self.suite_version,
+            "suite_source_sha256": self._interpreter["suite_source"],
             "suite_settings_sha256": resume.suite_settings_sha256(plan),
             "python": self.python,
             "torch": self._interpreter["torch_version"],

@@ -5,5 +5,25 @@ and the standard library, and never the orchestrator side of ``harness``: the or
 it through ``python -m harness.suite`` and the JSON document that writes.
 """
 
-SUITE_VERSION = "0.5"
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+SUITE_VERSION = "0.5"  # what reports compare: results of two versions are never merged into one table
 RESULT_SCHEMA_VERSION = 1
+
+
+def source_sha256() -> str:
+    """The hash of this suite's source (every ``.py`` under ``harness/suite/``, by relative path).
+
+    What resume keys on: a suite whose code changed in any way (a workload added to a profile, a builder
+    edited) gives another hash, so its earlier results are never kept as if it had made them, whether
+    or not ``SUITE_VERSION`` was bumped.
+    """
+    root = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()

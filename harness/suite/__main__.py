@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import importlib
 import json
 import os
 import sys
@@ -13,8 +12,9 @@ import time
 import traceback
 from typing import Any
 
-from harness.suite import RESULT_SCHEMA_VERSION, SUITE_VERSION, lifeline
-from harness.suite.catalog import CATALOG, for_profile
+from harness.suite import RESULT_SCHEMA_VERSION, SUITE_VERSION, lifeline, source_sha256
+from harness.suite.catalog import CATALOG, FAMILY, for_profile
+from harness.suite.contract import BuildsCalls, Built, MeasuresItself, Unsupported, WorkloadSpec
 from harness.suite.document import Numerics
 
 
@@ -64,6 +64,7 @@ def _list(as_json: bool) -> int:
             json.dumps(
                 {
                     "suite_version": SUITE_VERSION,
+                    "source_sha256": source_sha256(),
                     "workloads": [
                         {"id": s.id, "description": s.description, "dtypes": list(s.dtypes), "gpus": s.gpus}
                         for s in CATALOG.values()
@@ -173,22 +174,24 @@ def _measure_one(
     from harness.suite import gpu_state, numerics, peaks
     from harness.suite.measure import measure
     from harness.suite.summary import summarize
-    from harness.suite.workloads import apply_knobs
+    from harness.suite.workloads.tensors import apply_knobs
 
     spec = CATALOG[workload]
     entry: dict[str, Any] = {"workload": workload, "dtype": dtype, "knobs": knobs}
     if dtype not in spec.dtypes:
         return {**entry, "status": "unsupported", "error": f"{workload} is not defined for {dtype}"}
     apply_knobs(knobs, tf32=knobs["tf32"] or dtype == "tf32")
-    module = importlib.import_module(f"harness.suite.workloads.{spec.module}")
+    family = FAMILY[spec.family]
     start = time.perf_counter()
     try:
-        if spec.gpus == "all":  # its own processes, one per GPU: nothing to build or record here
-            entry.update(module.measure(spec, args.profile, device, dtype, knobs, args.time_budget_s))
+        if isinstance(family, MeasuresItself):  # its own processes: nothing to build or record here
+            entry.update(family.measure(spec, args.profile, device, dtype, knobs, args.time_budget_s))
             entry["stats"] = summarize(entry["samples_s"])
             entry["status"], entry["wall_s"] = "ok", time.perf_counter() - start
             return entry
-        built = module.build(spec, args.profile, device, dtype)
+        if not isinstance(family, BuildsCalls):
+            raise TypeError(f"workload family {spec.family} has neither build nor measure")
+        built = family.build(spec, args.profile, device, dtype)
         entry["params"] = built.params
         mode = contextlib.nullcontext() if built.grad else torch.inference_mode()
         with mode:
@@ -198,8 +201,10 @@ def _measure_one(
                 entry["gpu_state"] = gpu_state.delta(before, gpu.snapshot())
             if device == "cuda":
                 entry["peak_memory_bytes"] = _peak_memory(built.fn)
-            if not args.no_numerics and spec.module != "training":
-                entry["numerics"] = _numerics(module, spec, args.profile, device, dtype, built, numerics)
+            if not args.no_numerics and spec.numerics:
+                entry["numerics"] = _numerics(family, spec, args.profile, device, dtype, built, numerics)
+    except Unsupported as exc:  # the workload says it cannot run here: not an error
+        return {**entry, "status": "unsupported", "error": f"{exc}"[:500]}
     except Exception as exc:  # one measurement failing is data; the rest of the suite goes on
         text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         if device == "cuda" and not _cuda_usable():
@@ -207,15 +212,7 @@ def _measure_one(
                 f"{workload} {dtype} raised {type(exc).__name__}: {text}; the CUDA context is unusable "
                 "after it, so the cell stops here"
             ) from exc
-        lowered = text.lower()
-        unsupported = any(
-            s in lowered for s in ("not implemented", "not supported", "no available kernel", "needs ")
-        )
-        return {
-            **entry,
-            "status": "unsupported" if unsupported else "error",
-            "error": f"{type(exc).__name__}: {text}"[:500],
-        }
+        return {**entry, "status": "error", "error": f"{type(exc).__name__}: {text}"[:500]}
     finally:
         if device == "cuda":
             # after a sticky CUDA error this raises too; it must not replace the CudaContextLost above
@@ -263,16 +260,21 @@ def _peak_memory(fn: Any) -> int:
 
 
 def _numerics(
-    module: Any, spec: Any, profile: str, device: str, dtype: str, built: Any, numerics: Any
+    family: BuildsCalls,
+    spec: WorkloadSpec,
+    profile: str,
+    device: str,
+    dtype: str,
+    built: Built,
+    numerics: Any,
 ) -> Numerics:
     import torch
 
     reference = None
     note = None
     try:
-        ref_built = module.build(spec, profile, device, "fp64")
-        reference = ref_built.fn
-    except (RuntimeError, NotImplementedError) as exc:
+        reference = family.build(spec, profile, device, "fp64").fn
+    except (Unsupported, RuntimeError, NotImplementedError) as exc:
         note = f"no fp64 reference: {str(exc).splitlines()[0][:200]}"
     found: Numerics
     try:

@@ -137,6 +137,7 @@ class Identity(TypedDict):
 
     suite_version: str
     suite_settings_sha256: str
+    suite_source_sha256: NotRequired[str]  # local: the suite's code (docker: the image's tag covers it)
     image: NotRequired[str]  # docker: the image's tag, the hash of its inputs
     python: NotRequired[str]  # local: the interpreter and its torch
     torch: NotRequired[str]

@@ -1,82 +1,11 @@
-"""Workload builders. Each module has ``build(spec, profile, device, dtype) -> Built``.
+"""The workload families: each module holds its workloads' specs and their builder (``suite.contract``).
 
-Inputs are made on the CPU from fixed seeds and then moved, so every cell sees bit-identical data,
-and the same builder called with ``dtype="fp64"`` gives the reference the numerics are checked against.
+``FAMILIES`` is their order in the catalog, and so in a run and a report. Importing this package, or any
+family in it, does not import torch.
 """
 
 from __future__ import annotations
 
-import warnings
-from collections import OrderedDict
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from harness.suite.workloads import attention, conv, ddp, elementwise, faults, gemm, norm, rnn, training
 
-import torch
-
-T = TypeVar("T")
-
-# tf32 is fp32 storage with TF32 tensor-core math allowed (the suite sets the flags around it).
-DTYPES = {
-    "fp32": torch.float32,
-    "tf32": torch.float32,
-    "bf16": torch.bfloat16,
-    "fp16": torch.float16,
-    "fp64": torch.float64,
-}
-
-
-@dataclass
-class Built:
-    """A ready-to-time call plus what it computes, for throughput figures."""
-
-    fn: Callable[[], Any]
-    params: dict[str, Any]
-    flops: float | None = None  # floating-point operations per call
-    bytes: float | None = None  # minimum bytes moved per call (inputs read + outputs written)
-    keep: list[Any] = field(default_factory=list)  # tensors the call closes over
-    grad: bool = False  # the call runs autograd (not timed under inference_mode)
-
-
-# The same inputs are built for every dtype of a workload and again for its fp64 reference; drawing
-# them on the CPU each time took most of a default-profile cell's wall time, so the fp32 draws are
-# kept (least recently used first out) up to this many bytes.
-_DRAW_CACHE_BYTES = 1 << 30
-_draws: OrderedDict[tuple[tuple[int, ...], int, float], torch.Tensor] = OrderedDict()
-
-
-def randn(*shape: int, device: str, dtype: torch.dtype, seed: int = 0, scale: float = 1.0) -> torch.Tensor:
-    """Inputs made on the CPU from a fixed seed, so every cell sees bit-identical data."""
-    key = (shape, seed, scale)
-    values = _draws.get(key)
-    if values is None:
-        generator = torch.Generator().manual_seed(seed)
-        values = torch.randn(*shape, generator=generator, dtype=torch.float32) * scale
-        _draws[key] = values
-        while sum(t.nbytes for t in _draws.values()) > _DRAW_CACHE_BYTES and len(_draws) > 1:
-            _draws.popitem(last=False)
-    else:
-        _draws.move_to_end(key)
-    # .to() copies even when device and dtype match, so a caller may change what it gets in place
-    return values.to(device=device, dtype=dtype, copy=True)
-
-
-def pick(profile: str, smoke: T, default: T, full: T | None = None) -> T:
-    if profile == "smoke":
-        return smoke
-    return full if profile == "full" and full is not None else default
-
-
-def element_size(dtype: str) -> int:
-    return torch.empty((), dtype=DTYPES[dtype]).element_size()
-
-
-def apply_knobs(knobs: dict[str, bool], tf32: bool) -> None:
-    """Set a knob set's torch flags in this process (the DDP workload's ranks set them in theirs)."""
-    torch.backends.cudnn.benchmark = knobs["cudnn_benchmark"]
-    torch.backends.cudnn.deterministic = knobs["deterministic"]
-    torch.use_deterministic_algorithms(knobs["deterministic"], warn_only=True)
-    with warnings.catch_warnings():  # newer torch prefers fp32_precision; the old flags still rule
-        warnings.simplefilter("ignore")
-        torch.backends.cuda.matmul.allow_tf32 = tf32
-        torch.backends.cudnn.allow_tf32 = tf32
+FAMILIES = (conv, norm, elementwise, rnn, attention, gemm, training, ddp, faults)

@@ -2,13 +2,40 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
-import torch
-import torch.nn.functional as F
+from harness.suite.contract import EVERY_PROFILE, LARGER_PROFILES, Built, Unsupported, WorkloadSpec, pick
 
-from harness.suite.catalog import WorkloadSpec
-from harness.suite.workloads import DTYPES, Built, element_size, pick, randn
+if TYPE_CHECKING:
+    import torch
+
+# torch's words when a forced backend cannot run these inputs here (a dtype, a GPU, the CPU)
+NO_KERNEL = ("no available kernel", "no viable backend")
+
+
+def _specs() -> Iterator[WorkloadSpec]:
+    yield WorkloadSpec(
+        "sdpa",
+        "attention",
+        "scaled_dot_product_attention fwd, PyTorch's own backend choice",
+        profiles=EVERY_PROFILE,
+        params={"backend": "auto", "seq": 1024, "pass": "fwd"},
+    )
+    for backend in ("flash", "efficient", "cudnn", "math"):
+        for seq in (512, 2048, 8192):
+            for passes in ("fwd", "bwd"):
+                yield WorkloadSpec(
+                    f"sdpa_{backend}_s{seq}" + ("_bwd" if passes == "bwd" else ""),
+                    "attention",
+                    f"SDPA {passes} forced to the {backend} backend, sequence {seq}, with peak memory",
+                    dtypes=("bf16", "fp16") if backend in ("flash", "cudnn") else ("fp32", "bf16", "fp16"),
+                    profiles=("full",) if seq == 8192 else LARGER_PROFILES,
+                    params={"backend": backend, "seq": seq, "pass": passes},
+                )
+
+
+SPECS = tuple(_specs())
 
 
 def _backend_context(name: str) -> Any:
@@ -24,6 +51,11 @@ def _backend_context(name: str) -> Any:
 
 
 def build(spec: WorkloadSpec, profile: str, device: str, dtype: str) -> Built:
+    import torch
+    import torch.nn.functional as F
+
+    from harness.suite.workloads.tensors import DTYPES, element_size, randn
+
     backend, passes = spec.params["backend"], spec.params["pass"]
     if dtype == "fp64" and backend != "auto":
         backend = "math"  # the fp64 reference: only the math backend computes in fp64
@@ -49,6 +81,15 @@ def build(spec: WorkloadSpec, profile: str, device: str, dtype: str) -> Built:
         with _backend_context(backend):
             return F.scaled_dot_product_attention(a, b, c)
 
+    if backend != "auto":  # one call says whether the forced backend runs here at all
+        try:
+            attend(q, k, v)
+        except RuntimeError as exc:
+            if any(words in str(exc).lower() for words in NO_KERNEL):
+                raise Unsupported(
+                    f"the {backend} backend cannot run this here: {str(exc).splitlines()[0]}"
+                ) from exc
+            raise
     if passes == "fwd":
         return Built(lambda: attend(q, k, v), params, flops, moved, [q, k, v])
     leaves = [x.detach().requires_grad_(True) for x in (q, k, v)]

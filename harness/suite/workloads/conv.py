@@ -2,16 +2,89 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
-import torch
-import torch.nn.functional as F
+from harness.suite.contract import EVERY_PROFILE, LARGER_PROFILES, Built, WorkloadSpec, pick
 
-from harness.suite.catalog import WorkloadSpec
-from harness.suite.workloads import DTYPES, Built, element_size, pick, randn
+if TYPE_CHECKING:
+    import torch
+
+# ResNet-50 convolutions: (in, out, kernel, stride, padding, input H=W)
+R50 = {
+    "r50_1x1": (256, 64, 1, 1, 0, 56),
+    "r50_3x3": (64, 64, 3, 1, 1, 56),
+    "r50_7x7s2": (3, 64, 7, 2, 3, 224),
+}
+PASSES = {"fwd": "forward", "bwd_data": "backward-data", "bwd_weight": "backward-weight"}
+# One forward each: id -> (description, shape); 2-D unless the shape says otherwise.
+SHAPES: dict[str, tuple[str, dict[str, Any]]] = {
+    "conv2d_depthwise_mbv2": (
+        "Conv2d fwd depthwise 3x3, 144 ch, MobileNetV2 stage 2",
+        {"cin": 144, "cout": 144, "k": 3, "stride": 1, "pad": 1, "hw": 56, "groups": 144},
+    ),
+    "conv2d_depthwise_effnet_s2": (
+        "Conv2d fwd depthwise 5x5 stride 2, 240 ch, EfficientNet",
+        {"cin": 240, "cout": 240, "k": 5, "stride": 2, "pad": 2, "hw": 28, "groups": 240},
+    ),
+    "conv2d_grouped_resnext": (
+        "Conv2d fwd grouped 3x3, 32 groups, 256 ch, ResNeXt-50",
+        {"cin": 256, "cout": 256, "k": 3, "stride": 1, "pad": 1, "hw": 28, "groups": 32},
+    ),
+    "conv2d_dilated_deeplab": (
+        "Conv2d fwd dilated 3x3, dilation 2, 256 ch, DeepLab ASPP",
+        {"cin": 256, "cout": 256, "k": 3, "stride": 1, "pad": 2, "hw": 32, "dilation": 2},
+    ),
+    "conv_transpose2d_unet": (
+        "Conv2d fwd transposed 2x2 stride 2, 128->64, U-Net decoder",
+        {"cin": 128, "cout": 64, "k": 2, "stride": 2, "pad": 0, "hw": 64, "transposed": True},
+    ),
+    "conv2d_bias_relu": (
+        "Conv2d fwd Conv2d 3x3 + bias + ReLU, 64 ch (a fusion candidate)",
+        {"cin": 64, "cout": 64, "k": 3, "stride": 1, "pad": 1, "hw": 56, "bias_relu": True},
+    ),
+    "conv1d_depthwise": (
+        "Conv1d depthwise k=31, 256 ch (Conformer-style)",
+        {"dims": 1, "cin": 256, "cout": 256, "k": 31, "stride": 1, "pad": 15, "hw": 512, "groups": 256},
+    ),
+    "conv3d_video": (
+        "Conv3d 3x3x3, 64 ch, 8x56x56 clip (video)",
+        {"dims": 3, "cin": 64, "cout": 64, "k": 3, "stride": 1, "pad": 1, "hw": 56, "depth": 8},
+    ),
+    "conv3d_unet": (
+        "Conv3d 3x3x3, 32 ch, 64^3 volume (3D U-Net)",
+        {"dims": 3, "cin": 32, "cout": 32, "k": 3, "stride": 1, "pad": 1, "hw": 64, "depth": 64},
+    ),
+}
+
+
+def _specs() -> Iterator[WorkloadSpec]:
+    for name, (cin, cout, k, stride, pad, hw) in R50.items():
+        base = {"dims": 2, "cin": cin, "cout": cout, "k": k, "stride": stride, "pad": pad, "hw": hw}
+        for passes, what in PASSES.items():
+            suffix = "" if passes == "fwd" else f"_{passes}"
+            for layout in ("nchw", "cl"):
+                yield WorkloadSpec(
+                    f"conv2d_{name}{suffix}" + (".cl" if layout == "cl" else ""),
+                    "conv",
+                    f"Conv2d {what} {cin}->{cout} {k}x{k} stride {stride}, ResNet-50 ({layout})",
+                    profiles=EVERY_PROFILE if passes == "fwd" and layout == "nchw" else LARGER_PROFILES,
+                    params={**base, "pass": passes, "layout": layout},
+                )
+    for wid, (text, shape) in SHAPES.items():
+        params = {"dims": 2, "pass": "fwd", "layout": "nchw", **shape}
+        yield WorkloadSpec(wid, "conv", text, params=params)
+
+
+SPECS = tuple(_specs())
 
 
 def build(spec: WorkloadSpec, profile: str, device: str, dtype: str) -> Built:
+    import torch
+    import torch.nn.functional as F
+
+    from harness.suite.workloads.tensors import DTYPES, element_size, randn
+
     p: dict[str, Any] = dict(spec.params)
     dims, cin, cout, k = p["dims"], p["cin"], p["cout"], p["k"]
     stride, pad, groups = p["stride"], p["pad"], p.get("groups", 1)

@@ -22,45 +22,31 @@ import tempfile
 import time
 from typing import Any
 
-import torch
-import torch.distributed as dist
-import torch.nn.functional as F
-from torch.multiprocessing.spawn import spawn
-
-from harness.suite.catalog import WorkloadSpec
-from harness.suite.workloads import DTYPES, apply_knobs, pick, randn
+from harness.suite.contract import WorkloadSpec, pick
 
 WARMUP_STEPS = 5
 MIN_STEPS, MAX_STEPS = 10, 500
 CPU_WORLD_SIZE = 2  # on a CPU there are no GPUs to count; two gloo processes exercise the same path
 
 
-class ConvNet(torch.nn.Module):
-    """Four stages of two conv-BN-ReLU (64..512 channels, ~4.7 M parameters, ~19 MB of fp32 gradients)."""
-
-    def __init__(self, width: int = 64) -> None:
-        super().__init__()
-        layers: list[torch.nn.Module] = []
-        cin = 3
-        for stage in range(4):
-            cout = width << stage
-            for index in range(2):
-                stride = 2 if index == 0 and stage > 0 else 1
-                layers += [
-                    torch.nn.Conv2d(cin, cout, 3, stride, 1, bias=False),
-                    torch.nn.BatchNorm2d(cout),
-                    torch.nn.ReLU(inplace=True),
-                ]
-                cin = cout
-        self.features = torch.nn.Sequential(*layers)
-        self.head = torch.nn.Linear(cin, 100)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        logits: torch.Tensor = self.head(F.adaptive_avg_pool2d(self.features(x), 1).flatten(1))
-        return logits
+SPECS = (
+    WorkloadSpec(
+        "ddp_train_step",
+        "ddp",
+        "DistributedDataParallel training step, one process per GPU over NCCL (2 gloo processes on a CPU), "
+        "at world size 1 and N: step time and scaling efficiency; named in a matrix's workloads, never by a "
+        "profile",
+        dtypes=("fp32", "bf16", "fp16"),
+        profiles=(),
+        params={"model": "convnet"},
+        gpus="all",
+    ),
+)
 
 
 def world_size(device: str) -> int:
+    import torch
+
     return torch.cuda.device_count() if device == "cuda" else CPU_WORLD_SIZE
 
 
@@ -115,6 +101,8 @@ def measure(
 def _spawn(
     size: int, profile: str, device: str, dtype: str, knobs: dict[str, bool], budget_s: float
 ) -> dict[str, Any]:
+    from torch.multiprocessing.spawn import spawn
+
     with tempfile.TemporaryDirectory(prefix="ddp-") as scratch:
         out = os.path.join(scratch, "rank0.json")
         spawn(_rank, args=(size, _free_port(), profile, device, dtype, knobs, budget_s, out), nprocs=size)
@@ -140,6 +128,11 @@ def _rank(
     budget_s: float,
     out: str,
 ) -> None:
+    import torch
+    import torch.distributed as dist
+
+    from harness.suite.workloads.tensors import apply_knobs
+
     cuda = device == "cuda"
     if cuda:
         torch.cuda.set_device(rank)
@@ -160,6 +153,13 @@ def _rank(
 
 
 def _train(rank: int, size: int, profile: str, device: str, dtype: str, budget_s: float, out: str) -> None:
+    import torch
+    import torch.distributed as dist
+    import torch.nn.functional as F
+
+    from harness.suite.workloads.models import ConvNet
+    from harness.suite.workloads.tensors import DTYPES, randn
+
     cuda = device == "cuda"
     where = f"cuda:{rank}" if cuda else "cpu"
     batch, hw = shape(profile, device)

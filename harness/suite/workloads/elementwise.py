@@ -2,15 +2,33 @@
 
 from __future__ import annotations
 
-import torch.nn.functional as F
+from harness.suite.contract import EVERY_PROFILE, LARGER_PROFILES, Built, WorkloadSpec, pick
 
-from harness.suite.catalog import WorkloadSpec
-from harness.suite.workloads import DTYPES, Built, element_size, pick, randn
+POOLS = {
+    "maxpool2d": "MaxPool2d 3x3 stride 2, ResNet-50 stem",
+    "avgpool2d": "AvgPool2d 2x2 stride 2",
+    "adaptive_avgpool2d": "AdaptiveAvgPool2d to 1x1, ResNet-50 head",
+}
+ACTIVATIONS = ("relu", "sigmoid", "tanh", "gelu", "silu")  # torch.nn.functional's
+SMOKE = ("maxpool2d", "relu", "gelu")  # the ones the smoke profile runs
 
-ACTIVATIONS = {"relu": F.relu, "sigmoid": F.sigmoid, "tanh": F.tanh, "gelu": F.gelu, "silu": F.silu}
+SPECS = tuple(
+    WorkloadSpec(
+        op,
+        "elementwise",
+        POOLS.get(op, f"{op} on a ResNet-50 stage-1 activation"),
+        profiles=EVERY_PROFILE if op in SMOKE else LARGER_PROFILES,
+        params={"op": op},
+    )
+    for op in (*POOLS, *ACTIVATIONS)
+)
 
 
 def build(spec: WorkloadSpec, profile: str, device: str, dtype: str) -> Built:
+    import torch.nn.functional as F
+
+    from harness.suite.workloads.tensors import DTYPES, element_size, randn
+
     op = spec.params["op"]
     t = DTYPES[dtype]
     size = element_size(dtype)
@@ -28,5 +46,5 @@ def build(spec: WorkloadSpec, profile: str, device: str, dtype: str) -> Built:
     if op == "adaptive_avgpool2d":
         params.update(output_size=1)
         return Built(lambda: F.adaptive_avg_pool2d(x, 1), params, None, size * n, [x])
-    fn = ACTIVATIONS[op]
+    fn = getattr(F, op)
     return Built(lambda: fn(x), params, None, size * 2 * n, [x])

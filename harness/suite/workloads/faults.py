@@ -8,19 +8,45 @@ stops at ``limit_gib`` and raises MemoryError so it never takes a host down.
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
-from harness.suite.catalog import WorkloadSpec
-from harness.suite.workloads import Built
+from harness.suite.contract import Built, Unsupported, WorkloadSpec
+
+if TYPE_CHECKING:
+    import torch
 
 _STEP_BYTES = 64 << 20
 
+# no profile runs them; a matrix of the harness's own tests names them
+SPECS = (
+    WorkloadSpec(
+        "fault_cuda_error",
+        "faults",
+        "fault injection: a device-side assert (out-of-range index on the GPU), which leaves the CUDA "
+        "context unusable",
+        dtypes=("fp32",),
+        profiles=(),
+        params={"fault": "cuda_error"},
+    ),
+    WorkloadSpec(
+        "fault_host_oom",
+        "faults",
+        "fault injection: allocates and touches host memory in 64 MiB steps up to 16 GiB, for a memory "
+        "limit to stop",
+        dtypes=("fp32",),
+        profiles=(),
+        params={"fault": "host_oom", "limit_gib": 16},
+    ),
+)
+
 
 def build(spec: WorkloadSpec, profile: str, device: str, dtype: str) -> Built:
+    import torch
+
     fault = spec.params["fault"]
     if fault == "cuda_error":
         if not device.startswith("cuda"):
-            raise NotImplementedError("fault_cuda_error needs a CUDA device")
+            raise Unsupported("fault_cuda_error needs a CUDA device")
         values = torch.zeros(4, device=device)
         index = torch.tensor([1 << 20], device=device)
 

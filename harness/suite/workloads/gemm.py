@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from harness.suite.catalog import WorkloadSpec
-from harness.suite.workloads import DTYPES, Built, element_size, pick, randn
+from harness.suite.contract import EVERY_PROFILE, Built, WorkloadSpec, pick
+
+SPECS = (
+    WorkloadSpec("gemm", "gemm", "square matrix product (the non-cuDNN reference)", profiles=EVERY_PROFILE),
+)
 
 
 def build(spec: WorkloadSpec, profile: str, device: str, dtype: str) -> Built:
+    from harness.suite.workloads.tensors import DTYPES, element_size, randn
+
     n = pick(profile, 256, 4096, 8192)
     t = DTYPES[dtype]
     a = randn(n, n, device=device, dtype=t, seed=9)

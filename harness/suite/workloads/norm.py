@@ -2,16 +2,34 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
-import torch.nn.functional as F
+from harness.suite.contract import EVERY_PROFILE, LARGER_PROFILES, Built, WorkloadSpec, pick
 
-from harness.suite.catalog import WorkloadSpec
-from harness.suite.workloads import DTYPES, Built, element_size, pick, randn
+if TYPE_CHECKING:
+    import torch
+
+SPECS = tuple(
+    WorkloadSpec(
+        "batchnorm2d"
+        if (kind, passes) == ("batch", "fwd")
+        else f"{kind}norm" + ("" if passes == "fwd" else "_bwd"),
+        "norm",
+        f"{kind} norm {'forward' if passes == 'fwd' else 'backward'}",
+        profiles=EVERY_PROFILE if (kind, passes) == ("batch", "fwd") else LARGER_PROFILES,
+        params={"kind": kind, "pass": passes},
+    )
+    for kind in ("batch", "layer", "group", "instance")
+    for passes in ("fwd", "bwd")
+)
 
 
 def build(spec: WorkloadSpec, profile: str, device: str, dtype: str) -> Built:
+    import torch
+    import torch.nn.functional as F
+
+    from harness.suite.workloads.tensors import DTYPES, element_size, randn
+
     kind, passes = spec.params["kind"], spec.params["pass"]
     t = DTYPES[dtype]
     if kind == "layer":  # a transformer activation: (batch * seq, hidden)

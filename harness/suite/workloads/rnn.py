@@ -7,23 +7,41 @@ so every bf16 RNN module on cuDNN pays this, and torch warns about it in the cel
 
 from __future__ import annotations
 
-import torch
-from torch.nn.utils.rnn import pack_padded_sequence
+from typing import TYPE_CHECKING
 
-from harness.suite.catalog import WorkloadSpec
-from harness.suite.workloads import DTYPES, Built, pick, randn
+from harness.suite.contract import EVERY_PROFILE, LARGER_PROFILES, Built, WorkloadSpec, pick
+
+if TYPE_CHECKING:
+    import torch
 
 GATES = {"lstm": 4, "gru": 3, "rnn": 1}
-MODULES = {"lstm": torch.nn.LSTM, "gru": torch.nn.GRU, "rnn": torch.nn.RNN}
+
+SPECS = tuple(
+    WorkloadSpec(
+        cell + ("_packed" if packed else ""),
+        "rnn",
+        f"2-layer {cell.upper()} forward" + (", packed variable-length batch" if packed else ""),
+        profiles=EVERY_PROFILE if (cell, packed) == ("lstm", False) else LARGER_PROFILES,
+        params={"cell": cell, "packed": packed},
+    )
+    for cell in GATES
+    for packed in (False, True)
+)
 
 
 def build(spec: WorkloadSpec, profile: str, device: str, dtype: str) -> Built:
+    import torch
+    from torch.nn.utils.rnn import pack_padded_sequence
+
+    from harness.suite.workloads.tensors import DTYPES, randn
+
     cell, packed = spec.params["cell"], spec.params["packed"]
     seq, batch, hidden = pick(profile, (16, 4, 64), (64, 32, 512), (128, 64, 1024))
     layers = 2
     t = DTYPES[dtype]
     torch.manual_seed(7)  # the module's own initialisation
-    module = MODULES[cell](hidden, hidden, num_layers=layers).to(device=device, dtype=t)
+    modules = {"lstm": torch.nn.LSTM, "gru": torch.nn.GRU, "rnn": torch.nn.RNN}
+    module = modules[cell](hidden, hidden, num_layers=layers).to(device=device, dtype=t)
     module.flatten_parameters()  # .to() leaves the weights in pieces; cuDNN would re-pack them every call
     x = randn(seq, batch, hidden, device=device, dtype=t, seed=8)
     params = {

@@ -13,58 +13,40 @@ within 0.5%). A fused optimizer takes the scale and the flag as tensors, so the 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
-import torch.nn.functional as F
+from harness.suite.contract import EVERY_PROFILE, LARGER_PROFILES, Built, Unsupported, WorkloadSpec, pick
 
-from harness.suite.catalog import WorkloadSpec
-from harness.suite.workloads import DTYPES, Built, pick, randn
+if TYPE_CHECKING:
+    import torch
 
-
-class SmallCNN(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.features = torch.nn.Sequential(
-            torch.nn.Conv2d(3, 32, 3, padding=1),
-            torch.nn.BatchNorm2d(32),
-            torch.nn.ReLU(),
-            torch.nn.Conv2d(32, 64, 3, padding=1, stride=2),
-            torch.nn.BatchNorm2d(64),
-            torch.nn.ReLU(),
-            torch.nn.Conv2d(64, 128, 3, padding=1, stride=2),
-            torch.nn.BatchNorm2d(128),
-            torch.nn.ReLU(),
-            torch.nn.Conv2d(128, 128, 3, padding=1),
-            torch.nn.BatchNorm2d(128),
-            torch.nn.ReLU(),
-        )
-        self.head = torch.nn.Linear(128, 10)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        logits: torch.Tensor = self.head(F.adaptive_avg_pool2d(self.features(x), 1).flatten(1))
-        return logits
-
-
-class TransformerBlock(torch.nn.Module):
-    def __init__(self, d: int, heads: int) -> None:
-        super().__init__()
-        self.norm1, self.norm2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
-        self.qkv, self.proj = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
-        self.mlp = torch.nn.Sequential(torch.nn.Linear(d, 4 * d), torch.nn.GELU(), torch.nn.Linear(4 * d, d))
-        self.heads = heads
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, s, d = x.shape
-        q, k, v = self.qkv(self.norm1(x)).view(b, s, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
-        x = x + self.proj(F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, s, d))
-        out: torch.Tensor = x + self.mlp(self.norm2(x))
-        return out
+MODELS = {
+    "small_cnn": "a 4-layer CNN on 32x32 images",
+    "resnet50": "torchvision ResNet-50 on 224x224",
+    "transformer_block": "one pre-norm transformer block, d=1024, seq 1024",
+}
+# weights change at every call, so there is no output to check against fp64
+SPECS = tuple(
+    WorkloadSpec(
+        f"train_{model}",
+        "training",
+        f"training step (autocast + GradScaler in fp16): {text}",
+        profiles=EVERY_PROFILE if model == "small_cnn" else LARGER_PROFILES,
+        params={"model": model},
+        numerics=False,
+    )
+    for model, text in MODELS.items()
+)
 
 
 def _model(
     name: str, profile: str, device: str
 ) -> tuple[torch.nn.Module, torch.Tensor, torch.Tensor, dict[str, Any]]:
+    import torch
+
+    from harness.suite.workloads.models import SmallCNN, TransformerBlock
+    from harness.suite.workloads.tensors import randn
+
     if name == "small_cnn":
         batch = pick(profile, 8, 128, 256)
         x = randn(batch, 3, 32, 32, device=device, dtype=torch.float32, seed=11)
@@ -74,9 +56,7 @@ def _model(
         try:
             import torchvision
         except ImportError:
-            raise NotImplementedError(
-                "train_resnet50 needs torchvision, which is not installed here"
-            ) from None
+            raise Unsupported("train_resnet50 needs torchvision, which is not installed here") from None
         batch, hw = pick(profile, (2, 64), (32, 224), (64, 224))
         x = randn(batch, 3, hw, hw, device=device, dtype=torch.float32, seed=11)
         target = torch.randint(0, 1000, (batch,), generator=torch.Generator().manual_seed(12)).to(device)
@@ -94,8 +74,13 @@ def _model(
 
 
 def build(spec: WorkloadSpec, profile: str, device: str, dtype: str) -> Built:
+    import torch
+    import torch.nn.functional as F
+
+    from harness.suite.workloads.tensors import DTYPES
+
     if dtype == "fp64":
-        raise NotImplementedError("a training step has no fp64 reference: its weights change at every call")
+        raise Unsupported("a training step has no fp64 reference: its weights change at every call")
     name = spec.params["model"]
     torch.manual_seed(13)
     model, x, target, params = _model(name, profile, device)
