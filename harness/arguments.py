@@ -155,7 +155,7 @@ def _run_args(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--backend",
-        choices=("local", "docker", "slurm", "k8s"),
+        choices=(*registry.KINDS, "slurm", "k8s"),
         help="override the matrix's backend; slurm: submit one array job, each task running the matrix's "
         "own backend (local or docker) on its node",
     )
