@@ -15,6 +15,7 @@ from pathlib import Path
 from harness import __version__, images
 from harness.backends import gpu_access, registry
 from harness.errors import InputError, Problem
+from harness.executors import k8s_jobs
 from harness.executors.launch import RunRequest, SlurmAsk
 from harness.plan.model import DEFAULT_ALPHA, DEFAULT_REGRESSION_PCT
 from harness.results.resume import Mode
@@ -236,6 +237,11 @@ def _build_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--index-url", help="torch wheel index (default: PyTorch's index for the CUDA variant)"
     )
+
+
+def k8s_target(args: argparse.Namespace) -> k8s_jobs.Target:
+    """Where --backend k8s sends its Jobs."""
+    return k8s_jobs.Target(args.k8s_registry, args.k8s_namespace, args.k8s_results_claim, args.timeout_s)
 
 
 def build_options(args: argparse.Namespace) -> images.BuildOptions:

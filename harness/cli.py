@@ -22,7 +22,7 @@ from harness.executors import launch
 from harness.executors.runs import CellOutcome
 from harness.plan import matrix
 from harness.plan.model import Plan
-from harness.report import folders
+from harness.report import folders, terminal
 from harness.report.verdicts import Outcome, Policy
 from harness.results import documents
 
@@ -72,11 +72,6 @@ def _load_plan(path: Path, backend: str | None = None) -> Plan:
     return matrix.load(path, suite_listing.workload_ids(), registry.cell_problems, backend)
 
 
-def _realizing_backend(args: argparse.Namespace) -> str | None:
-    """Which backend builds the cells: Kubernetes runs the docker backend's images; Slurm the matrix's own."""
-    return {"k8s": "docker", "slurm": None}.get(args.backend, args.backend)
-
-
 def _plan(args: argparse.Namespace) -> int:
     plan = _load_plan(args.matrix)
     if args.json:
@@ -109,7 +104,7 @@ def _validate(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     if args.backend == "k8s" or args.dry_run:
         return _k8s(args)
-    plan = _load_plan(args.matrix, _realizing_backend(args))
+    plan = _load_plan(args.matrix, registry.realizing(args.backend))
     return _exit_code(_run_plan(plan, args, args.out or Path("results") / plan.name))
 
 
@@ -133,15 +128,7 @@ def _k8s(args: argparse.Namespace) -> int:
 
     plan = _load_plan(args.matrix, "docker")
     cells = launch.select(plan, tuple(args.only or ()))
-    jobs = k8s_jobs.render(
-        plan,
-        cells,
-        arguments.build_options(args),
-        registry=args.k8s_registry,
-        namespace=args.k8s_namespace,
-        results_claim=args.k8s_results_claim,
-        timeout_s=args.timeout_s,
-    )
+    jobs = k8s_jobs.render(plan, cells, arguments.build_options(args), arguments.k8s_target(args))
     if args.dry_run:
         print(yaml.safe_dump_all(jobs, sort_keys=False), end="")
         _warn(f"# {len(jobs)} Indexed Jobs, {plan.rounds} completions each")
@@ -209,10 +196,8 @@ def _said(report: folders.Report) -> int:
     """Print where the report went and its gate's summary; the gate's outcome is the exit code."""
     rendered, loaded, gate = report.rendered, report.loaded, report.analysis.gate
     if rendered is not None:
-        print(
-            f"report: {rendered.markdown}, {rendered.html}, {rendered.csv}, {rendered.verdict_json} "
-            f"({len(loaded.documents)} results, {len(loaded.quarantined)} quarantined)"
-        )
+        files = ", ".join(map(str, (rendered.markdown, rendered.html, rendered.csv, rendered.verdict_json)))
+        print(f"report: {files} ({len(loaded.documents)} results, {len(loaded.quarantined)} quarantined)")
     for line in gate.lines:
         print(line)
     return gate.exit_code
@@ -222,30 +207,8 @@ def _compare(args: argparse.Namespace) -> int:
     report = folders.compare(
         args.a, args.b, args.only, args.threshold_pct, args.alpha, _policy(args), args.out, _warn
     )
-    timing = report.analysis.timing
-    rows = [
-        [
-            r.workload,
-            r.dtype,
-            r.knobs,
-            _fixed(r.ratio, ".3f"),
-            f"[{r.ci_low:.3f}, {r.ci_high:.3f}]" if _known(r.ci_low) and _known(r.ci_high) else "",
-            _fixed(r.p_value, ".2g"),
-            r.verdict,
-        ]
-        for r in timing[timing["verdict"].notna()].itertuples()
-    ]
-    headers = ["workload", "dtype", "knobs", "B/A time", "99% interval", "p", "verdict"]
-    print(tabulate(rows, headers=headers, disable_numparse=True))
+    print(terminal.comparison(report.analysis.timing))
     return _said(report)
-
-
-def _known(value: float | None) -> bool:
-    return value is not None and value == value  # NaN is not a number to show
-
-
-def _fixed(value: float | None, form: str) -> str:
-    return format(value, form) if _known(value) else ""
 
 
 def _qualify(args: argparse.Namespace) -> int:
@@ -253,7 +216,7 @@ def _qualify(args: argparse.Namespace) -> int:
         raise InputError.one(
             "--backend", "", "qualify runs and judges; 'run --backend k8s --dry-run' prints the Jobs"
         )
-    plan = _load_plan(args.matrix, _realizing_backend(args))
+    plan = _load_plan(args.matrix, registry.realizing(args.backend))
     out = args.out or Path("results") / plan.name
     report_out = jsonio.output_folder(args.report_out or Path("reports") / plan.name, "--report-out")
     if _exit_code(_run_plan(plan, args, out)) == EXIT_INFRASTRUCTURE:

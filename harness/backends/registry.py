@@ -124,6 +124,12 @@ def cell_problems(backend: str, cells: Sequence[Cell]) -> list[CellProblem]:
     return KINDS[backend].cell_problems(cells)
 
 
+def realizing(backend: str | None) -> str | None:
+    """Which backend builds the cells of a run asked with ``--backend`` (None: the matrix's own).
+    Kubernetes runs the docker backend's images; Slurm runs the matrix's own backend on its nodes."""
+    return {"k8s": "docker", "slurm": None}.get(backend or "", backend)
+
+
 def create(settings: Settings, progress: Progress | None = None) -> Backend:
     return KINDS[settings.backend].create(settings, progress)
 

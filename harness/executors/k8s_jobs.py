@@ -12,6 +12,7 @@ runner adds) is not built yet.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from typing import Any
 
 from harness import images
@@ -29,19 +30,23 @@ def job_name(cell: Cell) -> str:
     return f"cudnn-harness-{digest}"
 
 
+@dataclass(frozen=True)
+class Target:
+    """Where the Jobs go: the registry the cell images were pushed to, the namespace, the results volume."""
+
+    registry: str | None = None
+    namespace: str = "default"
+    results_claim: str = RESULTS_CLAIM
+    timeout_s: float = 3600.0  # per pod
+
+
 def render(
-    plan: Plan,
-    cells: tuple[Cell, ...],
-    options: images.BuildOptions,
-    registry: str | None = None,
-    namespace: str = "default",
-    results_claim: str = RESULTS_CLAIM,
-    timeout_s: float = 3600.0,
+    plan: Plan, cells: tuple[Cell, ...], options: images.BuildOptions, target: Target
 ) -> list[dict[str, Any]]:
     jobs = []
     for cell in cells:
         image = images.render(cell, options, plan.image_python)
-        reference = f"{registry.rstrip('/')}/{image.reference}" if registry else image.reference
+        reference = f"{target.registry.rstrip('/')}/{image.reference}" if target.registry else image.reference
         # the kubelet expands $(JOB_COMPLETION_INDEX), which the Job controller sets in each pod;
         # index i is round i + 1 (gathering the files into a run folder comes with submission)
         out = f"/results/{cell.id}.index$(JOB_COMPLETION_INDEX).json"
@@ -73,7 +78,7 @@ def render(
                 "kind": "Job",
                 "metadata": {
                     "name": job_name(cell),
-                    "namespace": namespace,
+                    "namespace": target.namespace,
                     "labels": labels,
                     "annotations": {f"{LABEL}/cell": cell.id, f"{LABEL}/image": reference},
                 },
@@ -82,7 +87,7 @@ def render(
                     "completions": plan.rounds,
                     "parallelism": 1,  # rounds of one cell run one after another, as the local runner does
                     "backoffLimit": 0,  # a failed round is a result, not something to retry silently
-                    "activeDeadlineSeconds": int(timeout_s * plan.rounds),
+                    "activeDeadlineSeconds": int(target.timeout_s * plan.rounds),
                     "template": {
                         "metadata": {"labels": dict(labels)},  # a copy: YAML would write an anchor
                         "spec": {
@@ -94,7 +99,10 @@ def render(
                             },
                             "containers": [container],
                             "volumes": [
-                                {"name": "results", "persistentVolumeClaim": {"claimName": results_claim}},
+                                {
+                                    "name": "results",
+                                    "persistentVolumeClaim": {"claimName": target.results_claim},
+                                },
                                 {"name": "tmp", "emptyDir": {"sizeLimit": "2Gi"}},
                             ],
                         },
