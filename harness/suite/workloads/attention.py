@@ -79,17 +79,15 @@ def build(spec: WorkloadSpec, profile: str, device: str, dtype: str) -> Built:
         if backend == "auto":
             return F.scaled_dot_product_attention(a, b, c)
         with _backend_context(backend):
-            return F.scaled_dot_product_attention(a, b, c)
+            try:
+                return F.scaled_dot_product_attention(a, b, c)
+            except RuntimeError as exc:  # the forced backend cannot run these inputs here
+                if any(words in str(exc).lower() for words in NO_KERNEL):
+                    raise Unsupported(
+                        f"the {backend} backend cannot run this here: {_first_line(exc)}"
+                    ) from exc
+                raise
 
-    if backend != "auto":  # one call says whether the forced backend runs here at all
-        try:
-            attend(q, k, v)
-        except RuntimeError as exc:
-            if any(words in str(exc).lower() for words in NO_KERNEL):
-                raise Unsupported(
-                    f"the {backend} backend cannot run this here: {str(exc).splitlines()[0]}"
-                ) from exc
-            raise
     if passes == "fwd":
         return Built(lambda: attend(q, k, v), params, flops, moved, [q, k, v])
     leaves = [x.detach().requires_grad_(True) for x in (q, k, v)]
@@ -100,3 +98,7 @@ def build(spec: WorkloadSpec, profile: str, device: str, dtype: str) -> Built:
         return torch.autograd.grad(out, leaves, grad_out, retain_graph=True)
 
     return Built(backward, params, flops, 2 * moved, [*leaves, out, grad_out], grad=True)
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
