@@ -90,6 +90,6 @@ def lint(session: nox.Session) -> None:
     """ruff (lint and format) and mypy --strict over the package (pyproject.toml says how)."""
     _install(session)  # mypy reads the package's dependencies, torch included, as they are installed
     session.install(*LINT, *STUBS)
-    session.run("ruff", "check", *SOURCES)
-    session.run("ruff", "format", "--check", *SOURCES)
+    session.run("python", "-m", "ruff", "check", *SOURCES)
+    session.run("python", "-m", "ruff", "format", "--check", *SOURCES)
     session.run("python", "-m", "mypy")  # this environment's Python, whichever mypy it finds

@@ -302,3 +302,71 @@ def test_the_suite_names_its_source_and_any_change_to_it_changes_the_name(tmp_pa
     gemm = copy / "suite" / "workloads" / "gemm.py"
     gemm.write_text(gemm.read_text() + "\n# a comment is a change too\n")
     assert listed_hash(tmp_path) != suite.source_sha256()
+
+
+def test_each_measurement_records_what_ran_in_one_profiled_call_outside_its_samples(tmp_path):
+    from jsonschema import Draft202012Validator
+
+    done, doc = run_suite(
+        tmp_path,
+        "--device",
+        "cpu",
+        "--dtypes",
+        "fp32",
+        "--time-budget-s",
+        "0.05",
+        "--no-numerics",
+        "--workloads",
+        "sdpa,conv2d_r50_3x3,lstm",
+    )
+    assert done.returncode == 0, done.stderr
+    schema = json.loads((REPO / "schemas" / "result.schema.json").read_text())
+    measurement = Draft202012Validator({"$defs": schema["$defs"], "$ref": "#/$defs/measurement"})
+    ran = {}
+    for m in doc["measurements"]:
+        assert list(measurement.iter_errors(m)) == [], m["workload"]
+        assert m["stats"]["n"] == len(m["samples_s"])  # the profiled call is not a sample
+        ran[m["workload"]] = m["what_ran"]
+    operators = {w: {o["name"] for o in r["operators"]} for w, r in ran.items()}
+    # torch's dispatch shows in the operators: on a CPU, attention goes to its flash kernel and a
+    # convolution to oneDNN or torch's own, never to cuDNN; asking cuDNN whether it could is not using it
+    assert ran["sdpa"]["attention_backend"] == "flash"
+    assert "aten::_scaled_dot_product_flash_attention_for_cpu" in operators["sdpa"]
+    assert (
+        "aten::conv2d" in operators["conv2d_r50_3x3"] and ran["conv2d_r50_3x3"]["attention_backend"] is None
+    )
+    assert not any(r["cudnn_used"] for r in ran.values())
+    assert "kernels" not in ran["sdpa"]  # no GPU, no kernels
+    assert all(0 < r["profile_s"] < 5 for r in ran.values())
+    assert "loaded_after_run" in doc["cudnn"]
+
+    _, without = run_suite(
+        tmp_path,
+        "--device",
+        "cpu",
+        "--dtypes",
+        "fp32",
+        "--time-budget-s",
+        "0.02",
+        "--no-numerics",
+        "--no-what-ran",
+        "--workloads",
+        "relu",
+    )
+    assert "what_ran" not in without["measurements"][0]
+
+
+def test_what_ran_reads_the_backend_and_cudnn_from_operator_names():
+    from harness.suite import what_ran
+
+    assert what_ran.attention_backend(["aten::_scaled_dot_product_cudnn_attention"]) == "cudnn"
+    assert what_ran.attention_backend(["aten::_scaled_dot_product_flash_attention_backward"]) == "flash"
+    assert what_ran.attention_backend(["aten::bmm", "aten::softmax"]) is None
+    cudnn = [
+        "aten::cudnn_convolution",
+        "aten::_cudnn_rnn",
+        "aten::cudnn_batch_norm",
+        "aten::_scaled_dot_product_cudnn_attention",
+    ]
+    assert all(what_ran._is_cudnn(name) for name in cudnn)
+    assert not any(what_ran._is_cudnn(n) for n in ("aten::cudnn_is_acceptable", "aten::mkldnn_convolution"))

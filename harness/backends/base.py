@@ -81,4 +81,6 @@ def suite_arguments(cell: Cell, plan: Plan, out: str, expect: Mapping[str, objec
         arguments += ["--min-time-s", str(suite["min_time_s"])]
     if suite.get("numerics") is False:
         arguments.append("--no-numerics")
+    if suite.get("what_ran") is False:
+        arguments.append("--no-what-ran")
     return arguments

@@ -47,6 +47,11 @@ def main(argv: list[str] | None = None) -> int:
         help="measured time before the noise target may stop sampling (nvbench: 0.5)",
     )
     run.add_argument("--no-numerics", action="store_true", help="skip the fp64 reference and repeat checks")
+    run.add_argument(
+        "--no-what-ran",
+        action="store_true",
+        help="skip the profiled call that records the operators and kernels",
+    )
     args = parser.parse_args(argv)
     if args.command == "list":
         return _list(args.json)
@@ -144,6 +149,8 @@ def _run(args: argparse.Namespace) -> int:
                         entry = _measure_one(workload, dtype, knobs, args, device, timer, gpu)
                         doc["measurements"].append(entry)
                         _progress(len(doc["measurements"]), total, entry)
+            # the engine sub-libraries load when a workload first needs them, not at start
+            doc["cudnn"]["loaded_after_run"] = cudnn_probe.mapped_cudnn_files()
             doc["status"] = "ok"
     except Exception as exc:  # the cell fails as data; the orchestrator decides what it means
         doc["failure"] = {
@@ -171,7 +178,7 @@ def _measure_one(
 
     import torch
 
-    from harness.suite import gpu_state, numerics, peaks
+    from harness.suite import gpu_state, numerics, peaks, what_ran
     from harness.suite.measure import measure
     from harness.suite.summary import summarize
     from harness.suite.workloads.tensors import apply_knobs
@@ -201,6 +208,8 @@ def _measure_one(
                 entry["gpu_state"] = gpu_state.delta(before, gpu.snapshot())
             if device == "cuda":
                 entry["peak_memory_bytes"] = _peak_memory(built.fn)
+            if not args.no_what_ran:
+                entry["what_ran"] = what_ran.record(built.fn, device)
             if not args.no_numerics and spec.numerics:
                 entry["numerics"] = _numerics(family, spec, args.profile, device, dtype, built, numerics)
     except Unsupported as exc:  # the workload says it cannot run here: not an error

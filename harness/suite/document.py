@@ -57,6 +57,28 @@ class Scaling(TypedDict):
     efficiency: float | None
 
 
+class Operator(TypedDict):
+    name: str  # aten::...
+    calls: int
+
+
+class Kernel(TypedDict):
+    name: str
+    calls: int
+    share: float  # of the profiled call's GPU time
+
+
+class WhatRan(TypedDict):
+    """What one profiled call (never a sample) ran: ``harness/suite/what_ran.py``."""
+
+    operators: list[Operator]
+    kernels: NotRequired[list[Kernel]]  # on a GPU
+    kernel_time_s: NotRequired[float]
+    attention_backend: str | None  # the SDPA backend torch chose, where attention ran
+    cudnn_used: bool  # an operator of cuDNN's ran (convolution, attention, RNN, batch norm)
+    profile_s: float  # what recording it cost
+
+
 class Measurement(TypedDict):
     """One workload at one dtype under one set of knobs; the timing keys are there when status is ok."""
 
@@ -93,6 +115,7 @@ class Measurement(TypedDict):
     launch_block_s: NotRequired[float | None]
     host_time_per_call_s: NotRequired[float | None]
     scaling: NotRequired[Scaling]
+    what_ran: NotRequired[WhatRan]
 
 
 class CellRecord(TypedDict):
@@ -119,6 +142,7 @@ class CudnnRecord(TypedDict):
     compat_check_overridden: NotRequired[bool]
     loaded_libraries: list[str]
     loaded_dirs: NotRequired[list[str]]
+    loaded_after_run: NotRequired[list[str]]  # mapped after the workloads ran (sub-libraries load lazily)
     distinct_builds: int
     verified: bool
     verification: str
