@@ -370,3 +370,26 @@ def test_what_ran_reads_the_backend_and_cudnn_from_operator_names():
     ]
     assert all(what_ran._is_cudnn(name) for name in cudnn)
     assert not any(what_ran._is_cudnn(n) for n in ("aten::cudnn_is_acceptable", "aten::mkldnn_convolution"))
+
+
+@pytest.mark.parametrize("source", ["bundled", "disabled"])
+def test_ddp_ranks_run_with_the_cells_cudnn_setting(tmp_path, source):
+    # the ranks are fresh processes: torch's default (cuDNN on) unless the cell's setting is handed over
+    done, doc = run_suite(
+        tmp_path,
+        "--device",
+        "cpu",
+        "--dtypes",
+        "fp32",
+        "--time-budget-s",
+        "0.1",
+        "--no-numerics",
+        "--workloads",
+        "ddp_train_step",
+        "--expect-cudnn",
+        json.dumps({"source": source}),
+    )
+    assert done.returncode == 0, done.stderr
+    (ddp,) = doc["measurements"]
+    assert ddp["status"] == "ok", ddp.get("error")
+    assert ddp["params"]["cudnn_enabled"] is (source != "disabled") is doc["cudnn"]["enabled"]

@@ -61,8 +61,12 @@ def measure(
     spec: WorkloadSpec, profile: str, device: str, dtype: str, knobs: dict[str, bool], time_budget_s: float
 ) -> dict[str, Any]:
     """Step times at world size 1 and N, as a measurement entry (the stats are world size N's)."""
+    import torch
+
     sizes = sorted({1, world_size(device)})
-    runs = [_spawn(size, profile, device, dtype, knobs, time_budget_s) for size in sizes]
+    # spawned ranks start with torch's defaults: a cell's cuDNN setting must be handed to them
+    cudnn = bool(torch.backends.cudnn.enabled)
+    runs = [_spawn(size, profile, device, dtype, knobs, cudnn, time_budget_s) for size in sizes]
     headline = runs[-1]
     medians = [statistics.median(run["samples_s"]) for run in runs]
     batch, hw = shape(profile, device)
@@ -74,6 +78,7 @@ def measure(
         "backend": "nccl" if device == "cuda" else "gloo",
         "autocast": dtype if dtype in ("bf16", "fp16") else None,
         "grad_scaler": dtype == "fp16",
+        "cudnn_enabled": all(run["cudnn_enabled"] for run in runs),  # rank 0 says; every rank set it alike
     }
     return {
         "params": params,
@@ -99,13 +104,14 @@ def measure(
 
 
 def _spawn(
-    size: int, profile: str, device: str, dtype: str, knobs: dict[str, bool], budget_s: float
+    size: int, profile: str, device: str, dtype: str, knobs: dict[str, bool], cudnn: bool, budget_s: float
 ) -> dict[str, Any]:
     from torch.multiprocessing.spawn import spawn
 
     with tempfile.TemporaryDirectory(prefix="ddp-") as scratch:
         out = os.path.join(scratch, "rank0.json")
-        spawn(_rank, args=(size, _free_port(), profile, device, dtype, knobs, budget_s, out), nprocs=size)
+        args = (size, _free_port(), profile, device, dtype, knobs, cudnn, budget_s, out)
+        spawn(_rank, args=args, nprocs=size)
         with open(out) as f:
             result: dict[str, Any] = json.load(f)
     return result
@@ -125,6 +131,7 @@ def _rank(
     device: str,
     dtype: str,
     knobs: dict[str, bool],
+    cudnn: bool,
     budget_s: float,
     out: str,
 ) -> None:
@@ -132,6 +139,8 @@ def _rank(
     import torch.distributed as dist
 
     from harness.suite.workloads.tensors import apply_knobs
+
+    torch.backends.cudnn.enabled = cudnn
 
     cuda = device == "cuda"
     if cuda:
@@ -216,6 +225,7 @@ def _train(rank: int, size: int, profile: str, device: str, dtype: str, budget_s
                     "samples_s": samples,
                     "stop_reason": stop,
                     "sampling_wall_s": sampling_wall_s,
+                    "cudnn_enabled": bool(torch.backends.cudnn.enabled),
                 },
                 f,
             )
