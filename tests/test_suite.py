@@ -393,3 +393,23 @@ def test_ddp_ranks_run_with_the_cells_cudnn_setting(tmp_path, source):
     (ddp,) = doc["measurements"]
     assert ddp["status"] == "ok", ddp.get("error")
     assert ddp["params"]["cudnn_enabled"] is (source != "disabled") is doc["cudnn"]["enabled"]
+
+
+def test_a_disabled_cell_says_when_cudnn_ran_all_the_same():
+    # what an H100 showed (reports/what-ran/probe-h100.txt): with cuDNN disabled, sdpa still ran cuDNN
+    ran = {
+        "operators": [{"name": "aten::_scaled_dot_product_cudnn_attention", "calls": 1}],
+        "cudnn_used": True,
+    }
+    native = {"operators": [{"name": "aten::_slow_conv2d_forward", "calls": 1}], "cudnn_used": False}
+    measurements = [
+        {"workload": "sdpa", "dtype": "bf16", "what_ran": ran},
+        {"workload": "conv2d_r50_3x3", "dtype": "bf16", "what_ran": native},
+        {"workload": "relu", "dtype": "bf16"},  # recorded without what_ran: says nothing either way
+    ]
+    said = cudnn_probe.used_anyway({"requested": {"source": "disabled"}}, measurements)
+    assert said == "cuDNN was disabled, yet 1 measurement(s) ran cuDNN all the same: sdpa bf16"
+    assert cudnn_probe.used_anyway({"requested": {"source": "bundled"}}, measurements) is None
+    assert cudnn_probe.used_anyway({"requested": {"source": "disabled"}}, measurements[1:]) is None
+    verified, why = cudnn_probe._verify({"source": "disabled"}, {"enabled": False, "loaded_dirs": []}, True)
+    assert verified and "native kernels run" not in why  # the check no longer claims what it cannot know

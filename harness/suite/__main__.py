@@ -151,6 +151,10 @@ def _run(args: argparse.Namespace) -> int:
                         _progress(len(doc["measurements"]), total, entry)
             # the engine sub-libraries load when a workload first needs them, not at start
             doc["cudnn"]["loaded_after_run"] = cudnn_probe.mapped_cudnn_files()
+            anyway = cudnn_probe.used_anyway(doc["cudnn"], doc["measurements"])
+            if anyway:  # the cell's check and its warnings say so, not only the measurements
+                doc["cudnn"]["verification"] += f"; {anyway}"
+                doc["warnings"].append(anyway)
             doc["status"] = "ok"
     except Exception as exc:  # the cell fails as data; the orchestrator decides what it means
         doc["failure"] = {

@@ -92,12 +92,27 @@ def probe(expect: dict[str, Any], device: str) -> dict[str, Any]:
     return result
 
 
+def used_anyway(record: dict[str, Any], measurements: list[dict[str, Any]]) -> str | None:
+    """In a cell that disabled cuDNN, what ran cuDNN all the same (None: nothing did, or it was not disabled).
+
+    ``torch.backends.cudnn.enabled = False`` reaches convolutions, batch norm and RNNs, but torch sends
+    ``scaled_dot_product_attention`` to cuDNN's kernel regardless (seen on an H100 with torch 2.11).
+    """
+    if record["requested"].get("source") != "disabled":
+        return None
+    used = [f"{m['workload']} {m['dtype']}" for m in measurements if m.get("what_ran", {}).get("cudnn_used")]
+    if not used:
+        return None
+    listed = ", ".join(used[:5]) + (f" and {len(used) - 5} more" if len(used) > 5 else "")
+    return f"cuDNN was disabled, yet {len(used)} measurement(s) ran cuDNN all the same: {listed}"
+
+
 def _verify(expect: dict[str, Any], seen: dict[str, Any], cuda_build: bool) -> tuple[bool, str]:
     source, dirs = expect["source"], seen["loaded_dirs"]
     if source == "disabled":
         if seen["enabled"]:
             return False, "cuDNN was to be disabled but torch.backends.cudnn.enabled is True"
-        return True, "cuDNN disabled: PyTorch's native kernels run"
+        return True, "cuDNN disabled (torch.backends.cudnn.enabled = False)"
     if not cuda_build:
         if source == "bundled":
             return True, "CPU build of torch: there is no cuDNN to load"
