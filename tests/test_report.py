@@ -257,3 +257,43 @@ def test_a_ddp_result_reports_its_scaling(tmp_path):
             m["params"]["backend"] == "nccl" and m["params"]["world_size"] == 2
             for m in document["measurements"]
         )
+
+
+def test_a_report_says_what_ran_on_each_side_and_groups_the_changes(tmp_path):
+    # Real H100 results of one cell on both sides (A/A), given what a profiled call would record:
+    # cuDNN's attention kernel everywhere, except that side B's sdpa ran the flash backend.
+    cudnn_sdpa = "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7"
+    flash = "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4>>(Flash_fwd_params)"
+    sides = {"a": next(SHARDS[0].glob("*bundled*.json.gz")), "b": next((AA / "results").glob("*.json.gz"))}
+    for side, source in sides.items():
+        doc = jsonio.read(source)
+        for m in doc["measurements"]:
+            if m["status"] != "ok":
+                continue
+            sdpa = m["workload"] == "sdpa" and m["dtype"] == "bf16"
+            kernel, backend = (flash, "flash") if sdpa and side == "b" else (cudnn_sdpa, "cudnn")
+            m["what_ran"] = {
+                "operators": [{"name": f"aten::_scaled_dot_product_{backend}_attention", "calls": 1}],
+                "kernels": [{"name": kernel, "calls": 1, "share": 1.0}],
+                "attention_backend": backend if m["workload"].startswith("sdpa") else None,
+                "cudnn_used": backend == "cudnn",
+                "profile_s": 0.01,
+            }
+        jsonio.write_atomic(tmp_path / f"{side}.json.gz", doc)
+    out = tmp_path / "report"
+    done = run_cli("compare", str(tmp_path / "a.json.gz"), str(tmp_path / "b.json.gz"), "--out", str(out))
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    verdict = json.loads((out / "verdict.json").read_text())
+    assert schemas.problems("verdict", verdict, "verdict.json") == []
+    by_row = {(c["workload"], c["dtype"]): c for c in verdict["comparisons"]}
+    assert by_row[("sdpa", "bf16")]["what_ran"] == "changed"
+    assert by_row[("sdpa", "bf16")]["ran_change"] == "attention backend cudnn -> flash"
+    others = [c for key, c in by_row.items() if key != ("sdpa", "bf16")]
+    assert others and all(c["what_ran"] == "same" and c["ran_change"] is None for c in others)
+    text = (out / "report.md").read_text()
+    changed = section(text, "What changed")
+    assert "attention backend cudnn -> flash" in changed and "sdpa bf16 (B)" in changed
+    assert f"{len(others)} rows ran the same kernels on both sides" in changed
+    assert text.index("## What changed") < text.index("## Verdicts against the baseline")
+    table = section(text, "Verdicts against the baseline")
+    assert "| what ran " in table and "same kernels" in table

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness import cli
+from harness import cli, schemas
 from harness.report import stats, verdicts
 from harness.report.frames import KEYS
 
@@ -179,4 +179,59 @@ def test_the_numerics_gate_uses_the_dynamo_rule(dtype, base, cand, nan, expected
     assert not result["same_digest"][0]
     assert verdicts.gate(pd.DataFrame(columns=["verdict", *KEYS]), result, [], POLICY).exit_code == (
         1 if expected == "worse" else 0
+    )
+
+
+def _ran(rows: pd.DataFrame, side: str, kernels: list[str], attention: str | None = None, cudnn: bool = True):
+    """What each round of ``side`` ran, as frames.long_form puts it."""
+    at = rows["group"] == side
+    rows.loc[at, "ran"] = "\n".join(sorted(kernels))
+    rows.loc[at, "top_kernel"] = kernels[0]
+    rows.loc[at, "attention_backend"] = attention
+    rows.loc[at, "cudnn_used"] = cudnn
+
+
+def test_every_verdict_row_says_whether_the_same_kernels_ran_and_what_changed():
+    rng = np.random.default_rng(11)
+    rows = timing_rows(round_medians(rng, 1.0), round_medians(rng, 1.5))
+    for column in ("ran", "top_kernel", "attention_backend", "cudnn_used"):
+        rows[column] = None
+    unknown = verdicts.timing(rows, "A", ("A", "B"), lambda _: 5.0, 0.002, {})
+    assert unknown["what_ran"].isna().all()  # results recorded before what_ran say nothing
+
+    cudnn_sdpa = "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16"
+    flash = "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128>>(Flash_fwd_params)"
+    _ran(rows, "A", [cudnn_sdpa], "cudnn")
+    _ran(rows, "B", [cudnn_sdpa], "cudnn")
+    same = verdicts.timing(rows, "A", ("A", "B"), lambda _: 5.0, 0.002, {})
+    assert (same["verdict"][0], same["what_ran"][0], same["ran_change"][0]) == ("slower", "same", None)
+
+    _ran(rows, "B", [flash], "flash", cudnn=False)
+    changed = verdicts.timing(rows, "A", ("A", "B"), lambda _: 5.0, 0.002, {})
+    assert changed["what_ran"][0] == "changed"
+    assert changed["ran_change"][0] == "attention backend cudnn -> flash"  # a dispatch change, said so
+
+    _ran(rows, "B", ["sm90_xmma_fprop_implicit_gemm_bf16 (x)"], "cudnn")
+    assert verdicts.timing(rows, "A", ("A", "B"), lambda _: 5.0, 0.002, {})["ran_change"][0] == (
+        f"largest kernel {cudnn_sdpa} -> sm90_xmma_fprop_implicit_gemm_bf16"
+    )
+    rows.loc[rows.index[-1], "ran"] = "another algorithm, picked by autotuning in one process"
+    varies = verdicts.timing(rows, "A", ("A", "B"), lambda _: 5.0, 0.002, {})
+    assert varies["what_ran"][0] == "varies" and "rounds of the candidate" in varies["ran_change"][0]
+    assert schemas.problems("verdict", _document(varies), "verdict.json") == []
+
+
+def _document(timing: pd.DataFrame) -> dict:
+    gate = verdicts.gate(timing, pd.DataFrame(), [], POLICY)
+    return verdicts.document(
+        name="t",
+        baseline="A",
+        groups=("A", "B"),
+        labels={},
+        alpha=0.002,
+        default_pct=5.0,
+        timing_rows=timing,
+        numerics_rows=pd.DataFrame(),
+        result=gate,
+        rounds={"A": 7, "B": 7},
     )

@@ -10,7 +10,7 @@ import pandas as pd
 
 from harness.plan.model import Cell, CudnnSource
 from harness.results.documents import LoadedResults, round_of
-from harness.suite.document import CellRecord, Knobs, Numerics, ResultDocument
+from harness.suite.document import CellRecord, Knobs, Numerics, ResultDocument, WhatRan
 
 KEYS = ["workload", "dtype", "knobs"]
 
@@ -77,6 +77,7 @@ def long_form(loaded: LoadedResults) -> pd.DataFrame:
                     "gbps": m.get("gbps"),
                     "host_s": m.get("host_time_per_call_s"),
                     **_numerics_columns(m.get("numerics")),
+                    **_what_ran_columns(m.get("what_ran")),
                 }
             )
     frame: pd.DataFrame = pd.DataFrame(rows)
@@ -92,6 +93,21 @@ def _numerics_columns(numerics: Numerics | None) -> dict[str, object]:
         "bitwise_repeatable": numerics.get("bitwise_repeatable"),
         "nan_count": numerics.get("nan_count"),
         "digest": numerics.get("digest"),
+    }
+
+
+def _what_ran_columns(ran: WhatRan | None) -> dict[str, object]:
+    """What one profiled call ran: ``ran`` is its signature (the kernels on a GPU, else the operators),
+    equal between two measurements exactly when the same things ran; ``top_kernel`` the largest."""
+    if not ran:
+        return {}
+    kernels = ran.get("kernels")
+    names = sorted({k["name"] for k in kernels} if kernels else {o["name"] for o in ran["operators"]})
+    return {
+        "ran": "\n".join(names),
+        "top_kernel": kernels[0]["name"] if kernels else None,
+        "attention_backend": ran["attention_backend"],
+        "cudnn_used": ran["cudnn_used"],
     }
 
 

@@ -22,6 +22,7 @@ def document(
     """The whole report for ``out_dir`` (links are relative to it)."""
     letters = view.letters
     sections = [
+        _what_changed(analysis, letters),
         _cells(view, analysis, out_dir, letters),
         *_problems(analysis, loaded),
         *_verdict_sections(view, analysis, out_dir, letters),
@@ -189,6 +190,7 @@ def _verdict_sections(
     judged["order"] = judged["verdict"].map(VERDICT_ORDER)
     judged = judged.sort_values(["order", "ratio"], ascending=[True, False])
     frame = analysis.frame
+    recorded = "what_ran" in judged and judged["what_ran"].notna().any()  # results made with what_ran
     rows = []
     for r in judged.itertuples():
         key = (r.workload, r.dtype, r.knobs)
@@ -207,6 +209,7 @@ def _verdict_sections(
                 _number(r.p_value, ".2g"),
                 f"{r.rounds_baseline}+{r.rounds_candidate}" + (" (samples)" if r.basis == "samples" else ""),
                 verdict(r.verdict),
+                *([_ran_text(r.what_ran, r.ran_change)] if recorded else []),
                 "" if r.verdict == "same" else (r.reason or ""),
             )
         )
@@ -231,6 +234,7 @@ def _verdict_sections(
             "p",
             "rounds",
             "verdict",
+            *(["what ran"] if recorded else []),
             "why",
         ),
         tuple(rows),
@@ -241,6 +245,45 @@ def _verdict_sections(
     if host:
         out.append(host)
     return out
+
+
+def _ran_text(ran: Any, change: Any) -> str:
+    if ran == "same":
+        return "same kernels"
+    return str(change) if ran in ("changed", "varies") else ""
+
+
+def _what_changed(analysis: Analysis, letters: dict[str, str]) -> Section | None:
+    """Rows grouped by what changed in what ran: a dispatch change reads apart from a slower kernel."""
+    timing = analysis.timing
+    if timing.empty or "what_ran" not in timing:
+        return None
+    changed = timing[timing["what_ran"].isin(["changed", "varies"])]
+    if changed.empty:
+        return None
+    rows = []
+    for change, group in changed.groupby("ran_change", sort=False):
+        verdicts = ", ".join(f"{n} {v}" for v, n in group["verdict"].value_counts().items())
+        where = ", ".join(
+            f"{r.workload} {r.dtype} ({letters.get(r.group, r.group)})" for r in group.head(6).itertuples()
+        )
+        rows.append(
+            (
+                str(change),
+                len(group),
+                verdicts,
+                where + (f" and {len(group) - 6} more" if len(group) > 6 else ""),
+            )
+        )
+    same = int((timing["what_ran"] == "same").sum())
+    return Section(
+        "What changed",
+        f"Rows whose sides ran different kernels (operators on a CPU), grouped by the change; {same} rows "
+        "ran the same kernels on both sides, so their verdicts are about those kernels' speed. A changed "
+        "row's verdict is about the change: another backend or algorithm chosen, not one kernel slower.",
+        ("what ran, baseline -> candidate", "rows", "verdicts", "rows (group)"),
+        tuple(rows),
+    )
 
 
 def _host_section(view: View, analysis: Analysis, out_dir: Path, letters: dict[str, str]) -> Section | None:

@@ -70,6 +70,8 @@ def timing(
         "ci_high",
         "p_value",
         "basis",
+        "what_ran",
+        "ran_change",
         "rounds_baseline",
         "rounds_candidate",
         "threshold_pct",
@@ -144,6 +146,7 @@ def _one(
             f"timed differently (baseline {timers[0]}, candidate {timers[1]}): a CUDA-graph replay leaves "
             f"out the per-kernel dispatch an eager call pays, so the ratio is not the library's; {reason}"
         )
+    ran, change = _what_ran(base_ok, mine_ok)
     return {
         **row,
         "verdict": verdict,
@@ -152,8 +155,47 @@ def _one(
         "ci_high": result.ci_high,
         "p_value": result.p_value,
         "basis": result.basis,
+        "what_ran": ran,
+        "ran_change": change,
         "reason": reason,
     }
+
+
+def _what_ran(base: pd.DataFrame, mine: pd.DataFrame) -> tuple[str | None, str | None]:
+    """Whether the same kernels (operators on a CPU) ran on both sides, and if not, what changed.
+
+    ``same``; ``changed`` with "baseline -> candidate"; ``varies`` where one side's own rounds ran
+    different things (autotuning may pick another algorithm per process); None where a side's results
+    do not say (recorded before what_ran, or with it off)."""
+    if "ran" not in base or "ran" not in mine or base["ran"].isna().any() or mine["ran"].isna().any():
+        return None, None
+    ran = {side: sorted(set(rows["ran"])) for side, rows in (("baseline", base), ("candidate", mine))}
+    varying = [side for side, signatures in ran.items() if len(signatures) > 1]
+    if varying:
+        return "varies", f"what ran differs between the rounds of the {' and the '.join(varying)}"
+    if ran["baseline"] == ran["candidate"]:
+        return "same", None
+    first = {side: rows.iloc[0] for side, rows in (("baseline", base), ("candidate", mine))}
+    return "changed", _change(first["baseline"], first["candidate"])
+
+
+def _change(a: pd.Series[Any], b: pd.Series[Any]) -> str:
+    """The most telling difference first: the attention backend, cuDNN or not, the largest kernel."""
+    if a["attention_backend"] != b["attention_backend"]:
+        return f"attention backend {a['attention_backend']} -> {b['attention_backend']}"
+    if bool(a["cudnn_used"]) != bool(b["cudnn_used"]):
+        return "cuDNN -> no cuDNN" if a["cudnn_used"] else "no cuDNN -> cuDNN"
+    top = a.get("top_kernel"), b.get("top_kernel")
+    if top[0] != top[1] and isinstance(top[0], str) and isinstance(top[1], str):
+        return f"largest kernel {_short(top[0])} -> {_short(top[1])}"
+    before, after = set(str(a["ran"]).splitlines()), set(str(b["ran"]).splitlines())
+    return f"other kernels: {len(after - before)} new, {len(before - after)} gone"
+
+
+def _short(kernel: str) -> str:
+    """A kernel's name without its template arguments and parameters: what tells algorithms apart."""
+    name = kernel.removeprefix("void ").split("(")[0]
+    return (name.split("<")[0] or name).strip()[:80]
 
 
 def _timers(rows: pd.DataFrame) -> str:
