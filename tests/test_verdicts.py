@@ -185,7 +185,7 @@ def test_the_numerics_gate_uses_the_dynamo_rule(dtype, base, cand, nan, expected
 def _ran(rows: pd.DataFrame, side: str, kernels: list[str], attention: str | None = None, cudnn: bool = True):
     """What each round of ``side`` ran, as frames.long_form puts it."""
     at = rows["group"] == side
-    rows.loc[at, "ran"] = "\n".join(sorted(kernels))
+    rows.loc[at, "ran"] = "\t".join(sorted(kernels))
     rows.loc[at, "top_kernel"] = kernels[0]
     rows.loc[at, "attention_backend"] = attention
     rows.loc[at, "cudnn_used"] = cudnn

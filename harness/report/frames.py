@@ -104,7 +104,7 @@ def _what_ran_columns(ran: WhatRan | None) -> dict[str, object]:
     kernels = ran.get("kernels")
     names = sorted({k["name"] for k in kernels} if kernels else {o["name"] for o in ran["operators"]})
     return {
-        "ran": "\n".join(names),
+        "ran": "\t".join(names),  # one line in results.csv
         "top_kernel": kernels[0]["name"] if kernels else None,
         "attention_backend": ran["attention_backend"],
         "cudnn_used": ran["cudnn_used"],

@@ -188,7 +188,7 @@ def _change(a: pd.Series[Any], b: pd.Series[Any]) -> str:
     top = a.get("top_kernel"), b.get("top_kernel")
     if top[0] != top[1] and isinstance(top[0], str) and isinstance(top[1], str):
         return f"largest kernel {_short(top[0])} -> {_short(top[1])}"
-    before, after = set(str(a["ran"]).splitlines()), set(str(b["ran"]).splitlines())
+    before, after = set(str(a["ran"]).split("\t")), set(str(b["ran"]).split("\t"))
     return f"other kernels: {len(after - before)} new, {len(before - after)} gone"
 
 
