@@ -13,6 +13,7 @@ from harness.results.documents import LoadedResults, round_of
 from harness.suite.document import CellRecord, Knobs, Numerics, ResultDocument, WhatRan
 
 KEYS = ["workload", "dtype", "knobs"]
+RAN_SEPARATOR = "\t"  # between the names in a what-ran signature: one line in results.csv
 
 
 def knob_label(knobs: Knobs) -> str:
@@ -104,7 +105,7 @@ def _what_ran_columns(ran: WhatRan | None) -> dict[str, object]:
     kernels = ran.get("kernels")
     names = sorted({k["name"] for k in kernels} if kernels else {o["name"] for o in ran["operators"]})
     return {
-        "ran": "\t".join(names),  # one line in results.csv
+        "ran": RAN_SEPARATOR.join(names),
         "top_kernel": kernels[0]["name"] if kernels else None,
         "attention_backend": ran["attention_backend"],
         "cudnn_used": ran["cudnn_used"],

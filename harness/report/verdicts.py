@@ -17,7 +17,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from harness.report import stats
-from harness.report.frames import KEYS
+from harness.report.frames import KEYS, RAN_SEPARATOR
 
 VERDICT_SCHEMA_VERSION = 1
 # Numerics gate, measurement.md 9.5 (TorchDynamo's `same`): the candidate's error against fp64 may
@@ -188,7 +188,7 @@ def _change(a: pd.Series[Any], b: pd.Series[Any]) -> str:
     top = a.get("top_kernel"), b.get("top_kernel")
     if top[0] != top[1] and isinstance(top[0], str) and isinstance(top[1], str):
         return f"largest kernel {_short(top[0])} -> {_short(top[1])}"
-    before, after = set(str(a["ran"]).split("\t")), set(str(b["ran"]).split("\t"))
+    before, after = set(str(a["ran"]).split(RAN_SEPARATOR)), set(str(b["ran"]).split(RAN_SEPARATOR))
     return f"other kernels: {len(after - before)} new, {len(before - after)} gone"
 
 
