@@ -19,6 +19,7 @@ from tests.conftest import GPU_REPORT, REPO, run_cli
 VERDICTS = REPO / "reports" / "gpu-verdicts"
 SHARDS = sorted(VERDICTS.glob("results-shard*"))
 AA = REPO / "reports" / "gpu-verdicts-aa"
+DEFAULT_05 = REPO / "reports" / "gpu-suite-default-0.5"
 
 
 @pytest.fixture(scope="module")
@@ -297,3 +298,24 @@ def test_a_report_says_what_ran_on_each_side_and_groups_the_changes(tmp_path):
     assert text.index("## What changed") < text.index("## Verdicts against the baseline")
     table = section(text, "Verdicts against the baseline")
     assert "| what ran " in table and "same kernels" in table
+
+
+def test_the_committed_measurements_beyond_their_tolerance_are_reported_and_not_gated(tmp_path):
+    # gpu-suite-default-0.5: 12 measurements (3 workloads x 2 cells x 2 rounds) beyond their dtype's
+    # tolerance, on both sides alike, so the switch did not put them there
+    done = run_cli("report", "--results", str(DEFAULT_05 / "results"), "--out", str(tmp_path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    verdict = json.loads((tmp_path / "verdict.json").read_text())
+    assert schemas.problems("verdict", verdict, "verdict.json") == []
+    beyond = verdict["beyond_tolerance"]
+    assert sum(b["rounds_beyond"] for b in beyond) == 12 and len(beyond) == 6
+    assert {(b["workload"], b["dtype"]) for b in beyond} == {
+        ("conv2d_r50_3x3_bwd_weight", "fp32"),
+        ("conv2d_r50_3x3_bwd_weight.cl", "fp32"),
+        ("conv2d_r50_7x7s2_bwd_weight.cl", "fp16"),
+    }
+    both = [n for n in verdict["numerics"] if n["beyond_tolerance"] == "both"]
+    assert len(both) == 3 and all(n["numerics"] == "ok" and "both sides" in n["reason"] for n in both)
+    assert "6 beyond their tolerance" in done.stdout and done.stdout.count("BEYOND TOLERANCE") == 6
+    listed = section((tmp_path / "report.md").read_text(), "Numerics beyond tolerance")
+    assert listed.count("| 2/2 ") == 6 and "1.57e-05" in listed and "1.03e-03" in listed

@@ -413,3 +413,19 @@ def test_a_disabled_cell_says_when_cudnn_ran_all_the_same():
     assert cudnn_probe.used_anyway({"requested": {"source": "disabled"}}, measurements[1:]) is None
     verified, why = cudnn_probe._verify({"source": "disabled"}, {"enabled": False, "loaded_dirs": []}, True)
     assert verified and "native kernels run" not in why  # the check no longer claims what it cannot know
+
+
+def test_a_measurement_is_held_to_the_tolerance_of_the_precision_it_ran_in():
+    weights = torch.randn(64, 64, dtype=torch.float64)
+    x = torch.randn(64, 64, dtype=torch.float64)
+    exact = lambda: x @ weights  # noqa: E731
+    off_by = lambda scale: (lambda: x.float() @ weights.float() * (1 + scale))  # noqa: E731
+    fp32 = numerics.check(off_by(0.0), exact, "fp32")
+    assert fp32["tolerance_rel_rmse"] == 1e-5 and fp32["within_tolerance"] and fp32["rel_rmse"] < 1e-6
+    drifted = numerics.check(off_by(1e-3), exact, "fp32")  # a TF32-sized error
+    assert not drifted["within_tolerance"] and drifted["rel_rmse"] == pytest.approx(1e-3, rel=1e-2)
+    tf32 = numerics.check(off_by(1e-3), exact, "fp32", tf32=True)  # fp32 storage, TF32 math allowed
+    assert tf32["tolerance_rel_rmse"] == 5e-3 and tf32["within_tolerance"]
+    assert numerics.precision("bf16", True) == "bf16"
+    nan = numerics.check(lambda: torch.tensor([1.0, float("nan")]), lambda: torch.tensor([1.0, 1.0]), "fp32")
+    assert nan["nan_count"] == 1 and not nan["within_tolerance"]

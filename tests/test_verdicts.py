@@ -182,6 +182,37 @@ def test_the_numerics_gate_uses_the_dynamo_rule(dtype, base, cand, nan, expected
     )
 
 
+@pytest.mark.parametrize(
+    ("within", "expected", "sides"),
+    [
+        ((True, False), "worse", "candidate"),  # the switch put it beyond its tolerance: gated
+        ((False, False), "ok", "both"),  # beyond on both sides: listed, not gated
+        ((False, True), "ok", "baseline"),
+        ((True, True), "ok", None),
+    ],
+)
+def test_a_measurement_beyond_its_tolerance_fails_the_gate_only_where_the_switch_put_it_there(
+    within, expected, sides
+):
+    # the errors themselves pass the relative rule (1.6e-5 <= 2 x 1.5e-5 + 1e-5): only the tolerance decides
+    rows = numerics_rows("fp32", 1.5e-5, 1.6e-5)
+    rows["tolerance"] = 1e-5
+    rows["within_tolerance"] = list(within)
+    rows["inf_count"] = 0
+    result = verdicts.numerics(rows, "A", ("A", "B"))
+    assert list(result["numerics"]) == [expected] and list(result["beyond_tolerance"]) == [sides]
+    beyond = verdicts.beyond_tolerance(rows, ("A", "B"))
+    assert list(beyond["group"]) == [g for g, ok in zip("AB", within, strict=True) if not ok]
+    assert all(beyond["tolerance"] == 1e-5) and all(beyond["rel_rmse"] > 1e-5)
+    gate = verdicts.gate(pd.DataFrame(columns=["verdict", *KEYS]), result, [], POLICY, beyond)
+    assert gate.exit_code == (1 if expected == "worse" else 0)
+    assert sum("BEYOND TOLERANCE" in line for line in gate.lines) == len(beyond)
+    if sides == "both":
+        assert "on both sides" in result["reason"][0]
+    if expected == "worse":
+        assert "every baseline round is within it" in result["reason"][0]
+
+
 def _ran(rows: pd.DataFrame, side: str, kernels: list[str], attention: str | None = None, cudnn: bool = True):
     """What each round of ``side`` ran, as frames.long_form puts it."""
     at = rows["group"] == side

@@ -29,6 +29,7 @@ def analyze(
     samples = frames.samples(loaded)
     timing = verdicts.timing(frame, view.baseline, view.groups, view.threshold_pct, view.alpha, samples)
     numerics = verdicts.numerics(frame, view.baseline, view.groups) if not frame.empty else pd.DataFrame()
+    beyond = verdicts.beyond_tolerance(frame, view.groups)
     failed_runs = [
         f"{group} round {round_of(doc)} ({file}): {_failure(doc)}"
         for group, entries in docs.items()
@@ -36,8 +37,8 @@ def analyze(
         if doc["status"] != "ok"
     ]
     failed_runs += [f"{group}: no result file" for group in view.groups if not docs.get(group)]
-    gate = verdicts.gate(timing, numerics, failed_runs, policy)
-    return Analysis(frame, timing, numerics, gate, docs, samples, tuple(outside))
+    gate = verdicts.gate(timing, numerics, failed_runs, policy, beyond)
+    return Analysis(frame, timing, numerics, beyond, gate, docs, samples, tuple(outside))
 
 
 def _failure(doc: ResultDocument) -> str:

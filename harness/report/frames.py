@@ -91,8 +91,10 @@ def _numerics_columns(numerics: Numerics | None) -> dict[str, object]:
     return {
         "rel_rmse": numerics.get("rel_rmse"),
         "within_tolerance": numerics.get("within_tolerance"),
+        "tolerance": numerics.get("tolerance_rel_rmse"),
         "bitwise_repeatable": numerics.get("bitwise_repeatable"),
         "nan_count": numerics.get("nan_count"),
+        "inf_count": numerics.get("inf_count"),
         "digest": numerics.get("digest"),
     }
 

@@ -72,6 +72,7 @@ class Analysis:
     frame: pd.DataFrame
     timing: pd.DataFrame
     numerics: pd.DataFrame
+    beyond_tolerance: pd.DataFrame  # every group's measurements beyond their tolerance, baseline included
     gate: verdicts.Gate
     docs: dict[str, list[tuple[ResultDocument, str]]]  # group -> (document, file) per round
     samples: dict[tuple[str, str, str, str], list[float]]

@@ -32,6 +32,7 @@ def render(
         default_pct=view.default_pct,
         timing_rows=analysis.timing,
         numerics_rows=analysis.numerics,
+        beyond_tolerance=analysis.beyond_tolerance,
         result=analysis.gate,
         rounds={g: sum(d["status"] == "ok" for d, _ in e) for g, e in analysis.docs.items()},
     )

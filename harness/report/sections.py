@@ -27,6 +27,7 @@ def document(
         *_problems(analysis, loaded),
         *_verdict_sections(view, analysis, out_dir, letters),
         *_numerics_sections(view, analysis, letters),
+        _beyond_tolerance(analysis, letters),
         _scaling_section(view, analysis, out_dir, letters),
         _environment(view, analysis, letters),
     ]
@@ -432,6 +433,36 @@ def _numerics_sections(view: View, analysis: Analysis, letters: dict[str, str]) 
             )
         )
     return out
+
+
+def _beyond_tolerance(analysis: Analysis, letters: dict[str, str]) -> Section | None:
+    beyond = analysis.beyond_tolerance
+    if beyond.empty:
+        return None
+    rows = tuple(
+        (
+            letters.get(str(r["group"]), str(r["group"])),
+            str(r["workload"]),
+            str(r["dtype"]),
+            str(r["knobs"]),
+            f"{r['rounds_beyond']}/{r['rounds']}",
+            _number(r["rel_rmse"], ".2e"),
+            _number(r["tolerance"], ".0e"),
+            f"{r['nan']} NaN, {r['inf']} Inf" if r["nan"] or r["inf"] else "",
+        )
+        for r in beyond.to_dict("records")
+    )
+    return Section(
+        "Numerics beyond tolerance",
+        "Measurements whose error against fp64 (relative RMSE) is beyond the tolerance the suite holds "
+        "their precision to (fp32 1e-5, TF32 5e-3, bf16 1.6e-2, fp16 1e-3; fp32 with the tf32 knob on is "
+        "held to TF32's), or that gave NaN or Inf outputs, in any group, the baseline's included. The "
+        "gate fails a candidate row beyond its tolerance only where every baseline round is within it "
+        "(the switch put it there); beyond it on both sides is listed here and not gated, since the "
+        "switch did not change it: the workload's error or its tolerance needs a look.",
+        ("group", "workload", "dtype", "knobs", "rounds beyond", "worst rel. RMSE", "tolerance", "NaN/Inf"),
+        rows,
+    )
 
 
 def _environment(view: View, analysis: Analysis, letters: dict[str, str]) -> Section | None:

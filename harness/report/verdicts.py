@@ -208,7 +208,13 @@ def _errors(a: pd.DataFrame, b: pd.DataFrame) -> str:
 
 
 def numerics(frame: pd.DataFrame, baseline: str, groups: Sequence[str]) -> pd.DataFrame:
-    """Per (group, workload, dtype, knobs): error drift against fp64, digests, determinism, NaNs, gate."""
+    """Per (group, workload, dtype, knobs): error drift against fp64, the dtype's tolerance, digests,
+    determinism, NaNs, and the gate's reading of them.
+
+    Worse (the gate fails) when the candidate has more NaNs than the baseline; or is beyond the tolerance
+    its measurement recorded for its precision while every baseline round is within it (the switch made
+    it so); or its error grew past ``NUMERICS_MULTIPLIER`` x the baseline's + ``NUMERICS_TOLERANCE`` / 10.
+    Beyond tolerance on both sides is reported, not gated: the switch did not change it."""
     none: pd.DataFrame = pd.DataFrame()
     if "rel_rmse" not in frame:
         return none
@@ -227,9 +233,17 @@ def numerics(frame: pd.DataFrame, baseline: str, groups: Sequence[str]) -> pd.Da
             a, b = base["rel_rmse"].max(), mine["rel_rmse"].max()  # the worst round counts
             allowed = NUMERICS_MULTIPLIER[dtype] * a + NUMERICS_TOLERANCE[dtype] / 10
             nan_a, nan_b = int(base["nan_count"].fillna(0).max()), int(mine["nan_count"].fillna(0).max())
+            beyond = _beyond(base), _beyond(mine)
+            tolerance = _tolerance(mine)
             verdict, reason = "ok", ""
             if nan_b > nan_a:
                 verdict, reason = "worse", f"{nan_b} NaN outputs where the baseline has {nan_a}"
+            elif beyond[1] and not beyond[0]:
+                verdict = "worse"
+                reason = (
+                    f"beyond its tolerance: error vs fp64 {b:.2e} > {_scientific(tolerance)} in "
+                    f"{beyond[1]} of {len(mine)} rounds; every baseline round is within it ({a:.2e})"
+                )
             elif _known(a) and _known(b) and b > allowed:
                 verdict = "worse"
                 reason = (
@@ -238,6 +252,10 @@ def numerics(frame: pd.DataFrame, baseline: str, groups: Sequence[str]) -> pd.Da
                 )
             elif not (_known(a) and _known(b)):
                 verdict, reason = "unchecked", "no fp64 reference on one side"
+            elif beyond[0] and beyond[1]:
+                reason = (
+                    f"beyond its tolerance {_scientific(tolerance)} on both sides: not changed by the switch"
+                )
             rows.append(
                 {
                     "group": group,
@@ -247,6 +265,8 @@ def numerics(frame: pd.DataFrame, baseline: str, groups: Sequence[str]) -> pd.Da
                     "rel_rmse_baseline": a,
                     "rel_rmse_candidate": b,
                     "allowed": allowed,
+                    "tolerance": tolerance,
+                    "beyond_tolerance": _sides(beyond),
                     "same_digest": set(mine["digest"]) == set(base["digest"])
                     and len(set(base["digest"])) == 1,
                     "repeatable_baseline": bool(base["bitwise_repeatable"].all()),
@@ -257,6 +277,58 @@ def numerics(frame: pd.DataFrame, baseline: str, groups: Sequence[str]) -> pd.Da
             )
     table: pd.DataFrame = pd.DataFrame(rows)
     return table
+
+
+def beyond_tolerance(frame: pd.DataFrame, groups: Sequence[str]) -> pd.DataFrame:
+    """Every measurement (baseline included) beyond the tolerance it recorded for its precision, or
+    with NaN or Inf outputs: one row per (group, workload, dtype, knobs) with how many rounds were."""
+    columns = ["group", *KEYS, "rounds_beyond", "rounds", "rel_rmse", "tolerance", "nan", "inf"]
+    none: pd.DataFrame = pd.DataFrame(columns=columns)
+    if "within_tolerance" not in frame:
+        return none
+    checked = frame[frame["within_tolerance"].notna()]
+    rows = []
+    for group in groups:
+        mine_all = checked[checked["group"] == group]
+        for key in _keys(mine_all):
+            mine = _rows(mine_all, key)
+            if _beyond(mine):
+                rows.append(
+                    {
+                        "group": group,
+                        **dict(zip(KEYS, key, strict=True)),
+                        "rounds_beyond": _beyond(mine),
+                        "rounds": len(mine),
+                        "rel_rmse": mine["rel_rmse"].max(),
+                        "tolerance": _tolerance(mine),
+                        "nan": int(mine["nan_count"].fillna(0).max()),
+                        "inf": int(mine["inf_count"].fillna(0).max()) if "inf_count" in mine else 0,
+                    }
+                )
+    table: pd.DataFrame = pd.DataFrame(rows, columns=columns)
+    return table
+
+
+def _beyond(rows: pd.DataFrame) -> int:
+    """Rounds whose measurement says it is beyond its tolerance (None: the result does not say)."""
+    if "within_tolerance" not in rows:
+        return 0
+    return int((rows["within_tolerance"] == False).sum())  # noqa: E712 (None is neither)
+
+
+def _tolerance(rows: pd.DataFrame) -> float | None:
+    values = rows["tolerance"].dropna() if "tolerance" in rows else pd.Series(dtype=float)
+    return float(values.max()) if not values.empty else None
+
+
+def _sides(beyond: tuple[int, int]) -> str | None:
+    return {(True, True): "both", (True, False): "baseline", (False, True): "candidate"}.get(
+        (bool(beyond[0]), bool(beyond[1]))
+    )
+
+
+def _scientific(value: float | None) -> str:
+    return f"{value:.0e}" if value is not None else "its tolerance"
 
 
 def _known(value: Any) -> bool:
@@ -274,10 +346,16 @@ class Gate:
 
 
 def gate(
-    timing_rows: pd.DataFrame, numerics_rows: pd.DataFrame, failed_runs: Sequence[str], policy: Policy
+    timing_rows: pd.DataFrame,
+    numerics_rows: pd.DataFrame,
+    failed_runs: Sequence[str],
+    policy: Policy,
+    beyond: pd.DataFrame | None = None,
 ) -> Gate:
     """A regression (timing, a workload that stopped running, or numerics), else an infrastructure failure
-    when a run failed, else a pass. A regression outranks a failed run: re-running will not clear it."""
+    when a run failed, else a pass. A regression outranks a failed run: re-running will not clear it.
+    Measurements ``beyond`` their tolerance are listed; ``numerics`` already made worse those the switch
+    put there."""
     judged = timing_rows[timing_rows["verdict"].notna()] if not timing_rows.empty else timing_rows
     counts: dict[str, int] = {
         v: int((judged["verdict"] == v).sum()) if not judged.empty else 0 for v in stats.VERDICTS
@@ -287,6 +365,7 @@ def gate(
         "verdicts: "
         + ", ".join(f"{counts[v]} {v}" for v in stats.VERDICTS)
         + f"; numerics: {worse} worse than the baseline"
+        + (f", {len(beyond)} beyond their tolerance" if beyond is not None and not beyond.empty else "")
     ]
     for verdict in ("slower", "failed", "inconclusive", "missing"):
         for r in judged[judged["verdict"] == verdict].head(10).itertuples() if not judged.empty else []:
@@ -294,6 +373,16 @@ def gate(
     if worse:
         for r in numerics_rows[numerics_rows["numerics"] == "worse"].head(10).itertuples():
             lines.append(f"  NUMERICS: {r.group} {r.workload} {r.dtype} [{r.knobs}]: {r.reason}")
+    for r in beyond.head(10).itertuples() if beyond is not None else []:
+        lines.append(
+            f"  BEYOND TOLERANCE: {r.group} {r.workload} {r.dtype} [{r.knobs}]: "
+            f"error vs fp64 {r.rel_rmse:.2e} > {_scientific(r.tolerance)} "
+            f"in {r.rounds_beyond} of {r.rounds} rounds"
+            + (f", {r.nan} NaN" if r.nan else "")
+            + (f", {r.inf} Inf" if r.inf else "")
+        )
+    if beyond is not None and len(beyond) > 10:
+        lines.append(f"  ... {len(beyond) - 10} more beyond their tolerance (the report lists them)")
     for run in failed_runs:
         lines.append(f"  RUN FAILED: {run}")
     regression = counts["slower"] + counts["failed"] + worse
@@ -329,6 +418,7 @@ def document(
     default_pct: float,
     timing_rows: pd.DataFrame,
     numerics_rows: pd.DataFrame,
+    beyond_tolerance: pd.DataFrame,
     result: Gate,
     rounds: dict[str, int],
 ) -> dict[str, Any]:
@@ -354,6 +444,7 @@ def document(
             timing_rows[timing_rows["verdict"].notna()] if not timing_rows.empty else timing_rows
         ),
         "numerics": _records(numerics_rows),
+        "beyond_tolerance": _records(beyond_tolerance),
     }
 
 

@@ -215,7 +215,9 @@ def _measure_one(
             if not args.no_what_ran:
                 entry["what_ran"] = what_ran.record(built.fn, device)
             if not args.no_numerics and spec.numerics:
-                entry["numerics"] = _numerics(family, spec, args.profile, device, dtype, built, numerics)
+                entry["numerics"] = _numerics(
+                    family, spec, args.profile, device, dtype, knobs["tf32"], built, numerics
+                )
     except Unsupported as exc:  # the workload says it cannot run here: not an error
         return {**entry, "status": "unsupported", "error": f"{exc}"[:500]}
     except Exception as exc:  # one measurement failing is data; the rest of the suite goes on
@@ -278,6 +280,7 @@ def _numerics(
     profile: str,
     device: str,
     dtype: str,
+    tf32: bool,
     built: Built,
     numerics: Any,
 ) -> Numerics:
@@ -291,9 +294,9 @@ def _numerics(
         note = f"no fp64 reference: {str(exc).splitlines()[0][:200]}"
     found: Numerics
     try:
-        found = numerics.check(built.fn, reference, dtype)
+        found = numerics.check(built.fn, reference, dtype, tf32)
     except torch.OutOfMemoryError:
-        found = numerics.check(built.fn, None, dtype)
+        found = numerics.check(built.fn, None, dtype, tf32)
         note = "the fp64 reference did not fit in GPU memory"
     if note:
         found["reference_error"] = note

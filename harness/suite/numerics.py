@@ -20,6 +20,12 @@ from harness.suite.document import Numerics
 REL_RMSE_TOLERANCE = {"fp32": 1e-5, "tf32": 5e-3, "bf16": 1.6e-2, "fp16": 1e-3}
 
 
+def precision(dtype: str, tf32: bool) -> str:
+    """The arithmetic a measurement ran in: fp32 with the tf32 knob on multiplies in TF32, so TF32's
+    tolerance is the one it can be held to."""
+    return "tf32" if dtype == "fp32" and tf32 else dtype
+
+
 def tensors(result: Any) -> list[torch.Tensor]:
     """Every tensor in a workload's result (a tensor, or nested tuples and lists of them)."""
     if isinstance(result, torch.Tensor):
@@ -40,8 +46,10 @@ def digest(outputs: list[torch.Tensor]) -> str:
     return h.hexdigest()
 
 
-def check(fn: Callable[[], Any], reference: Callable[[], Any] | None, dtype: str) -> Numerics:
-    """Run ``fn`` twice and ``reference`` once; compare."""
+def check(
+    fn: Callable[[], Any], reference: Callable[[], Any] | None, dtype: str, tf32: bool = False
+) -> Numerics:
+    """Run ``fn`` twice and ``reference`` once; compare against the tolerance of the precision it ran in."""
     first = [t.detach().clone() for t in tensors(fn())]
     second = tensors(fn())
     found: Numerics = {
@@ -50,7 +58,7 @@ def check(fn: Callable[[], Any], reference: Callable[[], Any] | None, dtype: str
         and all(torch.equal(a, b) for a, b in zip(first, second, strict=True)),
         "nan_count": int(sum(torch.isnan(t).sum() for t in first if t.is_floating_point())),
         "inf_count": int(sum(torch.isinf(t).sum() for t in first if t.is_floating_point())),
-        "tolerance_rel_rmse": REL_RMSE_TOLERANCE.get(dtype),
+        "tolerance_rel_rmse": REL_RMSE_TOLERANCE.get(precision(dtype, tf32)),
     }
     if reference is None:
         return found
@@ -69,5 +77,5 @@ def check(fn: Callable[[], Any], reference: Callable[[], Any] | None, dtype: str
     found["rel_rmse"], found["max_abs_error"] = rel_rmse, max_abs
     tolerance = found.get("tolerance_rel_rmse")
     if tolerance is not None:
-        found["within_tolerance"] = rel_rmse <= tolerance and found["nan_count"] == 0
+        found["within_tolerance"] = rel_rmse <= tolerance and found["nan_count"] == found["inf_count"] == 0
     return found
