@@ -319,3 +319,35 @@ def test_the_committed_measurements_beyond_their_tolerance_are_reported_and_not_
     assert "6 beyond their tolerance" in done.stdout and done.stdout.count("BEYOND TOLERANCE") == 6
     listed = section((tmp_path / "report.md").read_text(), "Numerics beyond tolerance")
     assert listed.count("| 2/2 ") == 6 and "1.57e-05" in listed and "1.03e-03" in listed
+
+
+def test_a_cell_run_with_cudnn_benchmark_off_and_on_compares_the_two_and_names_what_each_picked(
+    tmp_path, write_matrix
+):
+    # a real CPU run: the autotuner has nothing to pick here, so both sides name the same operators
+    path = write_matrix("""
+schema_version: 1
+name: autotune
+axes: {torch: [installed], cudnn: [bundled]}
+knobs: {cudnn_benchmark: [false, true]}
+suite: {workloads: [conv2d_r50_3x3], dtypes: [fp32], time_budget_s: 0.05, numerics: false}
+rounds: 2
+baseline: {cudnn: bundled}
+""")
+    out = tmp_path / "report"
+    done = run_cli("qualify", "--matrix", str(path), "--out", str(tmp_path / "r"), "--report-out", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr
+    verdict = json.loads((out / "verdict.json").read_text())
+    assert schemas.problems("verdict", verdict, "verdict.json") == []
+    (row,) = verdict["autotuning"]
+    assert (row["workload"], row["knobs"], row["rounds_off"], row["rounds_on"]) == (
+        "conv2d_r50_3x3",
+        "deterministic=0 tf32=0",
+        2,
+        2,
+    )
+    assert row["basis"] == "rounds" and row["ratio"] > 0 and row["verdict"] in ("same", "inconclusive")
+    assert row["pick"] == "same" and row["picked_off"] == row["picked_on"]
+    assert "aten::" in row["picked_on"]  # on a CPU the operators name what ran
+    table = section((out / "report.md").read_text(), "Auto-tuning: cudnn_benchmark off -> on")
+    assert "| conv2d_r50_3x3 " in table and "same kernels" in table and "aten::" in table

@@ -419,7 +419,7 @@ def test_a_measurement_is_held_to_the_tolerance_of_the_precision_it_ran_in():
     weights = torch.randn(64, 64, dtype=torch.float64)
     x = torch.randn(64, 64, dtype=torch.float64)
     exact = lambda: x @ weights  # noqa: E731
-    off_by = lambda scale: (lambda: x.float() @ weights.float() * (1 + scale))  # noqa: E731
+    off_by = lambda scale: lambda: x.float() @ weights.float() * (1 + scale)  # noqa: E731
     fp32 = numerics.check(off_by(0.0), exact, "fp32")
     assert fp32["tolerance_rel_rmse"] == 1e-5 and fp32["within_tolerance"] and fp32["rel_rmse"] < 1e-6
     drifted = numerics.check(off_by(1e-3), exact, "fp32")  # a TF32-sized error

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from harness.report import frames, verdicts
+from harness.report import autotuning, frames, verdicts
 from harness.report.model import Analysis, View
 from harness.results.documents import LoadedResults, round_of
 from harness.suite.document import ResultDocument
@@ -30,6 +30,7 @@ def analyze(
     timing = verdicts.timing(frame, view.baseline, view.groups, view.threshold_pct, view.alpha, samples)
     numerics = verdicts.numerics(frame, view.baseline, view.groups) if not frame.empty else pd.DataFrame()
     beyond = verdicts.beyond_tolerance(frame, view.groups)
+    tuned = autotuning.compare(frame, view.groups, view.threshold_pct, view.alpha, samples)
     failed_runs = [
         f"{group} round {round_of(doc)} ({file}): {_failure(doc)}"
         for group, entries in docs.items()
@@ -38,7 +39,7 @@ def analyze(
     ]
     failed_runs += [f"{group}: no result file" for group in view.groups if not docs.get(group)]
     gate = verdicts.gate(timing, numerics, failed_runs, policy, beyond)
-    return Analysis(frame, timing, numerics, beyond, gate, docs, samples, tuple(outside))
+    return Analysis(frame, timing, numerics, beyond, tuned, gate, docs, samples, tuple(outside))
 
 
 def _failure(doc: ResultDocument) -> str:

@@ -114,6 +114,12 @@ def _what_ran_columns(ran: WhatRan | None) -> dict[str, object]:
     }
 
 
+def short_kernel(kernel: str) -> str:
+    """A kernel's name without its template arguments and parameters: what tells algorithms apart."""
+    name = kernel.removeprefix("void ").split("(")[0]
+    return (name.split("<")[0] or name).strip()[:80]
+
+
 def samples(loaded: LoadedResults) -> dict[tuple[str, str, str, str], list[float]]:
     """(file, workload, dtype, knobs) -> that measurement's raw samples in seconds."""
     out: dict[tuple[str, str, str, str], list[float]] = {}

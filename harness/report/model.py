@@ -73,6 +73,7 @@ class Analysis:
     timing: pd.DataFrame
     numerics: pd.DataFrame
     beyond_tolerance: pd.DataFrame  # every group's measurements beyond their tolerance, baseline included
+    autotuning: pd.DataFrame  # cudnn_benchmark off vs on within each group (autotuning.COLUMNS)
     gate: verdicts.Gate
     docs: dict[str, list[tuple[ResultDocument, str]]]  # group -> (document, file) per round
     samples: dict[tuple[str, str, str, str], list[float]]

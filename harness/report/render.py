@@ -33,6 +33,7 @@ def render(
         timing_rows=analysis.timing,
         numerics_rows=analysis.numerics,
         beyond_tolerance=analysis.beyond_tolerance,
+        autotuning=analysis.autotuning,
         result=analysis.gate,
         rounds={g: sum(d["status"] == "ok" for d, _ in e) for g, e in analysis.docs.items()},
     )

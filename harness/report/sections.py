@@ -26,6 +26,7 @@ def document(
         _cells(view, analysis, out_dir, letters),
         *_problems(analysis, loaded),
         *_verdict_sections(view, analysis, out_dir, letters),
+        _autotuning(analysis, letters),
         *_numerics_sections(view, analysis, letters),
         _beyond_tolerance(analysis, letters),
         _scaling_section(view, analysis, out_dir, letters),
@@ -284,6 +285,51 @@ def _what_changed(analysis: Analysis, letters: dict[str, str]) -> Section | None
         "row's verdict is about the change: another backend or algorithm chosen, not one kernel slower.",
         ("what ran, baseline -> candidate", "rows", "verdicts", "rows (group)"),
         tuple(rows),
+    )
+
+
+def _autotuning(analysis: Analysis, letters: dict[str, str]) -> Section | None:
+    tuned = analysis.autotuning
+    if tuned.empty:
+        return None
+    rows = tuple(
+        (
+            str(r["workload"]),
+            str(r["dtype"]),
+            str(r["knobs"]),
+            letters.get(str(r["group"]), str(r["group"])),
+            _number(r["ratio"], ".3f"),
+            f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]" if _finite(r["ci_low"]) else "",
+            f"{r['rounds_off']}+{r['rounds_on']}" + (" (samples)" if r["basis"] == "samples" else ""),
+            verdict(str(r["verdict"])),
+            str(r["picked_off"] or ""),
+            str(r["picked_on"] or ""),
+            {"same": "same kernels", "changed": "other kernels", "varies": "differs between rounds"}.get(
+                str(r["pick"]), ""
+            ),
+        )
+        for r in tuned.to_dict("records")
+    )
+    return Section(
+        "Auto-tuning: cudnn_benchmark off -> on",
+        "Within each group, the same workload measured with cuDNN's autotuner off and on (the other knobs "
+        "equal), judged like a verdict row with 'off' as the baseline: the ratio is on / off, below 1 "
+        "when autotuning is faster. Each side names the largest kernel it ran; where the rounds picked "
+        "differently, each pick with its count of rounds (the autotuner decides per process).",
+        (
+            "workload",
+            "dtype",
+            "knobs",
+            "group",
+            "on / off",
+            "99% interval",
+            "rounds",
+            "verdict",
+            "picked (off)",
+            "picked (on)",
+            "pick",
+        ),
+        rows,
     )
 
 

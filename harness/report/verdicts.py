@@ -17,7 +17,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from harness.report import stats
-from harness.report.frames import KEYS, RAN_SEPARATOR
+from harness.report.frames import KEYS, RAN_SEPARATOR, short_kernel
 
 VERDICT_SCHEMA_VERSION = 1
 # Numerics gate, measurement.md 9.5 (TorchDynamo's `same`): the candidate's error against fp64 may
@@ -187,15 +187,9 @@ def _change(a: pd.Series[Any], b: pd.Series[Any]) -> str:
         return "cuDNN -> no cuDNN" if a["cudnn_used"] else "no cuDNN -> cuDNN"
     top = a.get("top_kernel"), b.get("top_kernel")
     if top[0] != top[1] and isinstance(top[0], str) and isinstance(top[1], str):
-        return f"largest kernel {_short(top[0])} -> {_short(top[1])}"
+        return f"largest kernel {short_kernel(top[0])} -> {short_kernel(top[1])}"
     before, after = set(str(a["ran"]).split(RAN_SEPARATOR)), set(str(b["ran"]).split(RAN_SEPARATOR))
     return f"other kernels: {len(after - before)} new, {len(before - after)} gone"
-
-
-def _short(kernel: str) -> str:
-    """A kernel's name without its template arguments and parameters: what tells algorithms apart."""
-    name = kernel.removeprefix("void ").split("(")[0]
-    return (name.split("<")[0] or name).strip()[:80]
 
 
 def _timers(rows: pd.DataFrame) -> str:
@@ -419,6 +413,7 @@ def document(
     timing_rows: pd.DataFrame,
     numerics_rows: pd.DataFrame,
     beyond_tolerance: pd.DataFrame,
+    autotuning: pd.DataFrame,
     result: Gate,
     rounds: dict[str, int],
 ) -> dict[str, Any]:
@@ -445,6 +440,7 @@ def document(
         ),
         "numerics": _records(numerics_rows),
         "beyond_tolerance": _records(beyond_tolerance),
+        "autotuning": _records(autotuning),
     }
 
 
