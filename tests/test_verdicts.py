@@ -263,6 +263,8 @@ def _document(timing: pd.DataFrame) -> dict:
         default_pct=5.0,
         timing_rows=timing,
         numerics_rows=pd.DataFrame(),
+        beyond_tolerance=pd.DataFrame(),
+        autotuning=pd.DataFrame(),
         result=gate,
         rounds={"A": 7, "B": 7},
     )
