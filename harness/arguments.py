@@ -128,6 +128,24 @@ def parser(description: str) -> argparse.ArgumentParser:
     )
     _strict_arg(cmp)
 
+    repro = sub.add_parser(
+        "repro", help="write a standalone reproducer (script, README, Dockerfiles) of one report row"
+    )
+    repro.add_argument(
+        "--results", type=Path, action="append", required=True, help="results folder (repeatable)"
+    )
+    repro.add_argument("--workload", required=True, help="the row's workload, e.g. sdpa")
+    repro.add_argument("--dtype", required=True, help="the row's dtype, e.g. bf16")
+    repro.add_argument(
+        "--candidate", help="text in the row's cell id or label, where several cells have the row"
+    )
+    repro.add_argument(
+        "--knobs", help="the row's knobs as the report writes them, e.g. 'benchmark=0 deterministic=0 tf32=0'"
+    )
+    repro.add_argument(
+        "--out", type=Path, help="folder for the reproducer (default: repro/<workload>-<dtype>)"
+    )
+
     qualify = sub.add_parser("qualify", help="plan + run + report; exit 0 only if every cell ran")
     _matrix_arg(qualify)
     _run_args(qualify)

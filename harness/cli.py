@@ -211,6 +211,21 @@ def _compare(args: argparse.Namespace) -> int:
     return _said(report)
 
 
+def _repro(args: argparse.Namespace) -> int:
+    from harness import repro
+
+    plan = folders.merged_plan(args.results)
+    out = args.out or Path("repro") / f"{args.workload}-{args.dtype}"
+    jsonio.output_folder(out, "--out")
+    written = repro.write(
+        plan, args.results, args.workload, args.dtype, args.candidate, args.knobs, out, Policy(GATE_EXIT)
+    )
+    print(f"reproducer of {written.title}:")
+    for path in written.files:
+        print(f"  {path}")
+    return EXIT_OK
+
+
 def _qualify(args: argparse.Namespace) -> int:
     if args.backend == "k8s" or args.dry_run:
         raise InputError.one(
@@ -233,5 +248,6 @@ COMMANDS = {
     "rerun": _rerun,
     "report": _report,
     "compare": _compare,
+    "repro": _repro,
     "qualify": _qualify,
 }

@@ -55,10 +55,17 @@ def base_image(cell: Cell) -> str:
     return CPU_BASE if variant == "cpu" else CUDA_BASES[variant]  # the docker rules refused any other
 
 
-def render(cell: Cell, options: BuildOptions, image_python: str = DEFAULT_IMAGE_PYTHON) -> RenderedImage:
+def render(
+    cell: Cell,
+    options: BuildOptions,
+    image_python: str = DEFAULT_IMAGE_PYTHON,
+    final: str = "cell",
+    extra: dict[str, str] | None = None,
+) -> RenderedImage:
     """The Dockerfile, build context and content-derived tag of ``cell``'s image.
 
-    ``image_python``: for a ``torch: image`` cell, the base image's Python that holds torch.
+    ``image_python``: for a ``torch: image`` cell, the base image's Python that holds torch. ``final``: the
+    last stage's template, ``cell`` (runs the suite) or ``repro`` (runs a reproducer; ``extra`` fills it).
     """
     if cell.torch == "image":
         return _render_image_torch(cell, image_python)
@@ -138,8 +145,8 @@ def render(cell: Cell, options: BuildOptions, image_python: str = DEFAULT_IMAGE_
             "RUN echo /opt/cudnn/lib > /etc/ld.so.conf.d/000-harness-cudnn.conf && ldconfig\n"
         )
         expect.update(lib_dir="/opt/cudnn/lib", version=str(cell.cudnn.value))
-    stanzas.append(_template("cell", {**values, "cudnn_layer": cudnn_layer}))
-    return _finish(cell, stanzas, context, base, expect)
+    stanzas.append(_template(final, {**values, **(extra or {}), "cudnn_layer": cudnn_layer}))
+    return _finish(cell, stanzas, context, base, expect, suite=final == "cell")
 
 
 def _render_image_torch(cell: Cell, image_python: str) -> RenderedImage:
@@ -170,16 +177,22 @@ def _drop_wheel_cudnn(paths: str, find_site: str = "") -> str:
 
 
 def _finish(
-    cell: Cell, stanzas: list[str], context: dict[str, Path], base: str, expect: dict[str, str]
+    cell: Cell,
+    stanzas: list[str],
+    context: dict[str, Path],
+    base: str,
+    expect: dict[str, str],
+    suite: bool = True,
 ) -> RenderedImage:
     header = (
         f"# cell {cell.id}: torch {cell.torch}, cuDNN {cell.cudnn.label}, Python {cell.python}\n"
         f"# rendered by harness {harness.__version__} from images/*.Dockerfile; do not edit\n"
     )
     dockerfile = header + "\n".join(stanzas)
-    for path in sorted(SUITE_DIR.rglob("*.py")):
-        context[f"harness/{path.relative_to(SUITE_DIR.parent)}"] = path
-    context["harness/__init__.py"] = SUITE_DIR.parent / "__init__.py"
+    if suite:  # the cell image runs the suite; a reproducer's image (final="repro") runs repro.py only
+        for path in sorted(SUITE_DIR.rglob("*.py")):
+            context[f"harness/{path.relative_to(SUITE_DIR.parent)}"] = path
+        context["harness/__init__.py"] = SUITE_DIR.parent / "__init__.py"
     digest = _content_hash(dockerfile, context)
     return RenderedImage(cell, dockerfile, context, f"{cell.id}-{digest[:12]}", base, expect)
 

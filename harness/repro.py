@@ -1,0 +1,281 @@
+"""``harness repro``: one report row as a standalone reproducer to hand upstream.
+
+Writes, into its own folder: ``repro.py`` (torch and the standard library only; the suite's own build
+and timer code carried verbatim, the row's workload, dtype, knobs and suite settings, and how each
+side's environment is made), ``README.md`` (the row as the report judged it, both environments as the
+results recorded them, how to run it) and, for docker cells, one Dockerfile per side that installs
+the cell's torch and cuDNN and runs the script.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from harness import images, jsonio
+from harness.errors import InputError, Problem
+from harness.plan.model import DEFAULT_SUITE, Cell, Plan
+from harness.report.analysis import analyze
+from harness.report.model import View
+from harness.report.verdicts import Policy
+from harness.results import documents
+from harness.suite.catalog import CATALOG
+from harness.suite.document import ResultDocument
+
+SCRIPT = Path(__file__).resolve().parent / "repro_script.py"
+SUITE_ROOT = Path(__file__).resolve().parent.parent  # the folder that holds the harness package
+# what the script runs besides the workload's family: the timer, what-ran, the knobs
+ENTRY_MODULES = ("harness.suite.measure", "harness.suite.what_ran", "harness.suite.workloads.tensors")
+
+
+@dataclass(frozen=True)
+class Written:
+    folder: Path
+    files: tuple[Path, ...]
+    title: str
+
+
+def write(
+    plan: Plan,
+    dirs: list[Path],
+    workload: str,
+    dtype: str,
+    candidate: str | None,
+    knobs: str | None,
+    out: Path,
+    policy: Policy,
+) -> Written:
+    """The reproducer of the row (``candidate`` cell, ``workload``, ``dtype``, ``knobs``) into ``out``."""
+    loaded = documents.load_many(dirs)
+    view = View.from_plan(plan)
+    analysis = analyze(view, loaded, policy)
+    row = _the_row(analysis.timing, view, workload, dtype, candidate, knobs)
+    cells = {c.id: c for c in plan.cells}
+    sides = {"baseline": view.baseline, "candidate": str(row["group"])}
+    docs = {side: _first_ok(analysis.docs.get(group, []), group) for side, group in sides.items()}
+    measurement = _measurement(docs["baseline"], row)
+    title = (
+        f"{workload} {dtype} [{row['knobs']}]: {view.labels[sides['candidate']]} against "
+        f"{view.labels[view.baseline]}: {row['verdict']}, ratio {row['ratio']:.3f}"
+    )
+    backend = docs["baseline"]["run"]["backend"]
+    script_row = {
+        "title": title,
+        "workload": workload,
+        "family": CATALOG[workload].family,
+        "dtype": dtype,
+        "knobs": measurement["knobs"],
+        "device": docs["baseline"]["device"],
+        "profile": docs["baseline"]["profile"],
+        "time_budget_s": float(plan.suite.get("time_budget_s", DEFAULT_SUITE["time_budget_s"])),
+        "min_time_s": float(plan.suite.get("min_time_s", DEFAULT_SUITE["min_time_s"])),
+        "report_ratio": float(row["ratio"]),
+        "sides": {side: _side(cells[group], docs[side], backend) for side, group in sides.items()},
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    files = [_write_script(out / "repro.py", script_row, _sources(workload))]
+    if backend == "docker":
+        for side, group in sides.items():
+            files.append(_write_dockerfile(out / f"{side}.Dockerfile", cells[group], side))
+    readme = out / "README.md"
+    jsonio.write_text_atomic(readme, _readme(title, row, script_row, docs, view, backend))
+    files.append(readme)
+    return Written(out, tuple(files), title)
+
+
+def _the_row(
+    timing: pd.DataFrame, view: View, workload: str, dtype: str, candidate: str | None, knobs: str | None
+) -> dict[str, Any]:
+    judged = timing[timing["verdict"].notna()] if not timing.empty else timing
+    rows = [
+        r
+        for r in judged.to_dict("records")
+        if r["workload"] == workload
+        and r["dtype"] == dtype
+        and (knobs is None or r["knobs"] == knobs)
+        and (candidate is None or candidate in f"{r['group']} {view.labels.get(str(r['group']), '')}")
+        and _finite(r.get("ratio"))
+    ]
+    if len(rows) == 1:
+        return {str(k): v for k, v in rows[0].items()}
+    rows_of = [f"{r['group']} [{r['knobs']}]" for r in rows] or [
+        f"{r['workload']} {r['dtype']} {r['group']} [{r['knobs']}]" for r in judged.to_dict("records")
+    ][:20]
+    why = "matches several rows" if rows else "matches no row with a ratio"
+    raise InputError(
+        [
+            Problem(
+                "--workload/--dtype/--candidate/--knobs",
+                f"{workload} {dtype}",
+                f"{why}; name one with --candidate (a cell id) and --knobs: " + "; ".join(rows_of),
+            )
+        ]
+    )
+
+
+def _first_ok(entries: list[tuple[ResultDocument, str]], group: str) -> ResultDocument:
+    for doc, _ in entries:
+        if doc["status"] == "ok":
+            return doc
+    raise InputError([Problem(group, "results", "has no completed run to describe its environment")])
+
+
+def _measurement(doc: ResultDocument, row: dict[str, Any]) -> Any:
+    for m in doc["measurements"]:
+        label = " ".join(
+            f"{k}={int(m['knobs'][v])}"  # type: ignore[literal-required]
+            for k, v in (
+                ("benchmark", "cudnn_benchmark"),
+                ("deterministic", "deterministic"),
+                ("tf32", "tf32"),
+            )
+        )
+        if m["workload"] == row["workload"] and m["dtype"] == row["dtype"] and label == row["knobs"]:
+            return m
+    raise InputError([Problem(row["workload"], "results", "the baseline has no such measurement")])
+
+
+def _side(cell: Cell, doc: ResultDocument, backend: str) -> dict[str, Any]:
+    cudnn = doc["cudnn"]
+    env = doc["environment"]
+    gpu = (env["gpu"] if env else None) or {}
+    system_dir = None
+    if backend == "local" and cell.cudnn.kind == "system":
+        system_dir = next(iter(cudnn.get("loaded_dirs") or []), None)
+    return {
+        "cell": cell.id,
+        "label": cell.label,
+        "cudnn_enabled": cudnn["enabled"],
+        "system_lib_dir": system_dir,
+        "torch": env["torch"]["version"] if env else None,
+        "cuda": env["torch"].get("cuda") if env else None,
+        "cudnn_runtime": cudnn["runtime_version"],
+        "cudnn_built_for": cudnn["compile_version"],
+        "cudnn_libraries": cudnn["loaded_libraries"],
+        "compat_check_overridden": cudnn.get("compat_check_overridden", False),
+        "gpu": gpu.get("name"),
+        "driver": gpu.get("driver_version"),
+        "python": env["python"]["version"] if env else None,
+    }
+
+
+def _sources(workload: str) -> dict[str, str]:
+    """The family's module and every harness.suite module it and the entry modules import, verbatim."""
+    todo = [f"harness.suite.workloads.{CATALOG[workload].family}", *ENTRY_MODULES]
+    found: dict[str, str] = {}
+    while todo:
+        name = todo.pop()
+        path = SUITE_ROOT / (name.replace(".", "/") + ".py")
+        key = str(path.relative_to(SUITE_ROOT))
+        if key in found:
+            continue
+        text = path.read_text()
+        found[key] = text
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("harness.suite"):
+                for alias in node.names:  # 'from harness.suite import what_ran' names a module
+                    sub = f"{node.module}.{alias.name}"
+                    if (SUITE_ROOT / (sub.replace(".", "/") + ".py")).is_file():
+                        todo.append(sub)
+                if (SUITE_ROOT / (node.module.replace(".", "/") + ".py")).is_file():
+                    todo.append(node.module)
+    return dict(sorted(found.items()))
+
+
+def _write_script(path: Path, row: dict[str, Any], sources: dict[str, str]) -> Path:
+    text = SCRIPT.read_text()
+    text = text.replace(
+        '"""Reproducer of one row of a cudnn-harness report (the template `harness repro` fills in).',
+        f'"""Reproducer: {_docstring_safe(row["title"])}',
+        1,
+    )
+    text = text.replace(
+        "ROW: dict[str, Any] = {}  # filled in",
+        f"ROW: dict[str, Any] = json.loads({json.dumps(json.dumps(row, indent=1))})  # filled in",
+        1,
+    )
+    text = text.replace(
+        "SOURCES: dict[str, str] = {}  # filled in", f"SOURCES: dict[str, str] = {sources!r}  #", 1
+    )
+    jsonio.write_text_atomic(path, text)
+    path.chmod(0o755)
+    return path
+
+
+def _write_dockerfile(path: Path, cell: Cell, side: str) -> Path:
+    if cell.torch == "image":
+        raise InputError(
+            [Problem(cell.id, "torch", "holds torch in its base image: run repro.py in that image yourself")]
+        )
+    rendered = images.render(cell, images.BuildOptions(), final="repro", extra={"side": side})
+    jsonio.write_text_atomic(path, rendered.dockerfile)
+    return path
+
+
+def _readme(
+    title: str,
+    row: dict[str, Any],
+    script_row: dict[str, Any],
+    docs: dict[str, ResultDocument],
+    view: View,
+    backend: str,
+) -> str:
+    lines = [
+        f"# {title}",
+        "",
+        f"From the report of matrix `{view.name}`: {row['verdict']}, time ratio (candidate / baseline) "
+        f"{row['ratio']:.3f}, 99% interval [{row['ci_low']:.3f}, {row['ci_high']:.3f}], "
+        f"p = {row['p_value']:.2g}, {row['rounds_baseline']}+{row['rounds_candidate']} rounds"
+        + (f"; what ran: {row['what_ran']}" if isinstance(row.get("what_ran"), str) else "")
+        + (f" ({row['ran_change']})" if isinstance(row.get("ran_change"), str) else "")
+        + ".",
+        "",
+        f"Workload `{script_row['workload']}` ({CATALOG[script_row['workload']].description}), dtype "
+        f"{script_row['dtype']}, knobs {json.dumps(script_row['knobs'])}, profile `{script_row['profile']}` "
+        f"on {script_row['device']}; shapes {json.dumps(_measurement(docs['baseline'], row).get('params'))}; "
+        "inputs from fixed seeds; each sample one call timed with CUDA events after an L2 flush, behind "
+        f"a calibrated GPU sleep that hides its launch, for up to {script_row['time_budget_s']:g} s and at "
+        f"least {script_row['min_time_s']:g} s (harness/suite/measure.py, carried verbatim in repro.py).",
+        "",
+        "## The two environments, as the results recorded them",
+        "",
+    ]
+    for side, values in script_row["sides"].items():
+        lines.append(
+            f"- **{side}** `{values['label']}`: "
+            + ", ".join(f"{k} {v}" for k, v in values.items() if k != "label")
+        )
+    lines += ["", "## Run it", ""]
+    if backend == "docker":
+        lines += [
+            "```sh",
+            "for side in baseline candidate; do docker build -f $side.Dockerfile -t repro-$side . ; done",
+            "for i in 1 2 3 4 5 6 7; do for side in baseline candidate; do",
+            "  docker run --rm --gpus all repro-$side >> $side.jsonl; done; done",
+            "python3 repro.py --ratio baseline.jsonl candidate.jsonl",
+            "```",
+        ]
+    else:
+        lines += [
+            "```sh",
+            "python3 repro.py --rounds 7   # both sides, interleaved processes, on this machine",
+            "```",
+            "",
+            "The candidate's system cuDNN comes in through a shadow of site-packages built by the script "
+            "from the library directory above (`system_lib_dir`); `--one --side NAME` measures one process.",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _docstring_safe(text: str) -> str:
+    return text.replace("\\", "/").replace('"""', "'''")
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value)
