@@ -153,7 +153,7 @@ def _what_ran(run: dict[str, Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=ROW.get("title", __doc__))
     parser.add_argument("--one", action="store_true", help="measure one process of --side and print JSON")
-    parser.add_argument("--side", choices=list(ROW["sides"]), default=list(ROW["sides"])[0])
+    parser.add_argument("--side", choices=list(ROW["sides"]), default="baseline")
     parser.add_argument("--rounds", type=int, default=7, help="processes per side (default 7, as the row)")
     parser.add_argument("--ratio", nargs=2, metavar=("BASELINE_JSONL", "CANDIDATE_JSONL"))
     args = parser.parse_args()
