@@ -145,6 +145,7 @@ def parser(description: str) -> argparse.ArgumentParser:
     repro.add_argument(
         "--out", type=Path, help="folder for the reproducer (default: repro/<workload>-<dtype>)"
     )
+    _build_args(repro)  # for docker cells' Dockerfiles
 
     qualify = sub.add_parser("qualify", help="plan + run + report; exit 0 only if every cell ran")
     _matrix_arg(qualify)

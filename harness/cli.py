@@ -218,7 +218,15 @@ def _repro(args: argparse.Namespace) -> int:
     out = args.out or Path("repro") / f"{args.workload}-{args.dtype}"
     jsonio.output_folder(out, "--out")
     written = repro.write(
-        plan, args.results, args.workload, args.dtype, args.candidate, args.knobs, out, Policy(GATE_EXIT)
+        plan,
+        args.results,
+        args.workload,
+        args.dtype,
+        args.candidate,
+        args.knobs,
+        out,
+        Policy(GATE_EXIT),
+        arguments.build_options(args),
     )
     print(f"reproducer of {written.title}:")
     for path in written.files:

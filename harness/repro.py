@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import json
 import math
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,7 @@ def write(
     knobs: str | None,
     out: Path,
     policy: Policy,
+    options: images.BuildOptions | None = None,
 ) -> Written:
     """The reproducer of the row (``candidate`` cell, ``workload``, ``dtype``, ``knobs``) into ``out``."""
     loaded = documents.load_many(dirs)
@@ -82,7 +84,7 @@ def write(
     files = [_write_script(out / "repro.py", script_row, _sources(workload))]
     if backend == "docker":
         for side, group in sides.items():
-            files.append(_write_dockerfile(out / f"{side}.Dockerfile", cells[group], side))
+            files += _write_dockerfile(out, cells[group], side, options or images.BuildOptions())
     readme = out / "README.md"
     jsonio.write_text_atomic(readme, _readme(title, row, script_row, docs, view, backend))
     files.append(readme)
@@ -208,14 +210,24 @@ def _write_script(path: Path, row: dict[str, Any], sources: dict[str, str]) -> P
     return path
 
 
-def _write_dockerfile(path: Path, cell: Cell, side: str) -> Path:
+def _write_dockerfile(out: Path, cell: Cell, side: str, options: images.BuildOptions) -> list[Path]:
+    """``<side>.Dockerfile``: the cell's image with repro.py in place of the suite; ``out`` is its whole
+    build context, so what the build reads from here (a wheelhouse, a CA bundle) is copied in."""
     if cell.torch == "image":
         raise InputError(
             [Problem(cell.id, "torch", "holds torch in its base image: run repro.py in that image yourself")]
         )
-    rendered = images.render(cell, images.BuildOptions(), final="repro", extra={"side": side})
+    rendered = images.render(cell, options, final="repro", extra={"side": side})
+    path = out / f"{side}.Dockerfile"
     jsonio.write_text_atomic(path, rendered.dockerfile)
-    return path
+    copied = []
+    for name, source in rendered.context.items():
+        target = out / name
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+            copied.append(target)
+    return [path, *copied]
 
 
 def _readme(
