@@ -424,3 +424,57 @@ baseline: {{cudnn: bundled}}
         assert "Traceback" not in gpu.stdout + gpu.stderr
         for doc in documents.load(tmp_path / mode).documents:
             assert doc["failure"]["stage"] == "gpu-access" and doc["run"]["gpu_access"]["mode"] == mode
+
+
+def test_a_docker_row_becomes_two_dockerfiles_that_build_and_run_its_reproducer(
+    ran, engine, wheelhouse, tmp_path
+):
+    root, _ = ran
+    out = tmp_path / "repro"
+    made = run_cli(
+        "repro",
+        "--results",
+        str(root / "results"),
+        "--workload",
+        "conv2d_r50_3x3",
+        "--dtype",
+        "fp32",
+        "--wheelhouse",
+        str(wheelhouse),
+        "--out",
+        str(out),
+    )
+    assert made.returncode == 0, made.stdout + made.stderr
+    lines = {}
+    for side in ("baseline", "candidate"):
+        dockerfile = (out / f"{side}.Dockerfile").read_text()
+        assert "COPY repro.py /opt/repro/repro.py" in dockerfile and "COPY harness/" not in dockerfile
+        assert f'"--side", "{side}"' in dockerfile and "torch==2.13.0+cpu" in dockerfile
+        tag = f"cudnn-harness-cell:repro-{side}"
+        try:
+            engine.images.build(path=str(out), dockerfile=f"{side}.Dockerfile", tag=tag, rm=True)
+            printed = engine.containers.run(
+                tag, remove=True, network_mode="none", read_only=True, tmpfs={"/tmp": ""}
+            )
+        finally:
+            engine.images.remove(tag, force=True)
+        lines[side] = printed.decode().strip().splitlines()[-1]
+        (tmp_path / f"{side}.jsonl").write_text(lines[side] + "\n")
+    found = {side: json.loads(line) for side, line in lines.items()}
+    assert found["baseline"]["torch"] == found["candidate"]["torch"] == "2.13.0+cpu"
+    assert (found["baseline"]["cudnn_enabled"], found["candidate"]["cudnn_enabled"]) == (True, False)
+    ratio = subprocess.run(
+        [
+            sys.executable,
+            str(out / "repro.py"),
+            "--ratio",
+            str(tmp_path / "baseline.jsonl"),
+            str(tmp_path / "candidate.jsonl"),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+    )
+    summary = json.loads(ratio.stdout)
+    assert summary["ratio"] == found["candidate"]["median_s"] / found["baseline"]["median_s"]
