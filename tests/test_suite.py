@@ -411,6 +411,25 @@ def test_a_disabled_cell_says_when_cudnn_ran_all_the_same():
     assert said == "cuDNN was disabled, yet 1 measurement(s) ran cuDNN all the same: sdpa bf16"
     assert cudnn_probe.used_anyway({"requested": {"source": "bundled"}}, measurements) is None
     assert cudnn_probe.used_anyway({"requested": {"source": "disabled"}}, measurements[1:]) is None
+    # the engine sub-libraries load when something calls into them: mapped during the run says cuDNN was used
+    lib = "/venv/site-packages/nvidia/cudnn/lib/"
+    record = {
+        "requested": {"source": "disabled"},
+        "loaded_libraries": [lib + "libcudnn.so.9", lib + "libcudnn_graph.so.9"],
+        "loaded_after_run": [
+            lib + "libcudnn.so.9",
+            lib + "libcudnn_graph.so.9",
+            lib + "libcudnn_engines_precompiled.so.9",
+        ],
+    }
+    assert cudnn_probe.used_anyway(record, measurements[1:]) == (
+        "cuDNN was disabled, yet cuDNN libraries were first mapped while the workloads ran: "
+        "libcudnn_engines_precompiled.so.9"
+    )
+    both = cudnn_probe.used_anyway(record, measurements)
+    assert both and "1 measurement(s) ran cuDNN all the same: sdpa bf16; and cuDNN libraries" in both
+    unchanged = {**record, "loaded_after_run": record["loaded_libraries"]}
+    assert cudnn_probe.used_anyway(unchanged, measurements[1:]) is None
     verified, why = cudnn_probe._verify({"source": "disabled"}, {"enabled": False, "loaded_dirs": []}, True)
     assert verified and "native kernels run" not in why  # the check no longer claims what it cannot know
 

@@ -93,7 +93,9 @@ def probe(expect: dict[str, Any], device: str) -> dict[str, Any]:
 
 
 def used_anyway(record: dict[str, Any], measurements: list[dict[str, Any]]) -> str | None:
-    """In a cell that disabled cuDNN, what ran cuDNN all the same (None: nothing did, or it was not disabled).
+    """In a cell that disabled cuDNN, what used cuDNN all the same (None: nothing did, or not disabled):
+    measurements whose profiled call ran a cuDNN operator or kernel, and cuDNN libraries first mapped
+    while the workloads ran (the engine sub-libraries load lazily, when something calls into them).
 
     ``torch.backends.cudnn.enabled = False`` reaches convolutions, batch norm and RNNs, but torch sends
     ``scaled_dot_product_attention`` to cuDNN's kernel regardless (seen on an H100 with torch 2.11).
@@ -101,10 +103,15 @@ def used_anyway(record: dict[str, Any], measurements: list[dict[str, Any]]) -> s
     if record["requested"].get("source") != "disabled":
         return None
     used = [f"{m['workload']} {m['dtype']}" for m in measurements if m.get("what_ran", {}).get("cudnn_used")]
-    if not used:
-        return None
-    listed = ", ".join(used[:5]) + (f" and {len(used) - 5} more" if len(used) > 5 else "")
-    return f"cuDNN was disabled, yet {len(used)} measurement(s) ran cuDNN all the same: {listed}"
+    before = {os.path.basename(p) for p in record.get("loaded_libraries", [])}
+    loaded = sorted({os.path.basename(p) for p in record.get("loaded_after_run", [])} - before)
+    said = []
+    if used:
+        listed = ", ".join(used[:5]) + (f" and {len(used) - 5} more" if len(used) > 5 else "")
+        said.append(f"{len(used)} measurement(s) ran cuDNN all the same: {listed}")
+    if loaded:
+        said.append(f"cuDNN libraries were first mapped while the workloads ran: {', '.join(loaded)}")
+    return "cuDNN was disabled, yet " + "; and ".join(said) if said else None
 
 
 def _verify(expect: dict[str, Any], seen: dict[str, Any], cuda_build: bool) -> tuple[bool, str]:
