@@ -23,11 +23,12 @@ from harness import images, jsonio
 from harness.errors import InputError, Problem
 from harness.plan.model import DEFAULT_SUITE, Cell, Plan
 from harness.report.analysis import analyze
+from harness.report.frames import knob_label
 from harness.report.model import View
 from harness.report.verdicts import Policy
 from harness.results import documents
 from harness.suite.catalog import CATALOG
-from harness.suite.document import ResultDocument
+from harness.suite.document import Measurement, ResultDocument
 
 SCRIPT = Path(__file__).resolve().parent / "repro_script.py"
 SUITE_ROOT = Path(__file__).resolve().parent.parent  # the folder that holds the harness package
@@ -128,17 +129,13 @@ def _first_ok(entries: list[tuple[ResultDocument, str]], group: str) -> ResultDo
     raise InputError([Problem(group, "results", "has no completed run to describe its environment")])
 
 
-def _measurement(doc: ResultDocument, row: dict[str, Any]) -> Any:
+def _measurement(doc: ResultDocument, row: dict[str, Any]) -> Measurement:
     for m in doc["measurements"]:
-        label = " ".join(
-            f"{k}={int(m['knobs'][v])}"  # type: ignore[literal-required]
-            for k, v in (
-                ("benchmark", "cudnn_benchmark"),
-                ("deterministic", "deterministic"),
-                ("tf32", "tf32"),
-            )
-        )
-        if m["workload"] == row["workload"] and m["dtype"] == row["dtype"] and label == row["knobs"]:
+        if (m["workload"], m["dtype"], knob_label(m["knobs"])) == (
+            row["workload"],
+            row["dtype"],
+            row["knobs"],
+        ):
             return m
     raise InputError([Problem(row["workload"], "results", "the baseline has no such measurement")])
 
