@@ -255,11 +255,11 @@ def _readme(
         "## The two environments, as the results recorded them",
         "",
     ]
-    for side, values in script_row["sides"].items():
-        lines.append(
-            f"- **{side}** `{values['label']}`: "
-            + ", ".join(f"{k} {v}" for k, v in values.items() if k != "label")
-        )
+    sides = script_row["sides"]
+    lines += ["| | baseline | candidate |", "|---|---|---|"]
+    for key in sides["baseline"]:
+        values = [_cell(sides[side][key]) for side in ("baseline", "candidate")]
+        lines.append(f"| {key.replace('_', ' ')} | {values[0]} | {values[1]} |")
     lines += ["", "## Run it", ""]
     if backend == "docker":
         lines += [
@@ -280,6 +280,11 @@ def _readme(
             "from the library directory above (`system_lib_dir`); `--one --side NAME` measures one process.",
         ]
     return "\n".join(lines) + "\n"
+
+
+def _cell(value: Any) -> str:
+    text = "<br>".join(map(str, value)) if isinstance(value, list) else str(value)
+    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def _docstring_safe(text: str) -> str:
