@@ -4,6 +4,7 @@
     nox -s plan|images|run|report   one step at a time; arguments after -- go to the CLI
     nox -s tests                the test suite
     nox -s lint                 ruff and mypy --strict
+    nox -s wheel                the built wheel in a clean venv, away from the repository
 
 The virtualenv sees the system's site-packages, so a GPU host's existing CUDA build of torch is
 used as it is. Where no torch is importable, HARNESS_TORCH (default 'torch==2.13.0') is installed.
@@ -11,6 +12,7 @@ used as it is. Where no torch is importable, HARNESS_TORCH (default 'torch==2.13
 
 from __future__ import annotations
 
+import glob
 import os
 import shlex
 
@@ -93,3 +95,28 @@ def lint(session: nox.Session) -> None:
     session.run("python", "-m", "ruff", "check", *SOURCES)
     session.run("python", "-m", "ruff", "format", "--check", *SOURCES)
     session.run("python", "-m", "mypy")  # this environment's Python, whichever mypy it finds
+
+
+@nox.session(venv_backend="venv")  # no system site-packages: only what the wheel declares
+def wheel(session: nox.Session) -> None:
+    """Build the wheel, install it in a clean venv, and run the CLI from another folder: the schemas and
+    Dockerfile templates must come from the wheel, not from the repository."""
+    repo, tmp = os.getcwd(), session.create_tmp()
+    dist = os.path.join(tmp, "dist")
+    session.run("python", "-m", "pip", "wheel", ".", "--no-deps", "--quiet", "--wheel-dir", dist)
+    session.install(*glob.glob(os.path.join(dist, "*.whl")))
+    session.chdir(tmp)
+    session.run("harness", "--help", silent=True)
+    session.run("harness", "plan", "--matrix", os.path.join(repo, "matrix.yaml"))
+    session.run(
+        "harness",
+        "images",
+        "--dry-run",
+        "--matrix",
+        os.path.join(repo, "reports/gpu-docker/matrix.yaml"),
+        silent=True,
+    )
+    results = os.path.join(repo, "reports", "gpu-docker", "results")
+    session.run("harness", "validate", *sorted(glob.glob(os.path.join(results, "*.json.gz"))))
+    out = os.path.join(tmp, "report")
+    session.run("harness", "report", "--results", results, "--out", out, success_codes=[1])  # its regression

@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import harness
+from harness import resources
 from harness.errors import InputError, Problem
 from harness.plan.cuda_bases import CPU_BASE, CUDA_BASES
 from harness.plan.model import DEFAULT_IMAGE_PYTHON, Cell, Plan
 
-TEMPLATES = Path(__file__).resolve().parent.parent / "images"
+TEMPLATES = resources.data_dir("images")
 SUITE_DIR = Path(__file__).resolve().parent / "suite"
 IMAGE_REPO = "cudnn-harness-cell"
 FACTS_FILE = "/opt/harness/image.json"  # written at build time by 'python -m harness.suite facts'

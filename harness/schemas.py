@@ -6,7 +6,6 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -14,9 +13,10 @@ import rfc3339_validator
 from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 
+from harness import resources
 from harness.errors import Problem
 
-SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
+SCHEMA_DIR = resources.data_dir("schemas")
 
 
 @cache

@@ -7,12 +7,9 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
-import harness
-
-PACKAGE_ROOT = Path(harness.__file__).resolve().parent.parent
+from harness import resources
 
 
 @functools.cache  # one run asks several times (workloads, multi-GPU ones, the version): one subprocess
@@ -21,7 +18,7 @@ def listing(python: str | None = None) -> dict[str, Any]:
     existing = os.environ.get("PYTHONPATH")
     env = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(PACKAGE_ROOT), *([existing] if existing else [])]),
+        "PYTHONPATH": os.pathsep.join([str(resources.suite_root()), *([existing] if existing else [])]),
     }
     done = subprocess.run(
         [python or sys.executable, "-m", "harness.suite", "list", "--json"],

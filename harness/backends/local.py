@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import harness
-from harness import jsonio, suite_listing
+from harness import jsonio, resources, suite_listing
 from harness.backends import cudnn_dirs
 from harness.backends.base import needs_gpu, suite_arguments
 from harness.backends.records import failed_result, finish_result, read_suite_result
@@ -31,7 +31,6 @@ from harness.plan.model import Cell, Plan
 from harness.results import folder, resume
 from harness.suite import lifeline
 from harness.suite.document import Identity, ResultDocument, RunRecord
-from harness.suite_listing import PACKAGE_ROOT
 
 POLL_S = 0.2
 _PROBE = Path(__file__).with_name("interpreter_probe.py")
@@ -158,7 +157,7 @@ class LocalBackend:
             )
         if cell.python != "installed" and not info["python"].startswith(cell.python + "."):
             raise ValueError(f"the cell asks for Python {cell.python}, but {self.python} is {info['python']}")
-        paths = [str(PACKAGE_ROOT)]
+        paths = [str(resources.suite_root())]
         env: dict[str, str] = {}
         if any(k["deterministic"] for k in plan.knob_sets):
             env["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"  # must be set before CUDA initializes

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import jsonio, schemas, suite_listing
+from harness import jsonio, resources, schemas
 from harness.backends import registry
 from harness.backends.base import needs_gpu
 from harness.backends.records import read_result
@@ -244,8 +244,7 @@ class Submission:
                 *self.request.sbatch_lines(),
                 "# written by 'python -m harness run --backend slurm'; one task per (cell, round) in the "
                 "tasks file",
-                f"export PYTHONPATH={shlex.quote(str(suite_listing.PACKAGE_ROOT))}"
-                "${PYTHONPATH:+:$PYTHONPATH}",
+                f"export PYTHONPATH={shlex.quote(str(resources.suite_root()))}${{PYTHONPATH:+:$PYTHONPATH}}",
                 f"cd {shlex.quote(os.getcwd())}",
                 "exec " + " ".join(map(shlex.quote, command)) + ' --index "$SLURM_ARRAY_TASK_ID"',
                 "",
