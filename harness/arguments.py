@@ -7,10 +7,12 @@ argparse turns an ``ArgumentTypeError`` into one ``error: argument --x: ...`` li
 from __future__ import annotations
 
 import argparse
+import difflib
 import math
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 from harness import __version__, images
 from harness.backends import gpu_access, registry
@@ -62,18 +64,72 @@ def memory(text: str) -> str:
 TIMEOUT = number("a time limit in seconds", 0, 7 * 86400)
 
 
+EXIT_CODES = """exit codes:
+  0    fine (report, compare, qualify: no regression)
+  1    a regression (run: a cell failed)
+  2    bad input: one 'error: FILE:LINE: FIELD: message' line per problem
+  3    an infrastructure failure: runs that could not complete (re-run them)
+  130  interrupted"""
+HIDDEN = ("slurm-task",)  # what each task of a Slurm array runs: not for people
+
+
+class _Help(argparse.RawDescriptionHelpFormatter):
+    """Every option's default in its help, where it has one worth saying."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if (
+            "default" in text
+            or default in (None, False, True, argparse.SUPPRESS)
+            or not action.option_strings
+        ):
+            return text
+        return f"{text} (default: {default})"
+
+
+class _Parser(argparse.ArgumentParser):
+    """No abbreviated options (``--gpu`` is not ``--gpus``), defaults shown, and "did you mean" for a
+    mistyped subcommand."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        kwargs.setdefault("formatter_class", _Help)
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
+    def error(self, message: str) -> NoReturn:
+        wrong = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if wrong:
+            choices = [c.strip(" '") for c in wrong.group(2).split(",")]
+            choices = [c for c in choices if c not in HIDDEN]
+            close = difflib.get_close_matches(wrong.group(1), choices, n=1)
+            message = f"invalid choice: '{wrong.group(1)}'" + (
+                f"; did you mean '{close[0]}'?" if close else f" (choose from {', '.join(choices)})"
+            )
+        super().error(message)
+
+
 def parser(description: str) -> argparse.ArgumentParser:
     """Every subcommand's arguments; ``args.command`` names the subcommand."""
-    parser = argparse.ArgumentParser(prog="python -m harness", description=description)
-    parser.add_argument("--version", action="version", version=f"harness {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    from harness.report.verdicts import VERDICT_SCHEMA_VERSION
+    from harness.suite import RESULT_SCHEMA_VERSION, SUITE_VERSION
+
+    parser = _Parser(prog="python -m harness", description=description, epilog=EXIT_CODES)
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"harness {__version__}, suite {SUITE_VERSION}, result schema {RESULT_SCHEMA_VERSION}, "
+        f"verdict schema {VERDICT_SCHEMA_VERSION}",
+    )
+    commands = ("plan", "validate", "run", "images", "rerun", "report", "compare", "repro", "qualify")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{" + ",".join(commands) + "}")
 
     plan = sub.add_parser("plan", help="validate a matrix and list its cells (no side effects)")
     _matrix_arg(plan)
     plan.add_argument("--json", action="store_true", help="print the plan as JSON")
 
     validate = sub.add_parser("validate", help="check result documents against schemas/result.schema.json")
-    validate.add_argument("files", nargs="+", type=Path)
+    validate.add_argument("files", nargs="+", type=Path, help="result files (.json or .json.gz)")
 
     run = sub.add_parser("run", help="run the suite in every cell of a matrix")
     _matrix_arg(run)
@@ -85,19 +141,21 @@ def parser(description: str) -> argparse.ArgumentParser:
     imgs.add_argument("--dry-run", action="store_true", help="print each rendered Dockerfile; build nothing")
     imgs.add_argument("--log-dir", type=Path, help="build logs (default: results/<matrix name>/logs)")
 
-    task = sub.add_parser("slurm-task", help=argparse.SUPPRESS)  # what each task of a Slurm array runs
+    task = sub.add_parser("slurm-task")  # HIDDEN: not in the help's list of commands
     task.add_argument("--results", type=Path, required=True)
     task.add_argument("--tasks", type=Path, required=True)
     task.add_argument("--index", type=int, required=True)
 
     rerun = sub.add_parser("rerun", help="run the exact image a docker result came from again")
-    rerun.add_argument("result", type=Path)
+    rerun.add_argument("result", type=Path, help="a docker result file (.json.gz) whose image runs again")
     rerun.add_argument("--out", type=Path, help="results folder for the new result (default: results/rerun)")
-    rerun.add_argument("--timeout-s", type=TIMEOUT, default=3600.0)
-    rerun.add_argument("--gpus", default="all")
+    rerun.add_argument("--timeout-s", type=TIMEOUT, default=3600.0, help="time limit for the run")
+    rerun.add_argument("--gpus", default="all", help="GPU ids the container gets, e.g. 0,1, or 'all'")
     _gpu_access_arg(rerun)
 
-    rep = sub.add_parser("report", help="validate and merge results into reports/, with verdicts")
+    rep = sub.add_parser(
+        "report", help="validate and merge results into reports/, with verdicts", epilog=EXIT_CODES
+    )
     rep.add_argument(
         "--results",
         type=Path,
@@ -110,7 +168,9 @@ def parser(description: str) -> argparse.ArgumentParser:
     _strict_arg(rep)
 
     cmp = sub.add_parser(
-        "compare", help="ad-hoc comparison of two runs (result files or folders): A is the baseline"
+        "compare",
+        help="ad-hoc comparison of two runs (result files or folders): A is the baseline",
+        epilog=EXIT_CODES,
     )
     cmp.add_argument("a", type=Path, metavar="A", help="baseline: a result file or a results folder")
     cmp.add_argument("b", type=Path, metavar="B", help="candidate: a result file or a results folder")
@@ -120,9 +180,17 @@ def parser(description: str) -> argparse.ArgumentParser:
         help="in folders, take only result files whose name contains TEXT (e.g. a cell id)",
     )
     cmp.add_argument(
-        "--threshold-pct", type=number("a regression threshold in %", 0, 1000), default=DEFAULT_REGRESSION_PCT
+        "--threshold-pct",
+        type=number("a regression threshold in %", 0, 1000),
+        default=DEFAULT_REGRESSION_PCT,
+        help="a row is slower or faster only beyond this change",
     )
-    cmp.add_argument("--alpha", type=number("a significance level", 0, 0.5), default=DEFAULT_ALPHA)
+    cmp.add_argument(
+        "--alpha",
+        type=number("a significance level", 0, 0.5),
+        default=DEFAULT_ALPHA,
+        help="significance level of the Mann-Whitney U test",
+    )
     cmp.add_argument(
         "--out", type=Path, help="also write the full report (Markdown, HTML, CSV, verdict.json) here"
     )
@@ -147,7 +215,11 @@ def parser(description: str) -> argparse.ArgumentParser:
     )
     _build_args(repro)  # for docker cells' Dockerfiles
 
-    qualify = sub.add_parser("qualify", help="plan + run + report; exit 0 only if every cell ran")
+    qualify = sub.add_parser(
+        "qualify",
+        help="plan + run + report: exit 0 no regression, 1 a regression, 3 a run could not complete",
+        epilog=EXIT_CODES,
+    )
     _matrix_arg(qualify)
     _run_args(qualify)
     qualify.add_argument("--report-out", type=Path, help="report folder (default: reports/<plan name>)")
@@ -169,7 +241,6 @@ def _matrix_arg(parser: argparse.ArgumentParser) -> None:
 
 def _run_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, help="results folder (default: results/<matrix name>)")
-    parser.add_argument("--python", help="interpreter with torch for the local backend (default: this one)")
     parser.add_argument(
         "--timeout-s", type=TIMEOUT, default=3600.0, help="time limit per cell (default 3600)"
     )
@@ -179,46 +250,12 @@ def _run_args(parser: argparse.ArgumentParser) -> None:
         help="override the matrix's backend; slurm: submit one array job, each task running the matrix's "
         "own backend (local or docker) on its node",
     )
-    parser.add_argument("--slurm-partition", help="slurm: partition (default: the matrix's slurm.partition)")
-    parser.add_argument("--slurm-account", help="slurm: account to charge")
-    parser.add_argument(
-        "--slurm-time", help="slurm: time limit per task, e.g. 30, 01:00:00 (default 01:00:00)"
-    )
-    parser.add_argument(
-        "--slurm-gpus",
-        type=count,
-        help="slurm: GPUs per task (default 1 for a GPU suite, 0 for device: cpu)",
-    )
-    parser.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="k8s: print one Indexed Job per cell, submit nothing "
-        "(without it, --backend k8s submits them through the configured cluster's API)",
-    )
-    parser.add_argument(
-        "--k8s-registry", help="k8s: registry the cell images were pushed to (prefixes the tag)"
-    )
-    parser.add_argument(
-        "--k8s-namespace", default="default", help="k8s: namespace of the Jobs (default: default)"
-    )
-    parser.add_argument(
-        "--k8s-results-claim",
-        default="cudnn-harness-results",
-        help="k8s: PersistentVolumeClaim mounted at /results",
-    )
     parser.add_argument(
         "--gpus",
         help="GPU ids to run on, one run per GPU at a time (e.g. 0,1, or 'all'); a suite with a multi-GPU "
         "workload gets them all, one run at a time (default: one run at a time on every GPU the backend "
         "sees)",
     )
-    parser.add_argument(
-        "--memory",
-        type=memory,
-        help="docker backend: memory limit per container, e.g. 16g (default: none); "
-        "a cell past it fails as OOM",
-    )
-    _gpu_access_arg(parser)
     parser.add_argument(
         "--only",
         action="append",
@@ -235,20 +272,50 @@ def _run_args(parser: argparse.ArgumentParser) -> None:
     again.add_argument(
         "--fresh", action="store_true", help="run everything again; earlier results move to superseded/"
     )
-    _build_args(parser)
+    local = parser.add_argument_group("local backend")
+    local.add_argument("--python", help="interpreter with torch for the local backend (default: this one)")
+    docker = parser.add_argument_group("docker backend")
+    docker.add_argument(
+        "--memory",
+        type=memory,
+        help="memory limit per container, e.g. 16g (default: none); a cell past it fails as OOM",
+    )
+    _gpu_access_arg(docker)
+    _build_args(docker)
+    slurm = parser.add_argument_group("slurm (--backend slurm)")
+    slurm.add_argument("--slurm-partition", help="partition (default: the matrix's slurm.partition)")
+    slurm.add_argument("--slurm-account", help="account to charge")
+    slurm.add_argument("--slurm-time", help="time limit per task, e.g. 30, 01:00:00 (default 01:00:00)")
+    slurm.add_argument(
+        "--slurm-gpus", type=count, help="GPUs per task (default 1 for a GPU suite, 0 for device: cpu)"
+    )
+    k8s = parser.add_argument_group("kubernetes (--backend k8s)")
+    k8s.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print one Indexed Job per cell, submit nothing "
+        "(without it, --backend k8s submits them through the configured cluster's API)",
+    )
+    k8s.add_argument("--k8s-registry", help="registry the cell images were pushed to (prefixes the tag)")
+    k8s.add_argument("--k8s-namespace", default="default", help="namespace of the Jobs (default: default)")
+    k8s.add_argument(
+        "--k8s-results-claim",
+        default="cudnn-harness-results",
+        help="PersistentVolumeClaim mounted at /results",
+    )
 
 
-def _gpu_access_arg(parser: argparse.ArgumentParser) -> None:
+def _gpu_access_arg(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     parser.add_argument(
         "--gpu-access",
         choices=gpu_access.MODES,
-        help="docker backend: how containers get their GPUs (default: the matrix's docker.gpu_access, else "
+        help="how containers get their GPUs (default: the matrix's docker.gpu_access, else "
         "toolkit): toolkit = a device request (--gpus, needs the NVIDIA Container Toolkit); cdi = CDI names "
         "nvidia.com/gpu=N (Docker 25+, Podman); devices = /dev/nvidia* and the driver's libraries, read-only",
     )
 
 
-def _build_args(parser: argparse.ArgumentParser) -> None:
+def _build_args(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     parser.add_argument("--wheelhouse", type=Path, help="build offline: pip --no-index --find-links DIR")
     parser.add_argument(
         "--ca-bundle", type=Path, help="extra CA bundle for builds behind a TLS-intercepting proxy"

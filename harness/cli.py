@@ -26,6 +26,10 @@ from harness.report import folders, terminal
 from harness.report.verdicts import Outcome, Policy
 from harness.results import documents
 
+DESCRIPTION = (
+    "Which PyTorch x cuDNN combination should we ship, and what changes if we switch? Plan a version "
+    "matrix, run the workload suite in every cell, and judge each cell against the baseline."
+)
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INFRASTRUCTURE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 # the release gate's outcomes (report, compare, qualify); the report and verdict.json record the code
 GATE_EXIT: dict[Outcome, int] = {
@@ -37,7 +41,7 @@ GATE_EXIT: dict[Outcome, int] = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = arguments.parser(__doc__.splitlines()[0]).parse_args(argv)
+    args = arguments.parser(DESCRIPTION).parse_args(argv)
     try:
         return COMMANDS[args.command](args)
     except InputError as exc:

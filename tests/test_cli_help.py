@@ -1,0 +1,60 @@
+"""The command line as a person meets it: help, version, mistakes."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness import __version__
+from harness.suite import SUITE_VERSION
+from tests.conftest import run_cli
+
+
+def test_help_lists_the_commands_people_use_and_the_exit_codes():
+    done = run_cli("--help")
+    assert done.returncode == 0
+    assert "SUPPRESS" not in done.stdout and "slurm-task" not in done.stdout
+    for command in ("plan", "run", "report", "compare", "repro", "qualify"):
+        assert f"\n    {command} " in done.stdout
+    assert "exit codes:" in done.stdout and "3    an infrastructure failure" in done.stdout
+
+
+def test_every_option_says_what_it_does_and_run_groups_them_by_backend():
+    for command in ("run", "qualify", "report", "compare", "repro", "images", "rerun", "plan"):
+        text = run_cli(command, "--help").stdout
+        options = [line.split()[0] for line in text.splitlines() if line.startswith("  --")]
+        assert options, command
+        described = text.split("options:")[1]
+        for option in options:
+            line = described.split(option, 1)[1].split("\n  -")[0]
+            assert len(line.split()) > 1, f"{command} {option} has no help"
+    text = run_cli("run", "--help").stdout
+    for group in (
+        "local backend:",
+        "docker backend:",
+        "slurm (--backend slurm):",
+        "kubernetes (--backend k8s):",
+    ):
+        assert group in text
+    assert "(default: 0.002)" in run_cli("compare", "--help").stdout
+
+
+def test_the_version_names_the_suite_and_schemas():
+    done = run_cli("--version")
+    assert (
+        done.stdout.strip()
+        == f"harness {__version__}, suite {SUITE_VERSION}, result schema 1, verdict schema 1"
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("qualfy",), "did you mean 'qualify'?"),
+        (("run", "--gpu", "0"), "unrecognized arguments: --gpu 0"),  # no abbreviation: --gpu is not --gpus
+        (("report", "--res", "x"), "unrecognized arguments: --res x"),
+    ],
+)
+def test_a_mistyped_command_or_an_abbreviated_option_is_refused_before_anything_runs(args, says):
+    done = run_cli(*args)
+    assert done.returncode == 2 and says in done.stderr, done.stderr
+    assert "running" not in done.stdout
