@@ -58,3 +58,19 @@ def test_a_mistyped_command_or_an_abbreviated_option_is_refused_before_anything_
     done = run_cli(*args)
     assert done.returncode == 2 and says in done.stderr, done.stderr
     assert "running" not in done.stdout
+
+
+def test_gpu_ids_for_a_gpu_suite_must_be_this_hosts_gpus(tmp_path, write_matrix):
+    # device auto: refused before anything runs, where nvidia-smi lists no GPU 99 (or no GPU at all)
+    path = write_matrix("""
+schema_version: 1
+name: gpus
+axes: {torch: [installed], cudnn: [bundled]}
+suite: {workloads: [relu], dtypes: [fp32], time_budget_s: 0.02}
+baseline: {cudnn: bundled}
+""")
+    done = run_cli("run", "--matrix", str(path), "--out", str(tmp_path / "r"), "--gpus", "99")
+    assert done.returncode == 2 and "--gpus: 99" in done.stderr, done.stderr
+    assert ("nvidia-smi" in done.stderr or "not a GPU of this host" in done.stderr) and not (
+        tmp_path / "r"
+    ).exists()

@@ -283,7 +283,13 @@ def test_a_cell_past_its_time_limit_is_killed_and_recorded(built, wheelhouse, tm
 
 def test_runs_go_concurrently_one_gpu_id_each_and_ctrl_c_removes_every_container(built, wheelhouse, tmp_path):
     """Two cells at once with --gpus 0,1 (the ids travel as device requests; CPU cells ask for none)."""
-    _, matrix, _, _ = built
+    _, built_matrix, _, _ = built
+    # a CPU suite: the ids only number concurrent runs (a GPU suite's ids must be this host's GPUs)
+    matrix = tmp_path / "cpu.yaml"
+    matrix.write_text(
+        built_matrix.read_text().replace("time_budget_s: 0.05}", "time_budget_s: 0.05, device: cpu}")
+    )
+    assert "device: cpu" in matrix.read_text()
     out = tmp_path / "results"
     done = run_matrix(matrix, wheelhouse, out, "--gpus", "0,1")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

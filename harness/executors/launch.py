@@ -44,6 +44,8 @@ def run(plan: Plan, request: RunRequest, say: Callable[[str], None]) -> list[Cel
     backend = registry.create(request.settings, say)
     cells = select(plan, request.only)
     gpus = gpu_ids(request.gpus)
+    if gpus and plan.suite.get("device", "auto") != "cpu":
+        _on_this_host(gpus, request.gpus or "")
     jsonio.output_folder(request.out, "--out")
     say(
         f"running {len(cells)} of {len(plan.cells)} cells of {plan.name!r} into {request.out}/ (logs in "
@@ -105,33 +107,53 @@ def needs_every_gpu(plan: Plan, python: str | None) -> bool:
     return bool(workloads) and bool(workloads & suite_listing.multi_gpu_workloads(python))
 
 
+def host_gpus(given: str) -> list[tuple[str, str]]:
+    """(index, UUID) of every GPU nvidia-smi lists here; ``given`` (the --gpus text) names the error."""
+    try:
+        listed = subprocess.run(
+            ["nvidia-smi", "--query-gpu=index,uuid", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise InputError(
+            [
+                Problem(
+                    "--gpus",
+                    given,
+                    f"cannot list this host's GPUs with nvidia-smi ({exc}); a suite on the CPU needs no "
+                    "--gpus (with suite.device: cpu the ids only number concurrent runs)",
+                )
+            ]
+        ) from None
+    gpus = [
+        tuple(part.strip() for part in line.split(",", 1)) for line in listed.splitlines() if line.strip()
+    ]
+    if not gpus:
+        raise InputError([Problem("--gpus", given, "nvidia-smi lists no GPU on this host")])
+    return [(g[0], g[-1]) for g in gpus]
+
+
+def _on_this_host(ids: tuple[str, ...], given: str) -> None:
+    """Explicit ids must be this host's GPUs (an index or a UUID), or a GPU suite would run elsewhere."""
+    host = host_gpus(given)
+    known = {name for gpu in host for name in gpu}
+    unknown = [i for i in ids if i not in known]
+    if unknown:
+        listed = ", ".join(f"{index} ({uuid})" for index, uuid in host)
+        raise InputError(
+            [Problem("--gpus", given, f"{', '.join(unknown)}: not a GPU of this host ({listed})")]
+        )
+
+
 def gpu_ids(text: str | None) -> tuple[str, ...]:
     """``--gpus``: ids as given, or 'all' through nvidia-smi; each must name a GPU only once."""
     if text is None:
         return ()
     if text.strip() == "all":
-        try:
-            listed = subprocess.run(
-                ["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"],
-                capture_output=True,
-                text=True,
-                timeout=60,
-                check=True,
-            ).stdout.split()
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise InputError(
-                [
-                    Problem(
-                        "--gpus",
-                        "all",
-                        f"cannot list this host's GPUs with nvidia-smi ({exc}); "
-                        "name them instead, e.g. --gpus 0,1",
-                    )
-                ]
-            ) from None
-        if not listed:
-            raise InputError([Problem("--gpus", "all", "nvidia-smi lists no GPU on this host")])
-        return tuple(listed)
+        return tuple(index for index, _ in host_gpus("all"))
     ids = tuple(part.strip() for part in text.split(","))
     if any(not part or not all(c.isalnum() or c in "-:" for c in part) for part in ids):
         raise InputError(
