@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -80,9 +81,21 @@ def problems(
     found = []
     for error in sorted(validator(name).iter_errors(document), key=lambda e: [str(p) for p in e.path]):
         path = list(error.absolute_path)
+        if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+            known = sorted(error.schema.get("properties", {})) if isinstance(error.schema, dict) else []
+            for key in sorted(set(error.instance) - set(known)):  # each unknown key at its own line
+                line = line_of([*path, key]) if line_of else None
+                found.append(Problem(source, field_name([*path, key]), _unknown(key, known), line))
+            continue
         line = line_of(path) if line_of else None
         found.append(Problem(source, field_name(path), _message(error), line))
     return sorted(found, key=lambda p: p.line or 0)
+
+
+def _unknown(key: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return f"unknown key {key!r}; {hint}allowed: {', '.join(known)}"
 
 
 def field_name(path: Sequence[Any]) -> str:
@@ -98,17 +111,25 @@ def _message(error: ValidationError) -> str:
     schema = error.schema if isinstance(error.schema, dict) else {}
     allowed = schema.get("description")
     value = _short(error.instance)
-    if error.validator == "additionalProperties":
-        known = sorted(schema.get("properties", {}))
-        extra = sorted(set(error.instance) - set(known)) if isinstance(error.instance, dict) else []
-        return f"unknown key(s) {', '.join(map(repr, extra))}; allowed: {', '.join(known)}"
     if (
         error.validator == "type"
         and isinstance(error.instance, (int, float))
         and "string" in str(error.validator_value)
     ):
         return f"{value} is a number here, not text (YAML reads 3.10 as 3.1); write the value in quotes"
-    if error.validator in ("pattern", "oneOf", "anyOf", "not", "format"):
+    if error.validator in ("oneOf", "anyOf"):
+        choices = _enums(error)
+        words = [c for c in choices if isinstance(c, str)]
+        close = (
+            difflib.get_close_matches(error.instance, words, n=1) if isinstance(error.instance, str) else []
+        )
+        expected = allowed or " or ".join(map(repr, choices)) or "another value"
+        return (
+            f"{value} is not allowed; "
+            + (f"did you mean {close[0]!r}? " if close else "")
+            + f"expected {expected}"
+        )
+    if error.validator in ("pattern", "not", "format"):
         return f"{value} is not allowed; expected {allowed or error.message}"
     if error.validator == "enum":
         return f"{value} is not allowed; expected one of {', '.join(map(repr, schema.get('enum', ())))}"
@@ -117,6 +138,15 @@ def _message(error: ValidationError) -> str:
     if allowed and error.validator not in ("required", "minItems", "uniqueItems"):
         return f"{error.message} ({allowed})"
     return error.message
+
+
+def _enums(error: ValidationError) -> list[Any]:
+    """Every value an enum allows anywhere under a oneOf/anyOf error: what a mistyped word was meant as."""
+    found = []
+    for sub in error.context or ():
+        allowed = sub.validator_value
+        found += list(allowed) if sub.validator == "enum" and isinstance(allowed, list) else _enums(sub)
+    return list(dict.fromkeys(found))
 
 
 def _short(value: Any, limit: int = 80) -> str:

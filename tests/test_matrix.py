@@ -108,7 +108,7 @@ baseline: {cudnn: bundled}
     [
         pytest.param("axes: [unclosed\n", "invalid YAML", id="bad-yaml"),
         pytest.param(VALID + "name: again\n", "duplicate key 'name'", id="duplicate-key"),
-        pytest.param(VALID + "colour: blue\n", "unknown key(s) 'colour'", id="unknown-key"),
+        pytest.param(VALID + "colour: blue\n", "unknown key 'colour'", id="unknown-key"),
         pytest.param(
             VALID.replace("cudnn_benchmark: [false, true]", "cudnn_benchmark: [maybe]"),
             "knobs.cudnn_benchmark[0]",
@@ -250,3 +250,34 @@ def test_the_repository_matrices_are_valid():
     for path in [Path("matrix.yaml"), Path("reports/gpu-local-cudnn-sources/matrix.yaml")]:
         done = run_cli("plan", "--matrix", str(path))
         assert done.returncode == 0, done.stderr
+
+
+def test_each_unknown_key_is_reported_at_its_own_line_with_what_was_meant(write_matrix):
+    text = VALID.replace("  tf32: [true]\n", "  tf32: [true]\n  cudnn_benchmrk: [false]\n  colour: [blue]\n")
+    text = text.replace(
+        "baseline: {torch", "suite:\n  workloads: [gemm]\n  dtypess: [fp32]\nbaseline: {torch"
+    )
+    problems = problems_of(write_matrix, text)
+    lines = text.lstrip().splitlines()  # as write_matrix writes it
+    by_key = {p.split(": ")[1]: p for p in problems}
+    for field, key in (
+        ("knobs.cudnn_benchmrk", "cudnn_benchmrk"),
+        ("knobs.colour", "colour"),
+        ("suite.dtypess", "dtypess"),
+    ):
+        line = next(i for i, text_line in enumerate(lines, 1) if text_line.strip().startswith(key + ":"))
+        assert f":{line}: {field}: unknown key '{key}'" in by_key[field], problems
+    assert "did you mean 'cudnn_benchmark'?" in by_key["knobs.cudnn_benchmrk"]
+    assert "did you mean 'dtypes'?" in by_key["suite.dtypess"]
+    assert "did you mean" not in by_key["knobs.colour"]
+
+
+def test_a_mistyped_cudnn_in_the_baseline_says_what_was_meant_and_what_is_allowed(write_matrix):
+    (problem,) = problems_of(write_matrix, VALID.replace("cudnn: bundled}", "cudnn: bundle}"))
+    assert "baseline.cudnn: 'bundle' is not allowed; did you mean 'bundled'?" in problem
+    assert "expected bundled | disabled | wheel | system" in problem and "given schemas" not in problem
+
+
+def test_a_mistyped_workload_says_which_was_meant(write_matrix):
+    (problem,) = problems_of(write_matrix, VALID + "suite: {workloads: [gemn]}\n")
+    assert "suite.workloads[0]: unknown workload 'gemn'; did you mean 'gemm'?" in problem

@@ -6,6 +6,7 @@ backends registry's), so this module knows no backend.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import itertools
 import math
@@ -113,12 +114,17 @@ def load(
                 found.append(
                     problem(
                         ["suite", "workloads", i],
-                        f"unknown workload {name!r}; known: " + ", ".join(sorted(known)),
+                        f"unknown workload {name!r}; {_meant(name, known)}known: " + ", ".join(sorted(known)),
                     )
                 )
         for name in thresholds.get("per_workload", {}):
             if name not in known:
-                found.append(problem(["thresholds", "per_workload", name], f"unknown workload {name!r}"))
+                found.append(
+                    problem(
+                        ["thresholds", "per_workload", name],
+                        f"unknown workload {name!r}; {_meant(name, known)}see 'python -m harness.suite list'",
+                    )
+                )
     if found:
         raise InputError(found)
 
@@ -143,3 +149,8 @@ def load(
         slurm=dict(data.get("slurm", {})),
         docker=dict(data.get("docker", {})),
     )
+
+
+def _meant(name: str, known: set[str]) -> str:
+    close = difflib.get_close_matches(name, sorted(known), n=1)
+    return f"did you mean {close[0]!r}? " if close else ""
