@@ -20,6 +20,7 @@ from harness.errors import InputError, Problem
 from harness.executors import k8s_jobs
 from harness.executors.launch import RunRequest, SlurmAsk
 from harness.plan.model import DEFAULT_ALPHA, DEFAULT_REGRESSION_PCT
+from harness.report import terminal
 from harness.results.resume import Mode
 
 DEFAULT_MATRIX = Path("matrix.yaml")
@@ -193,6 +194,21 @@ def parser(description: str) -> argparse.ArgumentParser:
     )
     cmp.add_argument(
         "--out", type=Path, help="also write the full report (Markdown, HTML, CSV, verdict.json) here"
+    )
+    cmp.add_argument(
+        "--only-changed", action="store_true", help="print only the rows whose verdict is not 'same'"
+    )
+    cmp.add_argument(
+        "--sort",
+        choices=terminal.SORTS,
+        default="name",
+        help="row order: the report's, or the largest change first",
+    )
+    cmp.add_argument(
+        "--format",
+        choices=terminal.FORMATS,
+        default="table",
+        help="what to print: a table, Markdown, CSV or JSON",
     )
     _strict_arg(cmp)
 

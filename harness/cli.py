@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TextIO
 
 import yaml
 from tabulate import tabulate
@@ -196,14 +197,18 @@ def _policy(args: argparse.Namespace) -> Policy:
     return Policy(GATE_EXIT, strict=args.strict)
 
 
-def _said(report: folders.Report) -> int:
+def _said(report: folders.Report, stream: TextIO | None = None) -> int:
     """Print where the report went and its gate's summary; the gate's outcome is the exit code."""
     rendered, loaded, gate = report.rendered, report.loaded, report.analysis.gate
+    out = stream or sys.stdout
     if rendered is not None:
         files = ", ".join(map(str, (rendered.markdown, rendered.html, rendered.csv, rendered.verdict_json)))
-        print(f"report: {files} ({len(loaded.documents)} results, {len(loaded.quarantined)} quarantined)")
+        print(
+            f"report: {files} ({len(loaded.documents)} results, {len(loaded.quarantined)} quarantined)",
+            file=out,
+        )
     for line in gate.lines:
-        print(line)
+        print(line, file=out)
     return gate.exit_code
 
 
@@ -211,8 +216,9 @@ def _compare(args: argparse.Namespace) -> int:
     report = folders.compare(
         args.a, args.b, args.only, args.threshold_pct, args.alpha, _policy(args), args.out, _warn
     )
-    print(terminal.comparison(report.analysis.timing))
-    return _said(report)
+    print(terminal.comparison(report.analysis.timing, args.format, args.only_changed, args.sort))
+    # CSV and JSON are read by programs: the summary goes to stderr, so stdout parses
+    return _said(report, sys.stderr if args.format in ("csv", "json") else None)
 
 
 def _repro(args: argparse.Namespace) -> int:

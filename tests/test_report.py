@@ -3,8 +3,11 @@ find."""
 
 from __future__ import annotations
 
+import io
 import json
+import math
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -351,3 +354,32 @@ baseline: {cudnn: bundled}
     assert "aten::" in row["picked_on"]  # on a CPU the operators name what ran
     table = section((out / "report.md").read_text(), "Auto-tuning: cudnn_benchmark off -> on")
     assert "| conv2d_r50_3x3 " in table and "same kernels" in table and "aten::" in table
+
+
+def test_compare_prints_like_pyperf_and_filters_sorts_and_formats(tmp_path):
+    a = next(SHARDS[0].glob("*bundled*.r1.json.gz"))
+    b = next(SHARDS[0].glob("*disabled*.r1.json.gz"))
+    table = run_cli("compare", str(a), str(b))
+    assert table.returncode == 0, table.stderr
+    conv = next(
+        line for line in table.stdout.splitlines() if line.startswith("conv2d_r50_3x3 ") and " bf16 " in line
+    )
+    assert re.search(r"\d+\.\d (us|ms) -> \d+\.\d (us|ms) +\d+\.\d\dx slower", conv), conv
+    as_json = run_cli("compare", str(a), str(b), "--format", "json", "--sort", "ratio", "--only-changed")
+    rows = json.loads(as_json.stdout)  # the summary went to stderr
+    assert "outcome:" in as_json.stderr and rows
+    assert all(r["verdict"] != "same" for r in rows)
+    sizes = [abs(math.log(r["ratio"])) for r in rows]
+    assert sizes == sorted(sizes, reverse=True)
+    assert all(
+        r["ratio"] == pytest.approx(r["median_candidate_s"] / r["median_baseline_s"], rel=0.05) for r in rows
+    )
+    as_csv = run_cli("compare", str(a), str(b), "--format", "csv")
+    frame = pd.read_csv(io.StringIO(as_csv.stdout))
+    assert {"median_baseline_s", "median_candidate_s", "ratio", "verdict"} <= set(frame.columns)
+    markdown = run_cli("compare", str(a), str(b), "--format", "md").stdout
+    assert markdown.splitlines()[0].startswith("| workload ") and "|--" in markdown.splitlines()[1]
+    out = tmp_path / "report"
+    assert run_cli("compare", str(a), str(b), "--out", str(out)).returncode == 0
+    files = pd.read_csv(out / "verdicts.csv")["baseline_files"]
+    assert all(isinstance(json.loads(f), list) for f in files)  # JSON arrays, not Python reprs

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+
+import pandas as pd
 
 from harness import jsonio, schemas
 from harness.report import html, markdown, plots, sections, verdicts
@@ -22,7 +25,7 @@ def render(
     jsonio.write_text_atomic(html_file, html.page(document, plots.plots(view, analysis)))
     csv = out_dir / "results.csv"
     jsonio.write_text_atomic(csv, analysis.frame.to_csv(index=False))
-    jsonio.write_text_atomic(out_dir / "verdicts.csv", analysis.timing.to_csv(index=False))
+    jsonio.write_text_atomic(out_dir / "verdicts.csv", verdicts_csv(analysis.timing))
     verdict = verdicts.document(
         name=view.name,
         baseline=view.baseline,
@@ -45,3 +48,13 @@ def render(
     verdict_json = out_dir / "verdict.json"
     jsonio.write_atomic(verdict_json, verdict)
     return Rendered(markdown_file, html_file, csv, verdict_json)
+
+
+def verdicts_csv(timing: pd.DataFrame) -> str:
+    """The verdict rows as CSV; a list (the files of a side) as a JSON array, not a Python repr."""
+    table = timing.copy()
+    for column in ("baseline_files", "candidate_files"):
+        if column in table:
+            table[column] = [json.dumps(list(files)) for files in table[column]]
+    text: str = table.to_csv(index=False)
+    return text

@@ -1,38 +1,98 @@
-"""What ``compare`` prints: its verdict rows as a plain-text table for a terminal."""
+"""What ``compare`` prints: its verdict rows, as pyperf prints a comparison ("58.1 us -> 427.7 us: 7.36x
+slower"), in a terminal table, Markdown, CSV or JSON."""
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import math
+from typing import Any, Literal
 
 import pandas as pd
 from tabulate import tabulate
 
-HEADERS = ["workload", "dtype", "knobs", "B/A time", "99% interval", "p", "verdict"]
+Format = Literal["table", "md", "csv", "json"]
+Sort = Literal["name", "ratio"]
+FORMATS: tuple[Format, ...] = ("table", "md", "csv", "json")
+SORTS: tuple[Sort, ...] = ("name", "ratio")
+HEADERS = ["workload", "dtype", "knobs", "A -> B", "change", "99% interval", "p", "verdict"]
+COLUMNS = [
+    "workload",
+    "dtype",
+    "knobs",
+    "verdict",
+    "median_baseline_s",
+    "median_candidate_s",
+    "ratio",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "reason",
+]
 
 
-def comparison(timing: pd.DataFrame) -> str:
-    """One line per judged row: the time ratio B/A, its interval and p-value, the verdict."""
-    rows = [_row(r) for r in timing[timing["verdict"].notna()].itertuples()] if not timing.empty else []
-    text: str = tabulate(rows, headers=HEADERS, disable_numparse=True)
-    return text
+def comparison(
+    timing: pd.DataFrame, fmt: Format = "table", only_changed: bool = False, sort: Sort = "name"
+) -> str:
+    """The judged rows: every one, or ``only_changed`` (not ``same``); in the report's order, or by
+    ``ratio`` (the largest change first, slower or faster alike)."""
+    rows = timing[timing["verdict"].notna()] if not timing.empty else timing
+    if only_changed and not rows.empty:
+        rows = rows[rows["verdict"] != "same"]
+    if sort == "ratio" and not rows.empty:
+        rows = rows.assign(size=[abs(math.log(r)) if _known(r) and r > 0 else -1.0 for r in rows["ratio"]])
+        rows = rows.sort_values("size", ascending=False, kind="stable").drop(columns="size")
+    records = (
+        [{c: _plain(r.get(c)) for c in COLUMNS} for r in rows.to_dict("records")] if not rows.empty else []
+    )
+    if fmt == "json":
+        return json.dumps(records, indent=1)
+    if fmt == "csv":
+        text: str = pd.DataFrame(records, columns=COLUMNS).to_csv(index=False)
+        return text
+    table = [_row(r) for r in records]
+    shown: str = tabulate(
+        table, headers=HEADERS, disable_numparse=True, tablefmt="github" if fmt == "md" else "simple"
+    )
+    return shown
 
 
-def _row(r: Any) -> list[str]:
-    interval = f"[{r.ci_low:.3f}, {r.ci_high:.3f}]" if _known(r.ci_low) and _known(r.ci_high) else ""
+def change(ratio: float | None) -> str:
+    """pyperf's words for a time ratio: "7.36x slower", "1.23x faster"."""
+    if not _known(ratio) or ratio is None or ratio <= 0:
+        return ""
+    if ratio >= 1:
+        return f"{ratio:.2f}x slower"
+    return f"{1 / ratio:.2f}x faster"
+
+
+def duration(seconds: float | None) -> str:
+    if not _known(seconds) or seconds is None:
+        return "—"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.1f} {unit}"
+    return f"{seconds / 1e-9:.1f} ns"
+
+
+def _row(r: dict[str, Any]) -> list[str]:
+    interval = (
+        f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]" if _known(r["ci_low"]) and _known(r["ci_high"]) else ""
+    )
     return [
-        r.workload,
-        r.dtype,
-        r.knobs,
-        _fixed(r.ratio, ".3f"),
+        r["workload"],
+        r["dtype"],
+        r["knobs"],
+        f"{duration(r['median_baseline_s'])} -> {duration(r['median_candidate_s'])}",
+        change(r["ratio"]),
         interval,
-        _fixed(r.p_value, ".2g"),
-        r.verdict,
+        format(r["p_value"], ".2g") if _known(r["p_value"]) else "",
+        r["verdict"],
     ]
 
 
-def _known(value: float | None) -> bool:
-    return value is not None and value == value  # NaN is not a number to show
+def _plain(value: Any) -> Any:
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
-def _fixed(value: float | None, form: str) -> str:
-    return format(value, form) if _known(value) else ""
+def _known(value: Any) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value)

@@ -65,6 +65,8 @@ def timing(
         "group",
         *KEYS,
         "verdict",
+        "median_baseline_s",
+        "median_candidate_s",
         "ratio",
         "ci_low",
         "ci_high",
@@ -150,6 +152,8 @@ def _one(
     return {
         **row,
         "verdict": verdict,
+        "median_baseline_s": float(base_ok["median_s"].median()),  # over rounds: each round's median
+        "median_candidate_s": float(mine_ok["median_s"].median()),
         "ratio": result.ratio,
         "ci_low": result.ci_low,
         "ci_high": result.ci_high,
