@@ -16,6 +16,7 @@ from typing import NoReturn
 
 from harness import __version__, images
 from harness.backends import gpu_access, registry
+from harness.console import NORMAL, QUIET, VERBOSE
 from harness.errors import InputError, Problem
 from harness.executors import k8s_jobs
 from harness.executors.launch import RunRequest, SlurmAsk
@@ -135,10 +136,12 @@ def parser(description: str) -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run the suite in every cell of a matrix")
     _matrix_arg(run)
     _run_args(run)
+    _verbosity_args(run)
 
     imgs = sub.add_parser("images", help="render and build one image per cell (docker backend)")
     _matrix_arg(imgs)
     _build_args(imgs)
+    _verbosity_args(imgs)
     imgs.add_argument("--dry-run", action="store_true", help="print each rendered Dockerfile; build nothing")
     imgs.add_argument("--log-dir", type=Path, help="build logs (default: results/<matrix name>/logs)")
 
@@ -238,9 +241,31 @@ def parser(description: str) -> argparse.ArgumentParser:
     )
     _matrix_arg(qualify)
     _run_args(qualify)
+    _verbosity_args(qualify)
     qualify.add_argument("--report-out", type=Path, help="report folder (default: reports/<plan name>)")
     _strict_arg(qualify)
     return parser
+
+
+def _verbosity_args(parser: argparse.ArgumentParser) -> None:
+    loud = parser.add_mutually_exclusive_group()
+    loud.add_argument(
+        "-q",
+        "--quiet",
+        dest="verbosity",
+        action="store_const",
+        const=QUIET,
+        default=NORMAL,
+        help="print only warnings, errors and the summary",
+    )
+    loud.add_argument(
+        "-v",
+        "--verbose",
+        dest="verbosity",
+        action="store_const",
+        const=VERBOSE,
+        help="also print what each run says as it goes (the suite's measurements, image builds)",
+    )
 
 
 def _strict_arg(parser: argparse.ArgumentParser) -> None:

@@ -18,6 +18,7 @@ from tabulate import tabulate
 
 from harness import arguments, jsonio, suite_listing
 from harness.backends import gpu_access, registry
+from harness.console import NORMAL, Console
 from harness.errors import BackendUnavailable, HarnessError, InputError
 from harness.executors import launch
 from harness.executors.runs import CellOutcome
@@ -31,6 +32,7 @@ DESCRIPTION = (
     "Which PyTorch x cuDNN combination should we ship, and what changes if we switch? Plan a version "
     "matrix, run the workload suite in every cell, and judge each cell against the baseline."
 )
+CONSOLE = Console()  # main() makes the one for its command line (-q, -v)
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INFRASTRUCTURE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 # the release gate's outcomes (report, compare, qualify); the report and verdict.json record the code
 GATE_EXIT: dict[Outcome, int] = {
@@ -42,7 +44,9 @@ GATE_EXIT: dict[Outcome, int] = {
 
 
 def main(argv: list[str] | None = None) -> int:
+    global CONSOLE
     args = arguments.parser(DESCRIPTION).parse_args(argv)
+    CONSOLE = Console(getattr(args, "verbosity", NORMAL))
     try:
         return COMMANDS[args.command](args)
     except InputError as exc:
@@ -58,17 +62,20 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         _warn("interrupted")
         return EXIT_INTERRUPTED
+    finally:
+        CONSOLE.close()
 
 
 def _say(line: str) -> None:
-    print(line, flush=True)
+    CONSOLE.say(line)
 
 
 def _progress(line: str) -> None:  # what a backend says while one run goes on (builds, the suite's lines)
-    print(f"    {line}", flush=True)
+    CONSOLE.detail(line)
 
 
 def _warn(line: str) -> None:
+    CONSOLE.close()  # a warning is never drawn over by the bar
     print(line, file=sys.stderr, flush=True)
 
 
@@ -114,7 +121,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _run_plan(plan: Plan, args: argparse.Namespace, out: Path) -> list[CellOutcome]:
-    return launch.run(plan, arguments.run_request(args, plan.backend, out), _say)
+    return launch.run(plan, arguments.run_request(args, plan.backend, out), _say, _progress, CONSOLE.runs)
 
 
 def _exit_code(outcomes: list[CellOutcome]) -> int:

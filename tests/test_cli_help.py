@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import pty
+import re
+import subprocess
+import sys
+
 import pytest
 
 from harness import __version__
 from harness.suite import SUITE_VERSION
-from tests.conftest import run_cli
+from tests.conftest import REPO, harness_env, run_cli
 
 
 def test_help_lists_the_commands_people_use_and_the_exit_codes():
@@ -74,3 +80,55 @@ baseline: {cudnn: bundled}
     assert ("nvidia-smi" in done.stderr or "not a GPU of this host" in done.stderr) and not (
         tmp_path / "r"
     ).exists()
+
+
+SMOKE = """
+schema_version: 1
+name: loud
+axes: {torch: [installed], cudnn: [bundled]}
+suite: {workloads: [relu], dtypes: [fp32], time_budget_s: 0.02, numerics: false, what_ran: false}
+rounds: 2
+baseline: {cudnn: bundled}
+"""
+
+
+def test_progress_lines_carry_their_time_and_verbosity_chooses_how_many(tmp_path, write_matrix):
+    path = write_matrix(SMOKE)
+    normal = run_cli("run", "--matrix", str(path), "--out", str(tmp_path / "a"))
+    assert normal.returncode == 0, normal.stderr
+    lines = normal.stdout.splitlines()
+    assert lines and all(re.match(r"\[\d\d:\d\d:\d\d\] ", line) for line in lines), lines
+    assert any("round 2: ok" in line for line in lines) and not any("median" in line for line in lines)
+    verbose = run_cli("run", "--matrix", str(path), "--out", str(tmp_path / "b"), "-v")
+    assert any("relu fp32" in line and "median" in line for line in verbose.stdout.splitlines())
+    quiet = run_cli("run", "--matrix", str(path), "--out", str(tmp_path / "c"), "--quiet")
+    assert quiet.returncode == 0 and quiet.stdout == ""
+    assert len(list((tmp_path / "c").glob("*.json.gz"))) == 2  # quiet, not idle
+
+
+def test_a_terminal_gets_a_live_bar_of_the_runs_with_elapsed_time_and_time_left(tmp_path, write_matrix):
+    path = write_matrix(SMOKE)
+    main, replica = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", "--matrix", str(path), "--out", str(tmp_path / "r")],
+        stdout=replica,
+        stderr=replica,
+        cwd=REPO,
+        env={**harness_env(), "COLUMNS": "120", "TERM": "xterm"},
+    )
+    os.close(replica)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(main, 4096)
+        except OSError:  # the other end closed: the run is over
+            break
+        if not chunk:
+            break
+        seen += chunk
+    assert proc.wait(timeout=600) == 0
+    text = seen.decode(errors="replace")
+    assert "runs" in text and "0/2" in text and "left" in text and "0:00:0" in text, text[-2000:]
+    assert "round 2: ok" in text and not re.search(
+        r"\[\d\d:\d\d:\d\d\] running", text
+    )  # a terminal: no times

@@ -37,11 +37,20 @@ class RunRequest:
     slurm: SlurmAsk | None = None  # submit to Slurm instead of running here
 
 
-def run(plan: Plan, request: RunRequest, say: Callable[[str], None]) -> list[CellOutcome]:
-    """Run the chosen cells' rounds, kept results kept; a failed run is recorded and the next one runs."""
+def run(
+    plan: Plan,
+    request: RunRequest,
+    say: Callable[[str], None],
+    detail: Callable[[str], None] | None = None,
+    tick: Callable[[int, int], None] | None = None,
+) -> list[CellOutcome]:
+    """Run the chosen cells' rounds, kept results kept; a failed run is recorded and the next one runs.
+
+    ``say``: run-level lines; ``detail``: what a backend says during a run (default: ``say``); ``tick``:
+    (finished, to run) as runs finish."""
     if request.slurm is not None:
         return _submit(plan, request, say)
-    backend = registry.create(request.settings, say)
+    backend = registry.create(request.settings, detail or say)
     cells = select(plan, request.only)
     gpus = gpu_ids(request.gpus)
     if gpus and plan.suite.get("device", "auto") != "cpu":
@@ -56,7 +65,15 @@ def run(plan: Plan, request: RunRequest, say: Callable[[str], None]) -> list[Cel
         how = "each run gets all of them (a multi-GPU workload)" if exclusive else "one run per GPU at a time"
         say(f"GPUs {', '.join(gpus)}: {how}")
     outcomes = pool.run(
-        plan, backend, request.out, say, cells=cells, mode=request.mode, gpus=gpus, exclusive=exclusive
+        plan,
+        backend,
+        request.out,
+        say,
+        cells=cells,
+        mode=request.mode,
+        gpus=gpus,
+        exclusive=exclusive,
+        tick=tick,
     )
     _say_kept(outcomes, request.out, say)
     return outcomes

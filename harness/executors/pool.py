@@ -30,12 +30,14 @@ def run(
     mode: resume.Mode = resume.Mode.RESUME,
     gpus: tuple[str, ...] = (),
     exclusive: bool = False,
+    tick: Callable[[int, int], None] | None = None,
 ) -> list[CellOutcome]:
     """Run every round of the plan's cells (or ``cells`` of them); a failed run is recorded and the next
     one runs.
 
     ``gpus``: the GPU ids to use, one per concurrent run (empty: whatever the backend sees, one run at
-    a time). ``exclusive``: every run needs all of ``gpus`` at once.
+    a time). ``exclusive``: every run needs all of ``gpus`` at once. ``tick``: told (finished, to run)
+    when the runs are decided and after each one.
 
     Runs with a valid result of the same identity are kept, not repeated (see ``resume``), so an
     interrupted run continues where it stopped. ``plan.json`` always describes the whole matrix, so a
@@ -45,7 +47,7 @@ def run(
         for line in backend.sweep(results_dir):
             say(line)
         chosen = plan.cells if cells is None else cells
-        return _Rounds(plan, backend, results_dir, say, gpus, exclusive).run(chosen, mode)
+        return _Rounds(plan, backend, results_dir, say, gpus, exclusive, tick).run(chosen, mode)
 
 
 class _Rounds:
@@ -59,8 +61,10 @@ class _Rounds:
         say: Callable[[str], None],
         gpus: tuple[str, ...],
         exclusive: bool,
+        tick: Callable[[int, int], None] | None = None,
     ) -> None:
         self.plan, self.backend, self.results_dir, self.say = plan, backend, results_dir, say
+        self.tick = tick or (lambda done, total: None)
         # one slot per concurrent run: a GPU id, all of them (exclusive), or none (the backend's default)
         slots: list[tuple[str, ...]] = (
             [tuple(gpus)] if exclusive or len(gpus) < 2 else [(gpu,) for gpu in gpus]
@@ -82,6 +86,7 @@ class _Rounds:
             self.say,
         )
         self.to_run, self.started = len(todo), time.monotonic()
+        self.tick(0, self.to_run)
         if self.workers == 1:
             for pending in todo:
                 outcomes[pending.position] = self._one(pending)
@@ -146,6 +151,7 @@ class _Rounds:
             self.ran += 1
             left = self.to_run - self.ran
             eta = (time.monotonic() - self.started) / self.ran * left if left else None
+            self.tick(self.ran, self.to_run)
         if outcome.status == "ok":
             self.say(
                 f"{label}: ok{where}, {outcome.measurements} measurements in {outcome.wall_s:.1f} s"

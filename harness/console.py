@@ -1,0 +1,82 @@
+"""Where the command line's progress goes: run-level lines, the backends' detail (-v), nothing (-q).
+
+On a terminal the runs also get a live bar (done of total, elapsed, time left) under the lines, drawn
+by rich; anywhere else (a CI log, a pipe) each line starts with its time, so a log says when things
+happened. Only the CLI makes one; library code takes plain callables.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+from typing import TextIO
+
+from rich.console import Console as RichConsole
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+QUIET, NORMAL, VERBOSE = -1, 0, 1
+
+
+class Console:
+    def __init__(self, verbosity: int = NORMAL, stream: TextIO | None = None) -> None:
+        self.verbosity = verbosity
+        self.stream = stream or sys.stdout
+        self._bar: Progress | None = None
+        self._task: TaskID | None = None
+
+    @property
+    def live(self) -> bool:
+        return self.verbosity > QUIET and self.stream.isatty()
+
+    def say(self, line: str) -> None:
+        """A run-level line: what starts, what finished, what was kept."""
+        if self.verbosity > QUIET:
+            self._print(line)
+
+    def detail(self, line: str) -> None:
+        """What a backend says while one run goes on (the suite's measurements, image builds): with -v."""
+        if self.verbosity >= VERBOSE:
+            self._print(f"    {line}")
+
+    def runs(self, done: int, total: int) -> None:
+        """How many of the runs to do have finished: the bar on a terminal."""
+        if not self.live or total <= 0:
+            return
+        if self._bar is None:
+            self._bar = Progress(
+                TextColumn("runs"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("left"),
+                TimeRemainingColumn(),
+                console=RichConsole(file=self.stream),
+                transient=True,
+            )
+            self._bar.start()
+            self._task = self._bar.add_task("runs", total=total)
+        assert self._task is not None
+        self._bar.update(self._task, completed=done, total=total)
+        if done >= total:
+            self.close()
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar, self._task = None, None
+
+    def _print(self, line: str) -> None:
+        if self._bar is not None:
+            self._bar.console.print(line, markup=False, highlight=False)
+        elif self.stream.isatty():
+            print(line, file=self.stream, flush=True)
+        else:
+            print(f"[{dt.datetime.now():%H:%M:%S}] {line}", file=self.stream, flush=True)
