@@ -113,3 +113,19 @@ def test_numbers_link_to_their_result_files(page):
     links = [a.get_attribute("href") for a in verdict_table(page).find_elements(By.TAG_NAME, "a")]
     assert links and all(href.startswith("file://") and href.endswith(".json.gz") for href in links)
     assert all(Path(href.removeprefix("file://")).is_file() for href in links[:20])
+
+
+def test_the_answer_comes_first_and_the_method_is_folded_away(page):
+    headings = [h.text for h in page.find_elements(By.TAG_NAME, "h2")]
+    assert headings.index("Scorecard") < headings.index("Verdicts against the baseline")
+    assert headings[:2] == ["Read this first", "Scorecard"], headings
+    body = page.find_element(By.TAG_NAME, "body").text
+    assert body.index("NVIDIA H100 80GB HBM3") < body.index("Scorecard")  # the GPU in the first lines
+    scorecard = page.find_elements(By.CSS_SELECTOR, "table.sortable")[1].text
+    assert "conv2d_r50_3x3 bf16: 7.36x slower" in scorecard and "sdpa bf16: 1.55x slower" in scorecard
+    method = page.find_element(By.TAG_NAME, "details")
+    assert "Method" in method.text and method.get_attribute("open") is None
+    paragraph = method.find_elements(By.TAG_NAME, "p")[0]
+    assert not paragraph.is_displayed()  # folded until the reader opens it
+    method.find_element(By.TAG_NAME, "summary").click()
+    assert paragraph.is_displayed() and "Mann-Whitney" in paragraph.text

@@ -383,3 +383,22 @@ def test_compare_prints_like_pyperf_and_filters_sorts_and_formats(tmp_path):
     assert run_cli("compare", str(a), str(b), "--out", str(out)).returncode == 0
     files = pd.read_csv(out / "verdicts.csv")["baseline_files"]
     assert all(isinstance(json.loads(f), list) for f in files)  # JSON arrays, not Python reprs
+
+
+def test_the_markdown_answers_first_gpu_outcome_warnings_scorecard_then_the_method(verdict_report):
+    out, done = verdict_report
+    text = (out / "report.md").read_text()
+    first = text.split("\n## ")[0]
+    assert "NVIDIA H100 80GB HBM3 · driver 580.159.04 · torch 2.11.0+cu130" in first
+    assert "**Outcome: regression** (exit code 1): 8 slower, 1 faster, 21 same." in first
+    order = [text.index(f"## {s}") for s in ("Read this first", "Scorecard", "Method", "Verdicts against")]
+    assert order == sorted(order)
+    warnings = section(text, "Read this first")
+    assert "spread over 3 physical GPUs" in warnings and "PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK" in warnings
+    scorecard = section(text, "Scorecard")
+    system, disabled = (ln for ln in scorecard.splitlines() if ln.startswith("| B:") or ln.startswith("| C:"))
+    assert "| 1 " in system and "sdpa bf16: 1.55x slower" in system
+    assert "conv2d_r50_3x3 bf16: 7.36x slower" in disabled
+    # the summary lists faster rows too, the largest change first
+    summary = [ln for ln in done.stdout.splitlines() if ln.startswith(("  SLOWER", "  FASTER"))]
+    assert "conv2d_r50_3x3 bf16" in summary[0] and summary[-1].startswith("  FASTER") and len(summary) == 9

@@ -23,6 +23,7 @@ th.sorted-asc::after{content:" ▲"} th.sorted-desc::after{content:" ▼"}
 tr:nth-child(even) td{background:#fafaff} pre{background:#f4f4f8;padding:.8em;overflow:auto}
 .v-slower{color:#b00020;font-weight:600}.v-faster{color:#006b2e;font-weight:600}.v-inconclusive{color:#9a6700}
 .v-failed,.v-missing{color:#b00020} img{max-width:100%;border:1px solid #dde}
+summary{cursor:pointer} summary h2,summary h3{display:inline}
 figure{display:inline-block;margin:.4em;vertical-align:top} figcaption{font-size:12px;color:#555}
 """
 
@@ -60,13 +61,16 @@ def page(document: Document, plots: list[tuple[str, str]]) -> str:
         _markdownish(document.header),
     ]
     for section in document.sections:
-        parts.append(f"<h{section.level + 0}>{_e(section.title)}</h{section.level + 0}>")
+        heading = f"<h{section.level}>{_e(section.title)}</h{section.level}>"
+        parts.append(f"<details><summary>{heading}</summary>" if section.collapsed else heading)
         if section.intro:
             parts.append(f"<p>{_markdownish(section.intro)}</p>")
         if section.headers:
             parts.append(_table(section))
         if section.plots_after and plots:
             parts.append(_figures(plots))
+        if section.collapsed:
+            parts.append("</details>")
     parts.append(f"<script>{SCRIPT}</script></body></html>")
     return "\n".join(parts)
 

@@ -107,6 +107,7 @@ class Section:
     rows: tuple[tuple[Cell, ...], ...] = ()
     level: int = 2
     plots_after: bool = False  # the HTML page puts its plots after this section
+    collapsed: bool = False  # the HTML page folds it away (<details>): reference, not the answer
 
 
 @dataclass(frozen=True)

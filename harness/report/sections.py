@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from harness.report import frames
+from harness.report import answer, frames
 from harness.report.frames import KEYS
 from harness.report.model import VERDICT_ORDER, Analysis, Document, Kind, Section, Value, View, verdict
 from harness.results.documents import LoadedResults, round_of
@@ -22,6 +22,9 @@ def document(
     """The whole report for ``out_dir`` (links are relative to it)."""
     letters = view.letters
     sections = [
+        answer.read_first(view, analysis),
+        answer.scorecard(view, analysis),
+        _method(view, analysis, loaded, sources),
         _what_changed(analysis, letters),
         _cells(view, analysis, out_dir, letters),
         *_problems(analysis, loaded),
@@ -33,14 +36,14 @@ def document(
         _environment(view, analysis, letters),
     ]
     title = f"{view.name}: {len(view.groups)} groups against {view.labels.get(view.baseline, view.baseline)}"
-    return Document(
-        title, _header(view, analysis, loaded, sources), tuple(s for s in sections if s is not None)
-    )
+    header = answer.environment_line(view, analysis) + "\n\n" + answer.outcome_line(analysis)
+    return Document(title, header, tuple(s for s in sections if s is not None))
 
 
-def _header(view: View, analysis: Analysis, loaded: LoadedResults, sources: list[Path]) -> str:
+def _method(view: View, analysis: Analysis, loaded: LoadedResults, sources: list[Path]) -> Section:
+    """How the rows were judged, where the results came from, and the gate's summary: below the answer."""
     gate = analysis.gate
-    return "\n".join(
+    intro = "\n".join(
         [
             f"Rendered {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC by `python -m harness` from "
             + ", ".join(f"`{s}`" for s in sources)
@@ -48,8 +51,7 @@ def _header(view: View, analysis: Analysis, loaded: LoadedResults, sources: list
             + (f", {len(loaded.duplicates)} duplicates counted once" if loaded.duplicates else "")
             + f"); {view.note}.",
             "",
-            f"**Outcome: {gate.outcome}** (exit code {gate.exit_code}). Each row compares a group with the "
-            "baseline: "
+            "Each row compares a group with the baseline: "
             "the ratio is candidate median / baseline median (above 1 is slower), over the per-round "
             "medians of "
             "independent processes, with a "
@@ -69,6 +71,7 @@ def _header(view: View, analysis: Analysis, loaded: LoadedResults, sources: list
             "```",
         ]
     )
+    return Section("Method, sources and the gate's summary", intro, collapsed=True)
 
 
 def _link(

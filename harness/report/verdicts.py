@@ -25,6 +25,7 @@ VERDICT_SCHEMA_VERSION = 1
 NUMERICS_MULTIPLIER = {"fp32": 2.0, "tf32": 2.0, "bf16": 3.0, "fp16": 3.0}
 NUMERICS_TOLERANCE = {"fp32": 1e-4, "tf32": 1e-3, "bf16": 1e-2, "fp16": 1e-3}
 
+SUMMARY_ROWS = 10  # per verdict in the gate's summary; the report lists every row
 Outcome = Literal["pass", "pass-with-inconclusive", "regression", "infrastructure-failure"]
 OUTCOMES: tuple[Outcome, ...] = ("pass", "pass-with-inconclusive", "regression", "infrastructure-failure")
 
@@ -365,9 +366,14 @@ def gate(
         + f"; numerics: {worse} worse than the baseline"
         + (f", {len(beyond)} beyond their tolerance" if beyond is not None and not beyond.empty else "")
     ]
-    for verdict in ("slower", "failed", "inconclusive", "missing"):
-        for r in judged[judged["verdict"] == verdict].head(10).itertuples() if not judged.empty else []:
+    for verdict in ("slower", "failed", "faster", "inconclusive", "missing"):
+        rows = _by_size(judged[judged["verdict"] == verdict]) if not judged.empty else judged
+        for r in rows.head(SUMMARY_ROWS).itertuples():
             lines.append(f"  {verdict.upper()}: {r.group} {r.workload} {r.dtype} [{r.knobs}]: {r.reason}")
+        if len(rows) > SUMMARY_ROWS:
+            lines.append(
+                f"  ... and {len(rows) - SUMMARY_ROWS} more {verdict} rows (the report lists every row)"
+            )
     if worse:
         for r in numerics_rows[numerics_rows["numerics"] == "worse"].head(10).itertuples():
             lines.append(f"  NUMERICS: {r.group} {r.workload} {r.dtype} [{r.knobs}]: {r.reason}")
@@ -404,6 +410,16 @@ def gate(
         )
     )
     return Gate(outcome, code, counts, worse, tuple(failed_runs), tuple(lines))
+
+
+def _by_size(rows: pd.DataFrame) -> pd.DataFrame:
+    """The largest change first (slower or faster alike); rows without a ratio keep their order, last."""
+    size = (
+        [abs(math.log(r)) if _known(r) and r > 0 else -1.0 for r in rows["ratio"]] if "ratio" in rows else []
+    )
+    ordered: pd.DataFrame = rows.assign(_size=size).sort_values("_size", ascending=False, kind="stable")
+    kept: pd.DataFrame = ordered.drop(columns="_size")
+    return kept
 
 
 def document(

@@ -1,0 +1,225 @@
+"""The top of a report: the answer before the method. One line of environment, the outcome, what may
+make the numbers less than they seem (validity), and a scorecard with one row per candidate group."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable
+from typing import Any
+
+import pandas as pd
+
+from harness.report.model import Analysis, Section, Value, View
+
+# Spread that makes a number shaky: pyperf warns from a 10 % standard deviation within a run; between the
+# rounds of one cell an A/A H100 pair differs by p95 0.74 % (reports/gpu-aa-0.5), so 5 % is far outside it.
+WITHIN_RUN_SPREAD = 0.10  # IQR / median of one measurement's samples
+BETWEEN_ROUNDS_SPREAD = 0.05  # coefficient of variation of one row's per-round medians
+
+
+def environment_line(view: View, analysis: Analysis) -> str:
+    """GPU, driver, torch, CUDA, suite and profile in one line, as most runs recorded them."""
+    seen: dict[str, list[str]] = {k: [] for k in ("gpu", "driver", "torch", "cuda", "suite", "profile")}
+    for entries in analysis.docs.values():
+        for doc, _ in entries:
+            env = doc.get("environment")
+            gpu = (env["gpu"] if env else None) or {}
+            seen["gpu"].append(str(gpu.get("name") or "CPU"))
+            seen["driver"].append(str(gpu.get("driver_version") or ""))
+            seen["torch"].append(env["torch"]["version"] if env else "")
+            seen["cuda"].append(str(env["torch"].get("cuda") or "") if env else "")
+            seen["suite"].append(str(doc.get("suite_version") or ""))
+            seen["profile"].append(str(doc.get("profile") or ""))
+    if not seen["gpu"]:
+        return "No run produced a result."
+    words = {k: _common(v) for k, v in seen.items()}
+    parts = [
+        words["gpu"],
+        f"driver {words['driver']}" if words["driver"] else "",
+        f"torch {words['torch']}" if words["torch"] else "",
+        f"CUDA {words['cuda']}" if words["cuda"] else "",
+        f"suite {words['suite']}, profile {words['profile']}",
+        f"{sum(len(e) for e in analysis.docs.values())} runs",
+    ]
+    return " · ".join(p for p in parts if p)
+
+
+def _common(values: list[str]) -> str:
+    distinct = list(dict.fromkeys(v for v in values if v))
+    if len(distinct) <= 1:
+        return distinct[0] if distinct else ""
+    return " / ".join(distinct[:3]) + (" ..." if len(distinct) > 3 else "") + " (mixed)"
+
+
+def outcome_line(analysis: Analysis) -> str:
+    gate = analysis.gate
+    counts = ", ".join(f"{n} {v}" for v, n in gate.counts.items() if n)
+    worse = f"; numerics worse in {gate.numerics_worse}" if gate.numerics_worse else ""
+    failed = f"; {len(gate.failed_runs)} runs failed" if gate.failed_runs else ""
+    summary = counts or "no rows compared"
+    return f"**Outcome: {gate.outcome}** (exit code {gate.exit_code}): {summary}{worse}{failed}."
+
+
+def read_first(view: View, analysis: Analysis) -> Section | None:
+    found = validity(analysis)
+    if not found:
+        return None
+    labels = {g: f"{view.letters[g]} ({view.labels.get(g, g)})" for g in view.groups}
+    for group, label in labels.items():
+        found = [sentence.replace(group, label) for sentence in found]
+    return Section(
+        "Read this first",
+        "",
+        ("what may make these numbers less than they seem",),
+        tuple((s,) for s in found),
+    )
+
+
+def validity(analysis: Analysis) -> list[str]:
+    """What a reader must know before trusting the table: each a sentence, most serious first."""
+    found = []
+    uuids = set()
+    for entries in analysis.docs.values():
+        for doc, _ in entries:
+            env = doc.get("environment")
+            gpu = (env["gpu"] if env else None) or {}
+            if gpu.get("uuid"):
+                uuids.add(str(gpu["uuid"]))
+    if len(uuids) > 1:
+        found.append(
+            f"The runs were spread over {len(uuids)} physical GPUs: the differences between GPUs are part "
+            "of every comparison (A/A across two H100s is wider than on one); see Environment of every run."
+        )
+    overridden = sorted(
+        {
+            group
+            for group, entries in analysis.docs.items()
+            for doc, _ in entries
+            if "cudnn" in doc and doc["cudnn"].get("compat_check_overridden")
+        }
+    )
+    for group in overridden:
+        found.append(
+            f"{group} ran a cuDNN that its torch refuses by default (older than it was built against), with "
+            "PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK=1: a setup torch does not support."
+        )
+    anyway = sorted(
+        {
+            (group, warning)
+            for group, entries in analysis.docs.items()
+            for doc, _ in entries
+            for warning in doc.get("warnings", [])
+            if warning.startswith("cuDNN was disabled, yet")
+        }
+    )
+    for group, warning in anyway[:3]:
+        found.append(f"{group}: {warning}.")
+    noisy_runs, noisy_rows = _spread(analysis.frame)
+    if noisy_runs:
+        found.append(
+            f"{noisy_runs} measurements spread by more than {WITHIN_RUN_SPREAD:.0%} (IQR / median) within "
+            "their run: their medians are less certain than the rest."
+        )
+    if noisy_rows:
+        found.append(
+            f"{noisy_rows} workload rows vary between the rounds of one group by more than "
+            f"{BETWEEN_ROUNDS_SPREAD:.0%} (coefficient of variation of the round medians): their verdicts "
+            "rest on noisy rounds."
+        )
+    beyond = analysis.beyond_tolerance
+    if not beyond.empty:
+        found.append(
+            f"{len(beyond)} measurements are beyond their dtype's numerics tolerance (listed under Numerics "
+            "beyond tolerance)."
+        )
+    return found
+
+
+def _spread(frame: pd.DataFrame) -> tuple[int, int]:
+    if frame.empty or "rel_iqr" not in frame:
+        return 0, 0
+    ok = frame[frame["status"] == "ok"]
+    within = int((ok["rel_iqr"] > WITHIN_RUN_SPREAD).sum())
+    between = 0
+    for _, rows in ok.groupby(["group", "workload", "dtype", "knobs"], sort=False):
+        medians = [m for m in rows["median_s"] if isinstance(m, float) and m > 0]
+        if len(medians) >= 2 and statistics.stdev(medians) / statistics.mean(medians) > BETWEEN_ROUNDS_SPREAD:
+            between += 1
+    return within, between
+
+
+def scorecard(view: View, analysis: Analysis) -> Section | None:
+    """One row per candidate group: how its rows came out, by how much, and the largest change."""
+    timing = analysis.timing
+    if timing.empty:
+        return None
+    judged = timing[timing["verdict"].notna()]
+    rows: list[tuple[Any, ...]] = []
+    for group in view.groups:
+        if group == view.baseline:
+            continue
+        mine = judged[judged["group"] == group]
+        if mine.empty:
+            continue
+        counts = mine["verdict"].value_counts()
+        ratios = [r for r in mine["ratio"] if _finite(r) and r > 0]
+        geomean = math.exp(statistics.fmean(math.log(r) for r in ratios)) if ratios else None
+        worst = _largest(mine[mine["verdict"].isin(["slower", "faster"])].to_dict("records"))
+        numerics = analysis.numerics
+        worse = (
+            int(((numerics["group"] == group) & (numerics["numerics"] == "worse")).sum())
+            if not numerics.empty
+            else 0
+        )
+        recorded = "what_ran" in mine and mine["what_ran"].notna().any()
+        changed = int((mine["what_ran"] == "changed").sum()) if recorded else ""
+        rows.append(
+            (
+                f"{view.letters[group]}: {view.labels.get(group, group)}",
+                *(int(counts.get(v, 0)) for v in ("slower", "faster", "same", "inconclusive")),
+                int(counts.get("failed", 0)) + int(counts.get("missing", 0)),
+                Value(f"{geomean:.3f}", geomean, "number") if geomean else "",
+                worst,
+                worse,
+                changed,
+            )
+        )
+    return Section(
+        "Scorecard",
+        f"Each candidate group against **{view.labels.get(view.baseline, view.baseline)}**: how many rows "
+        "came out each way, the geometric mean of their time ratios (candidate / baseline, above 1 is "
+        "slower), the largest significant change, rows whose numerics got worse, and rows that ran other "
+        "kernels than the baseline (see What changed).",
+        (
+            "group",
+            "slower",
+            "faster",
+            "same",
+            "inconclusive",
+            "failed or missing",
+            "geomean ratio",
+            "largest change",
+            "numerics worse",
+            "other kernels",
+        ),
+        tuple(rows),
+    )
+
+
+def _largest(rows: Iterable[dict[str, Any]]) -> Value | str:
+    best = max(
+        (r for r in rows if _finite(r.get("ratio")) and r["ratio"] > 0),
+        key=lambda r: abs(math.log(r["ratio"])),
+        default=None,
+    )
+    if best is None:
+        return ""
+    ratio = best["ratio"]
+    words = f"{ratio:.2f}x slower" if ratio >= 1 else f"{1 / ratio:.2f}x faster"
+    text = f"{best['workload']} {best['dtype']}: {words}"
+    return Value(text, ratio, "number")
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value)
