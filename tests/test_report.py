@@ -69,13 +69,17 @@ def test_seven_rounds_call_the_real_regressions_and_exit_1(verdict_report):
 def test_every_number_links_to_the_result_file_it_came_from(verdict_report):
     out, _ = verdict_report
     text = (out / "report.md").read_text()
+    targets = dict(re.findall(r"^\[(\d+)\]: (.+)$", text, flags=re.M))  # reference-style links
     for shard in SHARDS:
         for path in shard.glob("torch*.json.gz"):
-            assert f"({Path(os.path.relpath(path, out))})" in text
+            assert str(Path(os.path.relpath(path, out))) in targets.values()
     rows = [
         ln for ln in section(text, "Verdicts against the baseline").splitlines() if ln.startswith("| sdpa ")
     ]
-    assert rows and all(ln.count("](") >= 2 for ln in rows)  # baseline and candidate medians are links
+    for row in rows:  # baseline and candidate medians are links to the files they came from
+        used = re.findall(r"\]\[(\d+)\]", row)
+        assert len(used) >= 2 and all(targets[n].endswith(".json.gz") for n in used)
+    assert max(len(line) for line in text.splitlines()) <= 300
 
 
 def test_committed_verdict_report_matches_a_fresh_render(verdict_report):

@@ -196,6 +196,7 @@ def _verdict_sections(
     judged = judged.sort_values(["order", "ratio"], ascending=[True, False])
     frame = analysis.frame
     recorded = "what_ran" in judged and judged["what_ran"].notna().any()  # results made with what_ran
+    one_knob_set = judged["knobs"].nunique() == 1  # then stated once, above the table
     rows = []
     for r in judged.itertuples():
         key = (r.workload, r.dtype, r.knobs)
@@ -205,15 +206,15 @@ def _verdict_sections(
             (
                 r.workload,
                 r.dtype,
-                r.knobs,
+                *([] if one_knob_set else [r.knobs]),
                 letters.get(r.group, r.group),
-                _time(*base, out_dir) if base else "—",
-                _time(*mine, out_dir) if mine else "—",
+                verdict(r.verdict),
                 _number(r.ratio, ".3f"),
                 interval,
+                _time(*base, out_dir) if base else "—",
+                _time(*mine, out_dir) if mine else "—",
                 _number(r.p_value, ".2g"),
                 f"{r.rounds_baseline}+{r.rounds_candidate}" + (" (samples)" if r.basis == "samples" else ""),
-                verdict(r.verdict),
                 *([_ran_text(r.what_ran, r.ran_change)] if recorded else []),
                 "" if r.verdict == "same" else (r.reason or ""),
             )
@@ -226,19 +227,20 @@ def _verdict_sections(
         "Verdicts against the baseline",
         legend
         + ". Times are the median over rounds of each round's median time per call (the lower median, so "
-        "the number is one result file's own value: it links to that file).",
+        "the number is one result file's own value: it links to that file)."
+        + (f" Every row ran with knobs `{judged['knobs'].iloc[0]}`." if one_knob_set else ""),
         (
             "workload",
             "dtype",
-            "knobs",
+            *([] if one_knob_set else ["knobs"]),
             "vs",
-            "baseline",
-            "candidate",
+            "verdict",
             "time ratio",
             "99% interval",
+            "baseline",
+            "candidate",
             "p",
             "rounds",
-            "verdict",
             *(["what ran"] if recorded else []),
             "why",
         ),
