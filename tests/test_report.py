@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pandas as pd
 import pytest
@@ -406,3 +407,37 @@ def test_the_markdown_answers_first_gpu_outcome_warnings_scorecard_then_the_meth
     # the summary lists faster rows too, the largest change first
     summary = [ln for ln in done.stdout.splitlines() if ln.startswith(("  SLOWER", "  FASTER"))]
     assert "conv2d_r50_3x3 bf16" in summary[0] and summary[-1].startswith("  FASTER") and len(summary) == 9
+
+
+def test_ci_systems_get_a_short_summary_and_junit_xml(verdict_report, tmp_path):
+    out, _ = verdict_report
+    verdict = json.loads((out / "verdict.json").read_text())
+    summary = (out / "summary.md").read_text()
+    assert (
+        "**Outcome: regression** (exit code 1)" in summary
+        and "| B: 2.11.0+cu130 / cuDNN system:auto |" in summary
+    )
+    rows = [
+        ln
+        for ln in summary.splitlines()
+        if ln.startswith("| conv2d")
+        or ln.startswith("| sdpa")
+        or ln.startswith("| lstm")
+        or ln.startswith("| batchnorm")
+    ]
+    assert len(rows) == 9 and rows[0].startswith(
+        "| conv2d_r50_3x3 | bf16 | C | slower | 7.364"
+    )  # largest first
+    suites = ElementTree.parse(out / "junit.xml").getroot()
+    cases = suites.findall("./testsuite/testcase")
+    assert len(cases) == len(verdict["comparisons"])
+    failed = {c.get("name") for c in cases if c.find("failure") is not None}
+    assert len(failed) == verdict["counts"]["slower"] + verdict["counts"]["failed"] == 8
+    assert "sdpa bf16 [benchmark=0 deterministic=0 tf32=0]" in failed
+    # a big report's summary still fits a pull-request comment
+    done = run_cli("report", "--results", str(DEFAULT_05 / "results"), "--out", str(tmp_path))
+    assert done.returncode == 0
+    big = (tmp_path / "summary.md").read_text()
+    assert (len(big.encode()) < 64 * 1024 and "148" in big) or "inconclusive" in big
+    skipped = ElementTree.parse(tmp_path / "junit.xml").getroot().findall("./testsuite/testcase/skipped")
+    assert len(skipped) == 148  # inconclusive rows are skipped, not passed

@@ -62,12 +62,9 @@ def outcome_line(analysis: Analysis) -> str:
 
 
 def read_first(view: View, analysis: Analysis) -> Section | None:
-    found = validity(analysis)
+    found = validity(view, analysis)
     if not found:
         return None
-    labels = {g: f"{view.letters[g]} ({view.labels.get(g, g)})" for g in view.groups}
-    for group, label in labels.items():
-        found = [sentence.replace(group, label) for sentence in found]
     return Section(
         "Read this first",
         "",
@@ -76,8 +73,17 @@ def read_first(view: View, analysis: Analysis) -> Section | None:
     )
 
 
-def validity(analysis: Analysis) -> list[str]:
-    """What a reader must know before trusting the table: each a sentence, most serious first."""
+def validity(view: View, analysis: Analysis) -> list[str]:
+    """What a reader must know before trusting the table: each a sentence, most serious first, naming
+    groups by letter and label."""
+    found = _validity(analysis)
+    for group in view.groups:
+        label = f"{view.letters[group]} ({view.labels.get(group, group)})"
+        found = [sentence.replace(group, label) for sentence in found]
+    return found
+
+
+def _validity(analysis: Analysis) -> list[str]:
     found = []
     uuids = set()
     for entries in analysis.docs.values():

@@ -1,4 +1,5 @@
-"""Write a report's files: report.md, report.html, results.csv, verdicts.csv, verdict.json."""
+"""Write a report's files: report.md, report.html, results.csv, verdicts.csv, verdict.json, and for CI
+systems summary.md and junit.xml."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness import jsonio, schemas
-from harness.report import html, markdown, plots, sections, verdicts
+from harness.report import digest, html, markdown, plots, sections, verdicts
 from harness.report.model import Analysis, Rendered, View
 from harness.results.documents import LoadedResults
 
@@ -26,6 +27,8 @@ def render(
     csv = out_dir / "results.csv"
     jsonio.write_text_atomic(csv, analysis.frame.to_csv(index=False))
     jsonio.write_text_atomic(out_dir / "verdicts.csv", verdicts_csv(analysis.timing))
+    jsonio.write_text_atomic(out_dir / "summary.md", digest.summary(view, analysis))
+    jsonio.write_text_atomic(out_dir / "junit.xml", digest.junit(view, analysis))
     verdict = verdicts.document(
         name=view.name,
         baseline=view.baseline,

@@ -1,0 +1,112 @@
+"""What a CI system reads: ``summary.md`` (a pull-request comment or ``$GITHUB_STEP_SUMMARY``: the answer
+and the rows that are not ``same``, under 64 KB) and ``junit.xml`` (slower and failed rows as failures,
+inconclusive and missing ones as skipped)."""
+
+from __future__ import annotations
+
+import math
+import xml.etree.ElementTree as ET
+from typing import Any
+
+from harness.report import answer, markdown
+from harness.report.model import Analysis, View
+
+SUMMARY_LIMIT = 64 * 1024  # GitHub's step summary takes up to 1 MiB; a PR comment is best far smaller
+ORDER = {"slower": 0, "failed": 1, "missing": 2, "inconclusive": 3, "faster": 4}
+
+
+def summary(view: View, analysis: Analysis) -> str:
+    """The answer and every changed row, largest change first, cut to fit SUMMARY_LIMIT."""
+    parts = [
+        f"### {view.name}: against {view.labels.get(view.baseline, view.baseline)}",
+        "",
+        answer.environment_line(view, analysis),
+        "",
+        answer.outcome_line(analysis),
+    ]
+    for sentence in answer.validity(view, analysis):
+        parts.append(f"- {sentence}")
+    card = answer.scorecard(view, analysis)
+    if card is not None:
+        parts += ["", markdown.table([list(r) for r in card.rows], list(card.headers))]
+    rows = _changed(view, analysis)
+    if rows:
+        parts += ["", f"**{len(rows)} rows are not `same`** (largest change first):", ""]
+        head = ["workload", "dtype", "vs", "verdict", "ratio", "99% interval", "what ran"]
+        text = "\n".join(parts)
+        shown = len(rows)
+        while shown:
+            table = markdown.table(rows[:shown], head)
+            more = f"\n\n... and {len(rows) - shown} more in report.md" if shown < len(rows) else ""
+            if len((text + "\n" + table + more).encode()) < SUMMARY_LIMIT - 200:
+                return text + "\n" + table + more + "\n"
+            shown = shown * 3 // 4
+        return text + f"\n{len(rows)} rows: see report.md\n"
+    return "\n".join(parts) + "\n"
+
+
+def _changed(view: View, analysis: Analysis) -> list[list[Any]]:
+    timing = analysis.timing
+    if timing.empty:
+        return []
+    rows = [r for r in timing.to_dict("records") if r.get("verdict") in ORDER]
+    rows.sort(key=lambda r: (ORDER[r["verdict"]], -_size(r.get("ratio"))))
+    return [
+        [
+            r["workload"],
+            r["dtype"],
+            view.letters.get(str(r["group"]), str(r["group"])),
+            r["verdict"],
+            f"{r['ratio']:.3f}" if _finite(r.get("ratio")) else "",
+            f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]" if _finite(r.get("ci_low")) else "",
+            r.get("ran_change") or r.get("what_ran") or "",
+        ]
+        for r in rows
+    ]
+
+
+def junit(view: View, analysis: Analysis) -> str:
+    """One test suite per candidate group, one test case per row: slower and failed rows fail, inconclusive
+    and missing ones are skipped (not evidence either way), same and faster ones pass."""
+    suites = ET.Element("testsuites", name=view.name)
+    timing = analysis.timing
+    judged = timing[timing["verdict"].notna()].to_dict("records") if not timing.empty else []
+    for group in view.groups:
+        if group == view.baseline:
+            continue
+        mine = [r for r in judged if r["group"] == group]
+        failures = sum(r["verdict"] in ("slower", "failed") for r in mine)
+        skipped = sum(r["verdict"] in ("inconclusive", "missing") for r in mine)
+        suite = ET.SubElement(
+            suites,
+            "testsuite",
+            name=f"{view.labels.get(group, group)} vs {view.labels.get(view.baseline, view.baseline)}",
+            tests=str(len(mine)),
+            failures=str(failures),
+            skipped=str(skipped),
+            errors="0",
+        )
+        for r in mine:
+            case = ET.SubElement(
+                suite, "testcase", classname=group, name=f"{r['workload']} {r['dtype']} [{r['knobs']}]"
+            )
+            reason = str(r.get("reason") or r["verdict"])
+            if r["verdict"] in ("slower", "failed"):
+                ET.SubElement(case, "failure", message=reason, type=r["verdict"])
+            elif r["verdict"] in ("inconclusive", "missing"):
+                ET.SubElement(case, "skipped", message=reason)
+    for run in analysis.gate.failed_runs:
+        suite = ET.SubElement(suites, "testsuite", name="runs", tests="1", failures="0", errors="1")
+        case = ET.SubElement(suite, "testcase", classname="runs", name=run.split(":")[0])
+        ET.SubElement(case, "error", message=run)
+    ET.indent(suites)
+    text: str = ET.tostring(suites, encoding="unicode", xml_declaration=True)
+    return text + "\n"
+
+
+def _size(ratio: Any) -> float:
+    return abs(math.log(ratio)) if _finite(ratio) and ratio > 0 else -1.0
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value)
