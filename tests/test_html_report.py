@@ -105,7 +105,9 @@ def test_the_plots_show(page):
         assert page.execute_script("return arguments[0].complete && arguments[0].naturalWidth > 100", image)
         assert image.get_attribute("src").startswith("data:image/png;base64,")
     captions = [c.text for c in page.find_elements(By.TAG_NAME, "figcaption")]
-    assert captions[0].startswith("speedup heatmap") and any(c.startswith("samples: sdpa") for c in captions)
+    assert captions[0].startswith("time ratio heatmap") and any(c.startswith("round medians: sdpa") for c in captions)
+    widths = [page.execute_script("return arguments[0].naturalWidth", image) for image in images]
+    assert min(widths) >= 600  # 150 dpi: text stays readable when the page scales the image down
 
 
 def test_numbers_link_to_their_result_files(page):

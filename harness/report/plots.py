@@ -11,11 +11,15 @@ import numpy as np
 
 from harness.report.model import Analysis, View
 
-MAX_DISTRIBUTIONS = 24  # sample-distribution plots for the rows with the largest changes
+MAX_DISTRIBUTIONS = 24  # round-median plots for the rows with the largest changes
+DPI = 150  # readable text when the page scales the image down
+CLIP = 1.25  # the heatmap's colors saturate at x1.25 either way: a 5 % change is a fifth of the scale
+CMAP = "PuOr_r"  # ColorBrewer's purple-orange: diverging and readable with red-green color blindness
+MARKS = {"slower": "▼", "faster": "▲", "inconclusive": "?", "failed": "✗", "missing": "–"}
 
 
 def plots(view: View, analysis: Analysis) -> list[tuple[str, str]]:
-    """(caption, base64 PNG) of each plot: the speedup heatmap, then the largest changes' distributions."""
+    """(caption, base64 PNG) of each plot: the time-ratio heatmap, then the largest changes' round medians."""
     timing = analysis.timing
     if timing.empty or timing["ratio"].notna().sum() == 0:
         return []
@@ -30,35 +34,57 @@ def _png(figure: Any) -> str:
     import matplotlib.pyplot as plt
 
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
+    figure.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")
     plt.close(figure)
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
 def _heatmap(view: View, timing: Any, letters: dict[str, str]) -> tuple[str, str]:
+    """Time ratios (candidate / baseline, as the tables write them), each cell marked with its verdict.
+    The colors clip at CLIP either way, so a 5 % change stays visible beside a 7x one; numbers are exact."""
     import matplotlib.pyplot as plt
     from matplotlib.colors import TwoSlopeNorm
 
     rated = timing[timing["ratio"].notna()].copy()
-    rated["row"] = rated["workload"] + " " + rated["dtype"] + " " + rated["knobs"].str.replace("cudnn_", "")
-    table = rated.pivot_table(index="row", columns="group", values="ratio", aggfunc="first", sort=False)
-    table = table[[g for g in view.groups if g in table.columns]]
-    speedup = np.log2(1 / table.to_numpy(dtype=float))
-    limit = max(0.1, float(np.nanmax(np.abs(speedup))) if speedup.size else 0.1)
-    figure, axes = plt.subplots(figsize=(2.2 + 1.1 * len(table.columns), 1.2 + 0.22 * len(table)))
-    image = axes.imshow(speedup, cmap="RdYlGn", norm=TwoSlopeNorm(0, -limit, limit), aspect="auto")
-    axes.set_xticks(range(len(table.columns)), [f"{letters.get(g, g)}" for g in table.columns])
-    axes.set_yticks(range(len(table)), list(table.index), fontsize=7)
-    for (i, j), value in np.ndenumerate(table.to_numpy(dtype=float)):
+    knobs = "" if rated["knobs"].nunique() == 1 else " " + rated["knobs"]  # one knob set: not on every row
+    rated["row"] = rated["workload"] + " " + rated["dtype"] + knobs
+    ratios = rated.pivot_table(index="row", columns="group", values="ratio", aggfunc="first", sort=False)
+    marks = rated.pivot_table(index="row", columns="group", values="verdict", aggfunc="first", sort=False)
+    groups = [g for g in view.groups if g in ratios.columns]
+    ratios, marks = ratios[groups], marks.reindex(index=ratios.index, columns=groups)
+    values = ratios.to_numpy(dtype=float)
+    limit = math.log2(CLIP)
+    shade = np.clip(np.log2(values), -limit, limit)
+    figure, axes = plt.subplots(figsize=(2.6 + 1.2 * len(groups), 1.4 + 0.26 * len(ratios)))
+    image = axes.imshow(shade, cmap=CMAP, norm=TwoSlopeNorm(0, -limit, limit), aspect="auto")
+    axes.set_xticks(range(len(groups)), [letters.get(g, g) for g in groups], fontsize=9)
+    axes.set_yticks(range(len(ratios)), list(ratios.index), fontsize=8)
+    for (i, j), value in np.ndenumerate(values):
         if math.isfinite(value):
-            axes.text(j, i, f"{1 / value:.2f}", ha="center", va="center", fontsize=6)
-    figure.colorbar(image, ax=axes, label="log2 speedup vs baseline")
-    axes.set_title("speedup vs baseline (baseline time / candidate time)", fontsize=9)
-    return "speedup heatmap: groups x workloads", _png(figure)
+            mark = MARKS.get(str(marks.iat[i, j]), "")
+            dark = abs(shade[i, j]) > 0.6 * limit  # white on the saturated ends, black elsewhere
+            axes.text(
+                j,
+                i,
+                f"{value:.2f}{mark}",
+                ha="center",
+                va="center",
+                fontsize=8,
+                color="white" if dark else "black",
+            )
+    bar = figure.colorbar(image, ax=axes, ticks=[-limit, 0, limit])
+    bar.ax.set_yticklabels(
+        [f"÷{CLIP:g} or less (faster)", "same time", f"×{CLIP:g} or more (slower)"], fontsize=8
+    )
+    axes.set_title("time ratio, candidate / baseline (▼ slower, ▲ faster, ? inconclusive)", fontsize=9)
+    return "time ratio heatmap: workloads x groups, colors clipped at ×1.25", _png(figure)
 
 
 def _distributions(view: View, analysis: Analysis, letters: dict[str, str]) -> list[tuple[str, str]]:
+    """Each group's per-round medians (what the test compares) on a log axis, with the baseline's median
+    and the threshold band around it: for the rows with the largest changes."""
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, LogLocator
 
     timing = analysis.timing[analysis.timing["ratio"].notna()].copy()
     timing["change"] = np.abs(np.log(timing["ratio"].astype(float)))
@@ -68,28 +94,42 @@ def _distributions(view: View, analysis: Analysis, letters: dict[str, str]) -> l
         )
     )[:MAX_DISTRIBUTIONS]
     frame = analysis.frame
+    ok = frame[frame["status"] == "ok"] if "status" in frame else frame
     out = []
     for key in keys:
-        data, names = [], []
-        for group in view.groups:
-            files = frame[
-                (frame["group"] == group)
-                & (frame["status"] == "ok")
-                & (frame["workload"] == key[0])
-                & (frame["dtype"] == key[1])
-                & (frame["knobs"] == key[2])
-            ]["file"]
-            pooled = [x * 1e6 for f in files for x in analysis.samples.get((f, *key), [])]
-            if pooled:
-                data.append(pooled)
-                names.append(f"{letters.get(group, group)} ({len(files)} rounds)")
-        if not data:
+        rows = ok[(ok["workload"] == key[0]) & (ok["dtype"] == key[1]) & (ok["knobs"] == key[2])]
+        medians = {g: [m * 1e6 for m in rows[rows["group"] == g]["median_s"]] for g in view.groups}
+        medians = {g: m for g, m in medians.items() if m}
+        if view.baseline not in medians or len(medians) < 2:
             continue
-        figure, axes = plt.subplots(figsize=(3.6, 2.4))
-        axes.boxplot(data, orientation="horizontal", showfliers=False, whis=(5, 95))
-        axes.set_yticks(range(1, len(names) + 1), names, fontsize=7)
-        axes.set_xlabel("µs per call (whiskers 5-95%)", fontsize=7)
-        axes.tick_params(axis="x", labelsize=7)
-        axes.set_title(f"{key[0]} {key[1]}", fontsize=8)
-        out.append((f"samples: {key[0]} {key[1]} {key[2]}", _png(figure)))
+        base = float(np.median(medians[view.baseline]))
+        band = 1 + view.threshold_pct(key[0]) / 100
+        figure, axes = plt.subplots(figsize=(4.4, 0.9 + 0.38 * len(medians)))
+        axes.axvspan(
+            base / band, base * band, color="#dddddd", label=f"baseline ±{view.threshold_pct(key[0]):g}%"
+        )
+        axes.axvline(base, color="#555555", linewidth=1)
+        for y, (group, values) in enumerate(medians.items()):
+            axes.plot(
+                values,
+                [y] * len(values),
+                "o",
+                markersize=4,
+                alpha=0.8,
+                color="#5e3c99" if group == view.baseline else "#e66101",
+            )
+        axes.set_xscale("log")
+        axes.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+        axes.xaxis.set_minor_formatter(FuncFormatter(lambda value, _: ""))
+        axes.set_yticks(
+            range(len(medians)),
+            [f"{letters.get(g, g)} ({len(v)} rounds)" for g, v in medians.items()],
+            fontsize=8,
+        )
+        axes.set_ylim(-0.6, len(medians) - 0.4)
+        axes.set_xlabel("round median, µs per call (log scale)", fontsize=8)
+        axes.tick_params(axis="x", labelsize=8)
+        axes.set_title(f"{key[0]} {key[1]}", fontsize=9)
+        out.append((f"round medians: {key[0]} {key[1]} {key[2]}", _png(figure)))
     return out
