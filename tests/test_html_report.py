@@ -64,6 +64,12 @@ def verdict_table(page):
     return heading.find_element(By.XPATH, "following-sibling::table[1]")
 
 
+def show_same_rows(page, shown: bool = True) -> None:
+    box = page.find_element(By.CSS_SELECTOR, ".show-same")
+    if box.is_selected() != shown:
+        box.click()
+
+
 def column(table, name: str) -> list[str]:
     headers = [th.text.rstrip(" ▲▼") for th in table.find_elements(By.CSS_SELECTOR, "thead th")]
     index = headers.index(name) + 1
@@ -71,6 +77,7 @@ def column(table, name: str) -> list[str]:
 
 
 def test_a_click_sorts_a_table_by_number_both_ways(page):
+    show_same_rows(page)
     table = verdict_table(page)
     header = next(th for th in table.find_elements(By.CSS_SELECTOR, "thead th") if th.text == "time ratio")
     before = column(table, "time ratio")
@@ -85,6 +92,7 @@ def test_a_click_sorts_a_table_by_number_both_ways(page):
 
 
 def test_durations_sort_by_value_not_by_text(page):
+    show_same_rows(page)
     table = verdict_table(page)
     headers = table.find_elements(By.CSS_SELECTOR, "thead th")
     index = next(i for i, th in enumerate(headers) if th.text.startswith("candidate"))
@@ -105,7 +113,9 @@ def test_the_plots_show(page):
         assert page.execute_script("return arguments[0].complete && arguments[0].naturalWidth > 100", image)
         assert image.get_attribute("src").startswith("data:image/png;base64,")
     captions = [c.text for c in page.find_elements(By.TAG_NAME, "figcaption")]
-    assert captions[0].startswith("time ratio heatmap") and any(c.startswith("round medians: sdpa") for c in captions)
+    assert captions[0].startswith("time ratio heatmap") and any(
+        c.startswith("round medians: sdpa") for c in captions
+    )
     widths = [page.execute_script("return arguments[0].naturalWidth", image) for image in images]
     assert min(widths) >= 600  # 150 dpi: text stays readable when the page scales the image down
 
@@ -130,3 +140,26 @@ def test_the_answer_comes_first_and_the_method_is_folded_away(page):
     assert not paragraph.is_displayed()  # folded until the reader opens it
     method.find_element(By.TAG_NAME, "summary").click()
     assert paragraph.is_displayed() and "Mann-Whitney" in paragraph.text
+
+
+def test_a_big_table_shows_the_changes_first_and_can_be_searched(page):
+    table = verdict_table(page)
+    visible = lambda: [r for r in table.find_elements(By.CSS_SELECTOR, "tbody tr") if r.is_displayed()]  # noqa: E731
+    show_same_rows(page, False)
+    rows = table.find_elements(By.CSS_SELECTOR, "tbody tr")
+    assert len(rows) == 30 and len(visible()) == 9  # 21 'same' rows wait behind the checkbox
+    show_same_rows(page)
+    assert len(visible()) == 30
+    show_same_rows(page, False)
+    search = page.find_element(By.CSS_SELECTOR, ".filter .search")
+    search.send_keys("sdpa bf16")
+    shown = visible()
+    assert shown and all("sdpa" in r.text and "bf16" in r.text for r in shown)
+    assert any("same" in r.text for r in shown)  # a search looks at every row
+    search.clear()
+    search.send_keys(" ")
+    links = [a.text for a in page.find_elements(By.CSS_SELECTOR, "nav a")]
+    assert links[:2] == ["Read this first", "Scorecard"] and "Verdicts against the baseline" in links
+    target = page.find_element(By.CSS_SELECTOR, "nav a[href='#verdicts-against-the-baseline']")
+    assert page.find_element(By.ID, "verdicts-against-the-baseline").text == "Verdicts against the baseline"
+    assert target.is_displayed()

@@ -24,10 +24,33 @@ tr:nth-child(even) td{background:#fafaff} pre{background:#f4f4f8;padding:.8em;ov
 .v-slower{color:#b00020;font-weight:600}.v-faster{color:#006b2e;font-weight:600}.v-inconclusive{color:#9a6700}
 .v-failed,.v-missing{color:#b00020} img{max-width:100%;border:1px solid #dde}
 summary{cursor:pointer} summary h2,summary h3{display:inline}
+nav{margin:.4em 0 1em;font-size:13px} .filter{margin:.4em 0} .filter input[type=search]{width:22em}
 figure{display:inline-block;margin:.4em;vertical-align:top} figcaption{font-size:12px;color:#555}
 """
 
+FILTER = (
+    "<div class='filter'><label><input type='checkbox' class='show-same'> "
+    "show rows whose verdict is same</label> "
+    "<input type='search' class='search' placeholder='search rows (workload, dtype, group...)'></div>"
+)
+
 SCRIPT = """
+document.querySelectorAll('table.filterable').forEach(function (table) {
+  var controls = table.previousElementSibling, box = controls.querySelector('.show-same');
+  var search = controls.querySelector('.search');
+  function apply() {
+    var words = search.value.toLowerCase().split(/\\s+/).filter(Boolean);
+    Array.from(table.tBodies[0].rows).forEach(function (row) {
+      var text = row.textContent.toLowerCase();
+      var hidden = (row.classList.contains('same') && !box.checked && !words.length) ||
+        !words.every(function (w) { return text.indexOf(w) >= 0; });
+      row.style.display = hidden ? 'none' : '';
+    });
+  }
+  box.addEventListener('change', apply);
+  search.addEventListener('input', apply);
+  apply();
+});
 document.querySelectorAll('table.sortable').forEach(function (table) {
   table.querySelectorAll('th').forEach(function (th, column) {
     th.addEventListener('click', function () {
@@ -59,13 +82,20 @@ def page(document: Document, plots: list[tuple[str, str]]) -> str:
         f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{_e(title)}</title>",
         f"<style>{STYLE}</style></head><body><h1>{_e(title)}</h1>",
         _markdownish(document.header),
+        "<nav><b>Contents:</b> "
+        + " · ".join(
+            f"<a href='#{_e(s.anchor)}'>{_e(s.title)}</a>" for s in document.sections if s.level == 2
+        )
+        + "</nav>",
     ]
     for section in document.sections:
-        heading = f"<h{section.level}>{_e(section.title)}</h{section.level}>"
+        heading = f"<h{section.level} id='{_e(section.anchor)}'>{_e(section.title)}</h{section.level}>"
         parts.append(f"<details><summary>{heading}</summary>" if section.collapsed else heading)
         if section.intro:
             parts.append(f"<p>{_markdownish(section.intro)}</p>")
         if section.headers:
+            if section.filterable:
+                parts.append(FILTER)
             parts.append(_table(section))
         if section.plots_after and plots:
             parts.append(_figures(plots))
@@ -86,8 +116,10 @@ def _table(section: Section) -> str:
             verdict = _verdict_class(value)
             css = f" class='v-{verdict}'" if verdict else ""
             cells.append(f"<td{attribute}{css}>{_cell(value)}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table class='sortable'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+        same = any(_verdict_class(v) == "same" for v in row)
+        body.append(("<tr class='same'>" if same else "<tr>") + "".join(cells) + "</tr>")
+    css = "sortable filterable" if section.filterable else "sortable"
+    return f"<table class='{css}'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
 def _verdict_class(value: Any) -> str | None:

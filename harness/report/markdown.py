@@ -29,7 +29,10 @@ class Links:
 def page(document: Document) -> str:
     links = Links()
     body = "\n\n".join(_section(s, links) for s in document.sections)
-    text = f"# {document.title}\n\n{document.header}\n\n{body}\n"
+    contents = _wrap(
+        "Contents: " + " · ".join(f"[{s.title}](#{s.anchor})" for s in document.sections if s.level == 2)
+    )
+    text = f"# {document.title}\n\n{document.header}\n\n{contents}\n\n{body}\n"
     return text + (f"\n{links.definitions()}\n" if links.numbers else "")
 
 

@@ -108,6 +108,13 @@ class Section:
     level: int = 2
     plots_after: bool = False  # the HTML page puts its plots after this section
     collapsed: bool = False  # the HTML page folds it away (<details>): reference, not the answer
+    filterable: bool = False  # the HTML page hides its 'same' rows until asked, and can search its rows
+
+    @property
+    def anchor(self) -> str:
+        """The id GitHub gives its heading: lower case, spaces to dashes, other punctuation dropped."""
+        kept = "".join(c for c in self.title.lower() if c.isalnum() or c in " -_")
+        return kept.replace(" ", "-")
 
 
 @dataclass(frozen=True)

@@ -246,6 +246,7 @@ def _verdict_sections(
         ),
         tuple(rows),
         plots_after=True,
+        filterable=True,
     )
     out = [section]
     host = _host_section(view, analysis, out_dir, letters)
@@ -517,7 +518,8 @@ def _beyond_tolerance(analysis: Analysis, letters: dict[str, str]) -> Section | 
 
 
 def _environment(view: View, analysis: Analysis, letters: dict[str, str]) -> Section | None:
-    rows = []
+    """One row per distinct environment of a group: the rounds that ran in it listed together."""
+    rounds: dict[tuple[Any, ...], list[int]] = {}
     uuids: set[str] = set()
     for group in view.groups:
         for doc, _ in analysis.docs.get(group, []):
@@ -528,10 +530,9 @@ def _environment(view: View, analysis: Analysis, letters: dict[str, str]) -> Sec
             cudnn: dict[str, Any] = dict(doc["cudnn"]) if "cudnn" in doc else {}
             if gpu.get("uuid"):
                 uuids.add(gpu["uuid"])
-            rows.append(
+            rounds.setdefault(
                 (
                     letters[group],
-                    f"r{round_of(doc)}",
                     env["torch"]["version"],
                     env["torch"].get("cuda") or "none",
                     f"{cudnn.get('runtime_version') or 'none'} (built for "
@@ -545,8 +546,10 @@ def _environment(view: View, analysis: Analysis, letters: dict[str, str]) -> Sec
                     env["host"].get("os", ""),
                     env["host"].get("cpu_model") or "",
                     doc.get("suite_version"),
-                )
-            )
+                ),
+                [],
+            ).append(round_of(doc))
+    rows = [(key[0], _rounds_text(numbers), *key[1:]) for key, numbers in rounds.items()]
     if not rows:
         return None
     # Two GPUs of one model differ by more than two processes on one GPU (suite 0.4 on two H100s: A/A
@@ -562,7 +565,7 @@ def _environment(view: View, analysis: Analysis, letters: dict[str, str]) -> Sec
         intro,
         (
             "group",
-            "round",
+            "rounds",
             "torch",
             "CUDA",
             "cuDNN runtime",
@@ -578,6 +581,19 @@ def _environment(view: View, analysis: Analysis, letters: dict[str, str]) -> Sec
         ),
         tuple(rows),
     )
+
+
+def _rounds_text(numbers: list[int]) -> str:
+    """[1, 2, 3, 5] -> 'r1-r3, r5'; where shards repeat round numbers, how many runs."""
+    if len(set(numbers)) != len(numbers):
+        return f"{len(numbers)} runs"
+    spans: list[list[int]] = []
+    for n in sorted(numbers):
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return ", ".join(f"r{a}" if a == b else f"r{a}-r{b}" for a, b in spans)
 
 
 def _finite(value: Any) -> bool:
