@@ -123,7 +123,18 @@ def parser(description: str) -> argparse.ArgumentParser:
         version=f"harness {__version__}, suite {SUITE_VERSION}, result schema {RESULT_SCHEMA_VERSION}, "
         f"verdict schema {VERDICT_SCHEMA_VERSION}",
     )
-    commands = ("plan", "validate", "run", "images", "rerun", "report", "compare", "repro", "qualify")
+    commands = (
+        "plan",
+        "validate",
+        "run",
+        "images",
+        "rerun",
+        "gather",
+        "report",
+        "compare",
+        "repro",
+        "qualify",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="{" + ",".join(commands) + "}")
 
     plan = sub.add_parser("plan", help="validate a matrix and list its cells (no side effects)")
@@ -156,6 +167,18 @@ def parser(description: str) -> argparse.ArgumentParser:
     rerun.add_argument("--timeout-s", type=TIMEOUT, default=3600.0, help="time limit for the run")
     rerun.add_argument("--gpus", default="all", help="GPU ids the container gets, e.g. 0,1, or 'all'")
     _gpu_access_arg(rerun)
+
+    gather = sub.add_parser(
+        "gather",
+        help="collect what Kubernetes pods wrote (a copy of the results volume) into a results folder",
+    )
+    _matrix_arg(gather)
+    gather.add_argument(
+        "--from", dest="source", type=Path, required=True, help="the copy of the results volume (kubectl cp)"
+    )
+    gather.add_argument("--out", type=Path, help="results folder (default: results/<matrix name>)")
+    gather.add_argument("--k8s-registry", help="registry the cell images were pushed to, as given to run")
+    _build_args(gather)
 
     rep = sub.add_parser(
         "report", help="validate and merge results into reports/, with verdicts", epilog=EXIT_CODES

@@ -194,6 +194,26 @@ def _rerun(args: argparse.Namespace) -> int:
     return EXIT_OK if doc["status"] == "ok" else EXIT_FAILED
 
 
+def _gather(args: argparse.Namespace) -> int:
+    from harness.executors import k8s_gather, k8s_jobs
+
+    plan = _load_plan(args.matrix, "docker")
+    if not args.source.is_dir():
+        raise InputError.one(
+            "--from", str(args.source), "is not a folder: give the copy of the results volume"
+        )
+    out = jsonio.output_folder(args.out or Path("results") / plan.name, "--out")
+    target = k8s_jobs.Target(args.k8s_registry)
+    done = k8s_gather.gather(plan, args.source, out, arguments.build_options(args), target, _say)
+    for name, why in done.refused:
+        _warn(f"error: {args.source / name}: {why}")
+    print(
+        f"gathered {len(done.kept)} results into {out}/, refused {len(done.refused)}; report with "
+        f"'python -m harness report --results {out}'"
+    )
+    return EXIT_BAD_INPUT if done.refused or not done.kept else EXIT_OK
+
+
 def _report(args: argparse.Namespace) -> int:
     dirs = args.results or [Path("results") / _load_plan(args.matrix).name]
     plan = folders.merged_plan(dirs)
@@ -271,6 +291,7 @@ COMMANDS = {
     "images": _images,
     "slurm-task": _slurm_task,
     "rerun": _rerun,
+    "gather": _gather,
     "report": _report,
     "compare": _compare,
     "repro": _repro,

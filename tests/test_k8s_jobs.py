@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 
 import kubernetes_validate
 import pytest
 import yaml
 
-from tests.conftest import run_cli
+from harness.results import documents
+from tests.conftest import harness_env, run_cli
 
 MATRIX = """
 schema_version: 1
@@ -116,3 +120,75 @@ def test_submission_to_an_unreachable_cluster_fails_clearly(tmp_path, monkeypatc
     assert done.returncode == 3, done.stdout + done.stderr
     assert "cannot reach the Kubernetes cluster at https://127.0.0.1:1" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_what_the_pods_write_is_gathered_into_a_results_folder_that_report_reads(tmp_path):
+    # each pod runs its Job's container args; here the same args run the suite directly, with the
+    # results volume a folder and the completion index filled in as the kubelet would
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text(
+        """
+schema_version: 1
+name: pods
+backend: docker
+axes: {torch: ["2.13.0+cpu"], cudnn: [bundled, disabled], python: ["3.11"]}
+suite: {workloads: [relu], dtypes: [fp32], time_budget_s: 0.02, numerics: false, device: cpu}
+rounds: 3
+baseline: {cudnn: bundled}
+"""
+    )
+    done = run_cli("run", "--matrix", str(matrix), "--backend", "k8s", "--dry-run")
+    assert done.returncode == 0, done.stderr
+    volume = tmp_path / "volume"
+    volume.mkdir()
+    for job in yaml.safe_load_all(done.stdout):
+        (container,) = job["spec"]["template"]["spec"]["containers"]
+        for index in (0, 1):  # two of the three completions have run
+            args = [
+                a.replace("/results", str(volume)).replace("$(JOB_COMPLETION_INDEX)", str(index))
+                for a in container["args"]
+            ]
+            ran = subprocess.run(
+                [sys.executable, "-m", "harness.suite", *args],
+                env=harness_env(),
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            assert ran.returncode == 0, ran.stderr[-2000:]
+    pod_files = sorted(p.name for p in volume.iterdir())
+    assert len(pod_files) == 4 and all(re.fullmatch(r".+\.index[01]\.json", n) for n in pod_files)
+    bundled = next(n.split(".index")[0] for n in pod_files if "bundled" in n)
+    (volume / f"{bundled}.index2.json").write_text("{not json")  # a pod killed mid-write
+    (volume / "other-cell.index0.json").write_text("{}")
+    (volume / f"{bundled}.index7.json").write_text("{}")
+    (volume / "notes.txt").write_text("x")
+    before = {p.name: p.read_bytes() for p in volume.iterdir()}
+
+    out = tmp_path / "results"
+    gathered = run_cli("gather", "--matrix", str(matrix), "--from", str(volume), "--out", str(out))
+    assert gathered.returncode == 2, gathered.stdout + gathered.stderr  # some files were refused
+    assert "gathered 4 results" in gathered.stdout and "refused 4" in gathered.stdout
+    for name, why in (
+        (f"{bundled}.index2.json", "cannot be read as JSON"),
+        ("other-cell.index0.json", "is not in the plan"),
+        (f"{bundled}.index7.json", "beyond the plan's 3 rounds"),
+        ("notes.txt", "not a pod's result"),
+    ):
+        assert f"{volume / name}: {why}" in gathered.stderr or (
+            name in gathered.stderr and why in gathered.stderr
+        )
+    assert {p.name: p.read_bytes() for p in volume.iterdir()} == before  # the copy is left as it was
+    kept = sorted(p.name for p in out.glob("*.json.gz"))
+    assert kept == sorted(
+        n.replace(".index0.json", ".r1.json.gz").replace(".index1.json", ".r2.json.gz") for n in pod_files
+    )
+    for path in out.glob("*.json.gz"):
+        doc, problems = documents.check(path)
+        assert problems == [] and doc["run"]["backend"] == "k8s" and doc["run"]["k8s"]["job"]
+
+    reported = run_cli("report", "--results", str(out), "--out", str(tmp_path / "report"))
+    assert reported.returncode in (0, 3), reported.stdout + reported.stderr  # one round of three is missing
+    verdict = json.loads((tmp_path / "report" / "verdict.json").read_text())
+    assert all(g["rounds_ok"] == 2 for g in verdict["groups"])
+    assert [c["workload"] for c in verdict["comparisons"]] == ["relu"]

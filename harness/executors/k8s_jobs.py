@@ -48,7 +48,7 @@ def render(
         image = images.render(cell, options, plan.image_python)
         reference = f"{target.registry.rstrip('/')}/{image.reference}" if target.registry else image.reference
         # the kubelet expands $(JOB_COMPLETION_INDEX), which the Job controller sets in each pod;
-        # index i is round i + 1 (gathering the files into a run folder comes with submission)
+        # index i is round i + 1: 'harness gather' makes the files a results folder (k8s_gather)
         out = f"/results/{cell.id}.index$(JOB_COMPLETION_INDEX).json"
         # a Quantity, which the API client only takes as a string
         limits = {"nvidia.com/gpu": "1"} if needs_gpu(cell, plan) else {}

@@ -182,10 +182,16 @@ class GpuAccess(TypedDict):
     driver_dir: NotRequired[str]
 
 
+class K8sRecord(TypedDict):
+    image: str
+    job: str
+    completion_index: int
+
+
 class RunRecord(TypedDict):
     """How a backend ran the suite: added by the orchestrator, never by the suite."""
 
-    backend: Literal["local", "docker"]
+    backend: Literal["local", "docker", "k8s"]
     command: list[str]
     exit_code: int | None
     wall_s: float
@@ -201,6 +207,7 @@ class RunRecord(TypedDict):
     identity: NotRequired[Identity]
     gpus: NotRequired[list[str]]
     slurm: NotRequired[SlurmRecord]
+    k8s: NotRequired[K8sRecord]
     gpu_access: NotRequired[GpuAccess]
 
 
