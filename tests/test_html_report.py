@@ -120,9 +120,9 @@ def test_the_plots_show(page):
     assert min(widths) >= 600  # 150 dpi: text stays readable when the page scales the image down
 
 
-def test_numbers_link_to_their_result_files(page):
+def test_numbers_link_to_their_measurements(page):
     links = [a.get_attribute("href") for a in verdict_table(page).find_elements(By.TAG_NAME, "a")]
-    assert links and all(href.startswith("file://") and href.endswith(".json.gz") for href in links)
+    assert links and all(href.startswith("file://") and href.endswith(".measurement.json") for href in links)
     assert all(Path(href.removeprefix("file://")).is_file() for href in links[:20])
 
 

@@ -77,9 +77,16 @@ def test_every_number_links_to_the_result_file_it_came_from(verdict_report):
     rows = [
         ln for ln in section(text, "Verdicts against the baseline").splitlines() if ln.startswith("| sdpa ")
     ]
-    for row in rows:  # baseline and candidate medians are links to the files they came from
+    for row in rows:  # baseline and candidate medians link to their measurements, each its own small file
         used = re.findall(r"\]\[(\d+)\]", row)
-        assert len(used) >= 2 and all(targets[n].endswith(".json.gz") for n in used)
+        assert len(used) >= 2 and all(targets[n].startswith("measurements/") for n in used)
+        for n in used:
+            extract = json.loads((out / targets[n]).read_text())
+            assert extract["measurement"]["workload"] == "sdpa" and "samples_s" not in extract["measurement"]
+            assert (out / targets[n]).stat().st_size < 20_000  # the result file it names holds 100s of KB
+            source = (out / targets[n]).parent / extract["result_file"]
+            measured = jsonio.read(source)["measurements"][extract["measurement_index"]]
+            assert measured["stats"] == extract["measurement"]["stats"]
     assert max(len(line) for line in text.splitlines()) <= 300
 
 

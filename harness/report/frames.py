@@ -53,11 +53,12 @@ def long_form(loaded: LoadedResults) -> pd.DataFrame:
         if doc["status"] != "ok":
             rows.append({**common, "status": "cell_failed", "error": failure["reason"] if failure else None})
             continue
-        for m in doc["measurements"]:
+        for index, m in enumerate(doc["measurements"]):
             stats: dict[str, object] = dict(m.get("stats") or {})
             rows.append(
                 {
                     **common,
+                    "measurement": index,  # its place in the file's measurements: what a link points at
                     "workload": m["workload"],
                     "dtype": m["dtype"],
                     "knobs": knob_label(m["knobs"]),

@@ -122,6 +122,9 @@ class Document:
     title: str
     header: str  # prose with the few Markdown marks both writers know: **bold**, `code`, a fenced block
     sections: tuple[Section, ...]
+    # link target (relative to the report) -> (result file, measurement index): one measurement's own
+    # file, which render writes, so a number links to its measurement and not to a multi-MB result
+    extracts: dict[str, tuple[str, int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

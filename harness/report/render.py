@@ -4,6 +4,7 @@ systems summary.md and junit.xml."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -11,6 +12,7 @@ import pandas as pd
 from harness import jsonio, schemas
 from harness.report import digest, html, markdown, plots, sections, verdicts
 from harness.report.model import Analysis, Rendered, View
+from harness.results import folder as results_folder
 from harness.results.documents import LoadedResults
 
 
@@ -20,6 +22,7 @@ def render(
     """Write report.md, report.html, results.csv, verdicts.csv and verdict.json into ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     document = sections.document(view, analysis, loaded, out_dir, sources)
+    _write_extracts(out_dir, document.extracts, loaded)
     markdown_file = out_dir / "report.md"
     jsonio.write_text_atomic(markdown_file, markdown.page(document))
     html_file = out_dir / "report.html"
@@ -51,6 +54,30 @@ def render(
     verdict_json = out_dir / "verdict.json"
     jsonio.write_atomic(verdict_json, verdict)
     return Rendered(markdown_file, html_file, csv, verdict_json)
+
+
+def _write_extracts(out_dir: Path, extracts: dict[str, tuple[str, int]], loaded: LoadedResults) -> None:
+    """Each linked measurement as its own small file: the measurement as recorded, its raw samples left
+    out (they are in the result file it names), with the cell and run it belongs to."""
+    folder = out_dir / sections.MEASUREMENTS
+    if folder.is_dir():  # an earlier render's links: this one writes its own
+        for stale in folder.glob(f"*{results_folder.MEASUREMENT_SUFFIX}"):
+            stale.unlink()
+    documents_by_file = dict(zip(loaded.files, loaded.documents, strict=True))
+    for href, (file, index) in extracts.items():
+        doc = documents_by_file[file]
+        measurement = {
+            k: v for k, v in doc["measurements"][index].items() if k not in ("samples_s", "sm_clock_mhz")
+        }
+        extract = {
+            "result_file": os.path.relpath(file, (out_dir / href).parent),
+            "measurement_index": index,
+            "cell": doc["cell"],
+            "round": doc["run"].get("round", 1),
+            "measurement": measurement,
+        }
+        (out_dir / href).parent.mkdir(parents=True, exist_ok=True)
+        jsonio.write_atomic(out_dir / href, extract)
 
 
 def verdicts_csv(timing: pd.DataFrame) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import math
 import os
 from pathlib import Path
@@ -13,7 +14,10 @@ import pandas as pd
 from harness.report import answer, frames
 from harness.report.frames import KEYS
 from harness.report.model import VERDICT_ORDER, Analysis, Document, Kind, Section, Value, View, verdict
+from harness.results import folder
 from harness.results.documents import LoadedResults, round_of
+
+MEASUREMENTS = "measurements"  # the report's folder of one-measurement files that numbers link to
 
 
 def document(
@@ -21,6 +25,7 @@ def document(
 ) -> Document:
     """The whole report for ``out_dir`` (links are relative to it)."""
     letters = view.letters
+    extracts: dict[str, tuple[str, int]] = {}
     sections = [
         answer.read_first(view, analysis),
         answer.scorecard(view, analysis),
@@ -28,7 +33,7 @@ def document(
         _what_changed(analysis, letters),
         _cells(view, analysis, out_dir, letters),
         *_problems(analysis, loaded),
-        *_verdict_sections(view, analysis, out_dir, letters),
+        *_verdict_sections(view, analysis, out_dir, letters, extracts),
         _autotuning(analysis, letters),
         *_numerics_sections(view, analysis, letters),
         _beyond_tolerance(analysis, letters),
@@ -37,7 +42,7 @@ def document(
     ]
     title = f"{view.name}: {len(view.groups)} groups against {view.labels.get(view.baseline, view.baseline)}"
     header = answer.environment_line(view, analysis) + "\n\n" + answer.outcome_line(analysis)
-    return Document(title, header, tuple(s for s in sections if s is not None))
+    return Document(title, header, tuple(s for s in sections if s is not None), extracts)
 
 
 def _method(view: View, analysis: Analysis, loaded: LoadedResults, sources: list[Path]) -> Section:
@@ -81,7 +86,20 @@ def _link(
     return Value(text, number, kind, os.path.relpath(file, out_dir) if file else None)
 
 
-def _time(seconds: float, file: str | None, out_dir: Path) -> Value:
+def _time(
+    seconds: float,
+    file: str | None,
+    out_dir: Path,
+    measurement: Any = None,
+    extracts: dict[str, tuple[str, int]] | None = None,
+) -> Value:
+    """A duration that links to the measurement it came from (its own small file), else its result file."""
+    if file and extracts is not None and measurement is not None and bool(pd.notna(measurement)):
+        name = Path(file).name.removesuffix(".gz").removesuffix(".json")
+        digest = hashlib.sha256(file.encode()).hexdigest()[:8]  # shards hold files of the same name
+        href = f"{MEASUREMENTS}/{name}-{digest}-m{int(measurement)}{folder.MEASUREMENT_SUFFIX}"
+        extracts[href] = (file, int(measurement))
+        return Value(_duration(seconds), seconds, "duration", href)
     return _link(_duration(seconds), file, out_dir, seconds, "duration")
 
 
@@ -171,7 +189,9 @@ def _problems(analysis: Analysis, loaded: LoadedResults) -> list[Section]:
     return out
 
 
-def _median_entry(frame: pd.DataFrame, group: str, key: tuple[str, str, str]) -> tuple[float, str] | None:
+def _median_entry(
+    frame: pd.DataFrame, group: str, key: tuple[str, str, str]
+) -> tuple[float, str, Any] | None:
     rows = frame[
         (frame["group"] == group)
         & (frame["status"] == "ok")
@@ -182,11 +202,15 @@ def _median_entry(frame: pd.DataFrame, group: str, key: tuple[str, str, str]) ->
     if rows.empty:
         return None
     row = frames.lower_median_row(rows, "median_s")
-    return float(row["median_s"]), str(row["file"])
+    return float(row["median_s"]), str(row["file"]), row.get("measurement")
 
 
 def _verdict_sections(
-    view: View, analysis: Analysis, out_dir: Path, letters: dict[str, str]
+    view: View,
+    analysis: Analysis,
+    out_dir: Path,
+    letters: dict[str, str],
+    extracts: dict[str, tuple[str, int]],
 ) -> list[Section]:
     timing = analysis.timing
     if timing.empty or timing["verdict"].notna().sum() == 0:
@@ -211,8 +235,8 @@ def _verdict_sections(
                 verdict(r.verdict),
                 _number(r.ratio, ".3f"),
                 interval,
-                _time(*base, out_dir) if base else "—",
-                _time(*mine, out_dir) if mine else "—",
+                _time(base[0], base[1], out_dir, base[2], extracts) if base else "—",
+                _time(mine[0], mine[1], out_dir, mine[2], extracts) if mine else "—",
                 _number(r.p_value, ".2g"),
                 f"{r.rounds_baseline}+{r.rounds_candidate}" + (" (samples)" if r.basis == "samples" else ""),
                 *([_ran_text(r.what_ran, r.ran_change)] if recorded else []),
@@ -249,7 +273,7 @@ def _verdict_sections(
         filterable=True,
     )
     out = [section]
-    host = _host_section(view, analysis, out_dir, letters)
+    host = _host_section(view, analysis, out_dir, letters, extracts)
     if host:
         out.append(host)
     return out
@@ -339,7 +363,13 @@ def _autotuning(analysis: Analysis, letters: dict[str, str]) -> Section | None:
     )
 
 
-def _host_section(view: View, analysis: Analysis, out_dir: Path, letters: dict[str, str]) -> Section | None:
+def _host_section(
+    view: View,
+    analysis: Analysis,
+    out_dir: Path,
+    letters: dict[str, str],
+    extracts: dict[str, tuple[str, int]],
+) -> Section | None:
     frame = analysis.frame
     if "host_s" not in frame or frame["host_s"].isna().all():
         return None
@@ -351,8 +381,8 @@ def _host_section(view: View, analysis: Analysis, out_dir: Path, letters: dict[s
             (
                 *key,
                 letters.get(group, group),
-                _time(run["median_s"], run["file"], out_dir),
-                _time(run["host_s"], run["file"], out_dir),
+                _time(run["median_s"], run["file"], out_dir, run.get("measurement"), extracts),
+                _time(run["host_s"], run["file"], out_dir, run.get("measurement"), extracts),
                 _number(run["host_s"] / run["median_s"], ".2f"),
             )
         )

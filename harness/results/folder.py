@@ -27,6 +27,7 @@ from harness.plan.model import Cell, Plan
 MAX_BYTES = 64 * 1024 * 1024  # the largest document read from a folder (untrusted input)
 PLAN_FILE = "plan.json"
 VERDICT_FILE = "verdict.json"  # a report's, where a report was written into a results folder
+MEASUREMENT_SUFFIX = ".measurement.json"  # one measurement a report links to: never a result
 LOGS = "logs"
 QUARANTINE = "quarantine"
 SUPERSEDED = "superseded"
@@ -74,10 +75,12 @@ def scratch_folder(results_dir: Path) -> Iterator[str]:
 
 
 def is_result_file(path: Path) -> bool:
-    """A result document by its name: not the plan, a report's verdict, a hidden or temporary file."""
+    """A result document by its name: not the plan, a report's verdict or measurement extract, a hidden or
+    temporary file."""
     return (
         jsonio.is_document(path.name)
         and path.name not in (PLAN_FILE, VERDICT_FILE)
+        and not path.name.endswith(MEASUREMENT_SUFFIX)
         and not path.name.startswith(".")
     )
 
