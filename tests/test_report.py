@@ -410,6 +410,7 @@ def test_the_markdown_answers_first_gpu_outcome_warnings_scorecard_then_the_meth
     scorecard = section(text, "Scorecard")
     system, disabled = (ln for ln in scorecard.splitlines() if ln.startswith("| B:") or ln.startswith("| C:"))
     assert "| 1 " in system and "sdpa bf16: 1.55x slower" in system
+    assert system.endswith("| 1 |") and disabled.endswith("| 0 |")  # B's compatibility-override warning
     assert "conv2d_r50_3x3 bf16: 7.36x slower" in disabled
     # the summary lists faster rows too, the largest change first
     summary = [ln for ln in done.stdout.splitlines() if ln.startswith(("  SLOWER", "  FASTER"))]

@@ -178,6 +178,7 @@ def scorecard(view: View, analysis: Analysis) -> Section | None:
             if not numerics.empty
             else 0
         )
+        warnings = {w for doc, _ in analysis.docs.get(group, []) for w in doc.get("warnings", [])}
         recorded = "what_ran" in mine and mine["what_ran"].notna().any()
         changed = int((mine["what_ran"] == "changed").sum()) if recorded else ""
         rows.append(
@@ -189,14 +190,15 @@ def scorecard(view: View, analysis: Analysis) -> Section | None:
                 worst,
                 worse,
                 changed,
+                len(warnings),
             )
         )
     return Section(
         "Scorecard",
         f"Each candidate group against **{view.labels.get(view.baseline, view.baseline)}**: how many rows "
         "came out each way, the geometric mean of their time ratios (candidate / baseline, above 1 is "
-        "slower), the largest significant change, rows whose numerics got worse, and rows that ran other "
-        "kernels than the baseline (see What changed).",
+        "slower), the largest significant change, rows whose numerics got worse, rows that ran other "
+        "kernels than the baseline (see What changed), and the distinct warnings its runs recorded.",
         (
             "group",
             "slower",
@@ -208,6 +210,7 @@ def scorecard(view: View, analysis: Analysis) -> Section | None:
             "largest change",
             "numerics worse",
             "other kernels",
+            "warnings",
         ),
         tuple(rows),
     )
