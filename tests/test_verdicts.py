@@ -268,3 +268,15 @@ def _document(timing: pd.DataFrame) -> dict:
         result=gate,
         rounds={"A": 7, "B": 7},
     )
+
+
+def test_noisy_measurements_and_rows_are_counted_for_the_warning_at_the_top():
+    from harness.report import answer
+
+    rows = timing_rows([1.0, 1.01, 0.99], [1.0, 1.3, 0.8])  # B's rounds vary by ~24 %: a noisy row
+    rows["rel_iqr"] = [0.01, 0.02, 0.01, 0.25, 0.01, 0.01]  # one of B's runs spread 25 % within itself
+    within, between = answer._spread(rows)
+    assert (within, between) == (1, 1)
+    calm = timing_rows([1.0, 1.01, 0.99], [1.0, 1.01, 0.99])
+    calm["rel_iqr"] = 0.01
+    assert answer._spread(calm) == (0, 0)
