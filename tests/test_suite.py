@@ -448,3 +448,51 @@ def test_a_measurement_is_held_to_the_tolerance_of_the_precision_it_ran_in():
     assert numerics.precision("bf16", True) == "bf16"
     nan = numerics.check(lambda: torch.tensor([1.0, float("nan")]), lambda: torch.tensor([1.0, 1.0]), "fp32")
     assert nan["nan_count"] == 1 and not nan["within_tolerance"]
+
+
+def test_a_profiler_that_refuses_costs_the_record_of_what_ran_not_the_timing(tmp_path):
+    # a container may deny the profiler (CUPTI); made to refuse here by a sitecustomize that the
+    # suite's interpreter runs first
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(
+        "import torch.profiler\n"
+        "class _Refuses:\n"
+        "    def __init__(self, *args, **kwargs):\n"
+        "        raise RuntimeError('CUPTI_ERROR_INSUFFICIENT_PRIVILEGES (made so by the test)')\n"
+        "torch.profiler.profile = _Refuses\n"
+    )
+    env = harness_env()
+    env["PYTHONPATH"] = os.pathsep.join([str(hook), env["PYTHONPATH"]])
+    out = tmp_path / "result.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness.suite",
+            "run",
+            "--out",
+            str(out),
+            "--device",
+            "cpu",
+            "--dtypes",
+            "fp32",
+            "--time-budget-s",
+            "0.02",
+            "--no-numerics",
+            "--workloads",
+            "relu,conv2d_r50_3x3",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    doc = json.loads(out.read_text())
+    assert [m["status"] for m in doc["measurements"]] == ["ok", "ok"]
+    for m in doc["measurements"]:
+        assert "what_ran" not in m and m["stats"]["n"] > 0
+        assert (
+            m["what_ran_error"] == "RuntimeError: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES (made so by the test)"
+        )

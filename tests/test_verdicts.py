@@ -280,3 +280,15 @@ def test_noisy_measurements_and_rows_are_counted_for_the_warning_at_the_top():
     calm = timing_rows([1.0, 1.01, 0.99], [1.0, 1.01, 0.99])
     calm["rel_iqr"] = 0.01
     assert answer._spread(calm) == (0, 0)
+
+
+def test_measurements_that_could_not_record_what_ran_are_said_at_the_top():
+    from types import SimpleNamespace
+
+    from harness.report import answer
+
+    rows = timing_rows([1.0, 1.0], [1.0, 1.0])
+    rows["what_ran_error"] = [None, None, "RuntimeError: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES", None]
+    analysis = SimpleNamespace(docs={}, frame=rows, beyond_tolerance=pd.DataFrame())
+    (said,) = answer._validity(analysis)  # type: ignore[arg-type]
+    assert said.startswith("1 measurements could not record what ran (RuntimeError: CUPTI_ERROR")

@@ -121,6 +121,13 @@ def _validity(analysis: Analysis) -> list[str]:
     )
     for group, warning in anyway[:3]:
         found.append(f"{group}: {warning}.")
+    frame = analysis.frame
+    if "what_ran_error" in frame and frame["what_ran_error"].notna().any():
+        errors = frame["what_ran_error"].dropna()
+        found.append(
+            f"{len(errors)} measurements could not record what ran ({errors.iloc[0]}): their rows cannot "
+            "say whether the same kernels ran on both sides."
+        )
     noisy_runs, noisy_rows = _spread(analysis.frame)
     if noisy_runs:
         found.append(

@@ -80,6 +80,7 @@ def long_form(loaded: LoadedResults) -> pd.DataFrame:
                     "host_s": m.get("host_time_per_call_s"),
                     **_numerics_columns(m.get("numerics")),
                     **_what_ran_columns(m.get("what_ran")),
+                    "what_ran_error": m.get("what_ran_error"),
                 }
             )
     frame: pd.DataFrame = pd.DataFrame(rows)

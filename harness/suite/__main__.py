@@ -213,7 +213,11 @@ def _measure_one(
             if device == "cuda":
                 entry["peak_memory_bytes"] = _peak_memory(built.fn)
             if not args.no_what_ran:
-                entry["what_ran"] = what_ran.record(built.fn, device)
+                try:
+                    entry["what_ran"] = what_ran.record(built.fn, device)
+                except Exception as exc:  # a record beside the timing: never a reason to lose the timing
+                    text = str(exc).splitlines()[0] if str(exc) else ""
+                    entry["what_ran_error"] = f"{type(exc).__name__}: {text}"[:500]
             if not args.no_numerics and spec.numerics:
                 entry["numerics"] = _numerics(
                     family, spec, args.profile, device, dtype, knobs["tf32"], built, numerics

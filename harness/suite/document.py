@@ -116,6 +116,7 @@ class Measurement(TypedDict):
     host_time_per_call_s: NotRequired[float | None]
     scaling: NotRequired[Scaling]
     what_ran: NotRequired[WhatRan]
+    what_ran_error: NotRequired[str]  # why it could not be recorded; the timing stands
 
 
 class CellRecord(TypedDict):

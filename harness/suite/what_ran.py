@@ -65,6 +65,8 @@ def record(fn: Callable[[], Any], device: str) -> WhatRan:
         "cudnn_used": any(_is_cudnn(name) for name in operators),
         "profile_s": 0.0,
     }
+    if cuda and not kernels:  # every GPU workload launches kernels: the profiler was not let see them
+        raise RuntimeError("the profiler saw no GPU kernel (is CUPTI permitted here?)")
     if cuda:
         ran["cudnn_used"] = ran["cudnn_used"] or any("cudnn" in name.lower() for name in kernels)
         total = sum(t for _, t in kernels.values())
