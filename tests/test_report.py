@@ -403,7 +403,7 @@ def test_the_markdown_answers_first_gpu_outcome_warnings_scorecard_then_the_meth
     first = text.split("\n## ")[0]
     assert "NVIDIA H100 80GB HBM3 · driver 580.159.04 · torch 2.11.0+cu130" in first
     assert "**Outcome: regression** (exit code 1): 8 slower, 1 faster, 21 same." in first
-    order = [text.index(f"## {s}") for s in ("Read this first", "Scorecard", "Method", "Verdicts against")]
+    order = [text.index(f"## {s}") for s in ("Scorecard", "Read this first", "Method", "Verdicts against")]
     assert order == sorted(order)
     warnings = section(text, "Read this first")
     assert "spread over 3 physical GPUs" in warnings and "PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK" in warnings

@@ -202,18 +202,17 @@ def scorecard(view: View, analysis: Analysis) -> Section | None:
         )
     return Section(
         "Scorecard",
-        f"Each candidate group against **{view.labels.get(view.baseline, view.baseline)}**: how many rows "
-        "came out each way, the geometric mean of their time ratios (candidate / baseline, above 1 is "
-        "slower), the largest significant change, rows whose numerics got worse, rows that ran other "
-        "kernels than the baseline (see What changed), and the distinct warnings its runs recorded.",
+        f"Against **{view.labels.get(view.baseline, view.baseline)}**. failed: failed or missing rows; "
+        "geomean: of the time ratios, candidate / baseline (above 1 is slower); other kernels: rows that "
+        "did not run the baseline's.",
         (
             "group",
             "slower",
             "faster",
             "same",
             "inconclusive",
-            "failed or missing",
-            "geomean ratio",
+            "failed",
+            "geomean",
             "largest change",
             "numerics worse",
             "other kernels",

@@ -27,8 +27,8 @@ def document(
     letters = view.letters
     extracts: dict[str, tuple[str, int]] = {}
     sections = [
-        answer.read_first(view, analysis),
         answer.scorecard(view, analysis),
+        answer.read_first(view, analysis),
         _method(view, analysis, loaded, sources),
         _what_changed(analysis, letters),
         _cells(view, analysis, out_dir, letters),
