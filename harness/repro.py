@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import json
-import math
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ import pandas as pd
 from harness import images, jsonio
 from harness.errors import InputError, Problem
 from harness.plan.model import DEFAULT_SUITE, Cell, Plan
+from harness.report import stats
 from harness.report.analysis import analyze
 from harness.report.frames import knob_label
 from harness.report.model import View
@@ -103,7 +103,7 @@ def _the_row(
         and r["dtype"] == dtype
         and (knobs is None or r["knobs"] == knobs)
         and (candidate is None or candidate in f"{r['group']} {view.labels.get(str(r['group']), '')}")
-        and _finite(r.get("ratio"))
+        and stats.finite(r.get("ratio"))
     ]
     if len(rows) == 1:
         return {str(k): v for k, v in rows[0].items()}
@@ -289,7 +289,3 @@ def _cell(value: Any) -> str:
 
 def _docstring_safe(text: str) -> str:
     return text.replace("\\", "/").replace('"""', "'''")
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and math.isfinite(value)

@@ -84,11 +84,13 @@ def test_probe_on_a_cpu_build():
     torch.backends.cudnn.enabled = True
 
 
-def run_suite(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict]:
+def run_suite(
+    tmp_path: Path, *args: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], dict]:
     out = tmp_path / "result.json"
     done = subprocess.run(
         [sys.executable, "-m", "harness.suite", "run", "--out", str(out), *args],
-        env=harness_env(),
+        env=env or harness_env(),
         capture_output=True,
         text=True,
         timeout=600,
@@ -464,32 +466,20 @@ def test_a_profiler_that_refuses_costs_the_record_of_what_ran_not_the_timing(tmp
     )
     env = harness_env()
     env["PYTHONPATH"] = os.pathsep.join([str(hook), env["PYTHONPATH"]])
-    out = tmp_path / "result.json"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "harness.suite",
-            "run",
-            "--out",
-            str(out),
-            "--device",
-            "cpu",
-            "--dtypes",
-            "fp32",
-            "--time-budget-s",
-            "0.02",
-            "--no-numerics",
-            "--workloads",
-            "relu,conv2d_r50_3x3",
-        ],
+    done, doc = run_suite(
+        tmp_path,
+        "--device",
+        "cpu",
+        "--dtypes",
+        "fp32",
+        "--time-budget-s",
+        "0.02",
+        "--no-numerics",
+        "--workloads",
+        "relu,conv2d_r50_3x3",
         env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    doc = json.loads(out.read_text())
     assert [m["status"] for m in doc["measurements"]] == ["ok", "ok"]
     for m in doc["measurements"]:
         assert "what_ran" not in m and m["stats"]["n"] > 0

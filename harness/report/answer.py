@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pandas as pd
 
+from harness.report import stats
 from harness.report.model import Analysis, Section, Value, View
 
 # Spread that makes a number shaky: pyperf warns from a 10 % standard deviation within a run; between the
@@ -76,15 +77,11 @@ def read_first(view: View, analysis: Analysis) -> Section | None:
 def validity(view: View, analysis: Analysis) -> list[str]:
     """What a reader must know before trusting the table: each a sentence, most serious first, naming
     groups by letter and label."""
-    found = _validity(analysis)
-    for group in view.groups:
-        label = f"{view.letters[group]} ({view.labels.get(group, group)})"
-        found = [sentence.replace(group, label) for sentence in found]
-    return found
+    return _validity(analysis, lambda group: f"{view.letters[group]} ({view.labels.get(group, group)})")
 
 
-def _validity(analysis: Analysis) -> list[str]:
-    found = []
+def gpu_uuids(analysis: Analysis) -> set[str]:
+    """The physical GPUs the runs recorded."""
     uuids = set()
     for entries in analysis.docs.values():
         for doc, _ in entries:
@@ -92,6 +89,13 @@ def _validity(analysis: Analysis) -> list[str]:
             gpu = (env["gpu"] if env else None) or {}
             if gpu.get("uuid"):
                 uuids.add(str(gpu["uuid"]))
+    return uuids
+
+
+def _validity(analysis: Analysis, name: Callable[[str], str] = str) -> list[str]:
+    """The sentences of ``validity``; ``name`` says a group as the reader knows it."""
+    found = []
+    uuids = gpu_uuids(analysis)
     if len(uuids) > 1:
         found.append(
             f"The runs were spread over {len(uuids)} physical GPUs: the differences between GPUs are part "
@@ -107,8 +111,8 @@ def _validity(analysis: Analysis) -> list[str]:
     )
     for group in overridden:
         found.append(
-            f"{group} ran a cuDNN that its torch refuses by default (older than it was built against), with "
-            "PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK=1: a setup torch does not support."
+            f"{name(group)} ran a cuDNN that its torch refuses by default (older than it was built "
+            "against), with PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK=1: a setup torch does not support."
         )
     anyway = sorted(
         {
@@ -120,7 +124,7 @@ def _validity(analysis: Analysis) -> list[str]:
         }
     )
     for group, warning in anyway[:3]:
-        found.append(f"{group}: {warning}.")
+        found.append(f"{name(group)}: {warning}.")
     frame = analysis.frame
     if "what_ran_error" in frame and frame["what_ran_error"].notna().any():
         errors = frame["what_ran_error"].dropna()
@@ -176,7 +180,7 @@ def scorecard(view: View, analysis: Analysis) -> Section | None:
         if mine.empty:
             continue
         counts = mine["verdict"].value_counts()
-        ratios = [r for r in mine["ratio"] if _finite(r) and r > 0]
+        ratios = [r for r in mine["ratio"] if stats.finite(r) and r > 0]
         geomean = math.exp(statistics.fmean(math.log(r) for r in ratios)) if ratios else None
         worst = _largest(mine[mine["verdict"].isin(["slower", "faster"])].to_dict("records"))
         numerics = analysis.numerics
@@ -223,18 +227,8 @@ def scorecard(view: View, analysis: Analysis) -> Section | None:
 
 
 def _largest(rows: Iterable[dict[str, Any]]) -> Value | str:
-    best = max(
-        (r for r in rows if _finite(r.get("ratio")) and r["ratio"] > 0),
-        key=lambda r: abs(math.log(r["ratio"])),
-        default=None,
-    )
-    if best is None:
+    best = max(rows, key=lambda r: stats.change_size(r.get("ratio")), default=None)
+    if best is None or stats.change_size(best.get("ratio")) < 0:
         return ""
-    ratio = best["ratio"]
-    words = f"{ratio:.2f}x slower" if ratio >= 1 else f"{1 / ratio:.2f}x faster"
-    text = f"{best['workload']} {best['dtype']}: {words}"
-    return Value(text, ratio, "number")
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and math.isfinite(value)
+    text = f"{best['workload']} {best['dtype']}: {stats.change_words(best['ratio'])}"
+    return Value(text, best["ratio"], "number")

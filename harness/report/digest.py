@@ -4,11 +4,10 @@ inconclusive and missing ones as skipped)."""
 
 from __future__ import annotations
 
-import math
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from harness.report import answer, markdown
+from harness.report import answer, markdown, stats
 from harness.report.model import Analysis, View
 
 SUMMARY_LIMIT = 64 * 1024  # GitHub's step summary takes up to 1 MiB; a PR comment is best far smaller
@@ -50,15 +49,15 @@ def _changed(view: View, analysis: Analysis) -> list[list[Any]]:
     if timing.empty:
         return []
     rows = [r for r in timing.to_dict("records") if r.get("verdict") in ORDER]
-    rows.sort(key=lambda r: (ORDER[r["verdict"]], -_size(r.get("ratio"))))
+    rows.sort(key=lambda r: (ORDER[r["verdict"]], -stats.change_size(r.get("ratio"))))
     return [
         [
             r["workload"],
             r["dtype"],
             view.letters.get(str(r["group"]), str(r["group"])),
             r["verdict"],
-            f"{r['ratio']:.3f}" if _finite(r.get("ratio")) else "",
-            f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]" if _finite(r.get("ci_low")) else "",
+            f"{r['ratio']:.3f}" if stats.finite(r.get("ratio")) else "",
+            stats.interval_text(r.get("ci_low"), r.get("ci_high")),
             r.get("ran_change") or r.get("what_ran") or "",
         ]
         for r in rows
@@ -102,11 +101,3 @@ def junit(view: View, analysis: Analysis) -> str:
     ET.indent(suites)
     text: str = ET.tostring(suites, encoding="unicode", xml_declaration=True)
     return text + "\n"
-
-
-def _size(ratio: Any) -> float:
-    return abs(math.log(ratio)) if _finite(ratio) and ratio > 0 else -1.0
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and math.isfinite(value)

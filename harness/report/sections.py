@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import math
 import os
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from harness.report import answer, frames
+from harness.report import answer, frames, stats
 from harness.report.frames import KEYS
 from harness.report.model import VERDICT_ORDER, Analysis, Document, Kind, Section, Value, View, verdict
 from harness.results import folder
@@ -105,7 +104,7 @@ def _time(
 
 def _number(value: Any, form: str) -> Value | str:
     """A finite number shown as ``form`` (a format spec), sortable by its value; '' where there is none."""
-    return Value(format(value, form), float(value), "number") if _finite(value) else ""
+    return Value(format(value, form), float(value), "number") if stats.finite(value) else ""
 
 
 def _cells(view: View, analysis: Analysis, out_dir: Path, letters: dict[str, str]) -> Section:
@@ -225,7 +224,7 @@ def _verdict_sections(
     for r in judged.itertuples():
         key = (r.workload, r.dtype, r.knobs)
         base, mine = _median_entry(frame, view.baseline, key), _median_entry(frame, r.group, key)
-        interval = f"[{r.ci_low:.3f}, {r.ci_high:.3f}]" if _finite(r.ci_low) and _finite(r.ci_high) else ""
+        interval = stats.interval_text(r.ci_low, r.ci_high)
         rows.append(
             (
                 r.workload,
@@ -329,7 +328,7 @@ def _autotuning(analysis: Analysis, letters: dict[str, str]) -> Section | None:
             str(r["knobs"]),
             letters.get(str(r["group"]), str(r["group"])),
             _number(r["ratio"], ".3f"),
-            f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]" if _finite(r["ci_low"]) else "",
+            stats.interval_text(r["ci_low"], r["ci_high"]),
             f"{r['rounds_off']}+{r['rounds_on']}" + (" (samples)" if r["basis"] == "samples" else ""),
             verdict(str(r["verdict"])),
             str(r["picked_off"] or ""),
@@ -550,7 +549,6 @@ def _beyond_tolerance(analysis: Analysis, letters: dict[str, str]) -> Section | 
 def _environment(view: View, analysis: Analysis, letters: dict[str, str]) -> Section | None:
     """One row per distinct environment of a group: the rounds that ran in it listed together."""
     rounds: dict[tuple[Any, ...], list[int]] = {}
-    uuids: set[str] = set()
     for group in view.groups:
         for doc, _ in analysis.docs.get(group, []):
             env = doc.get("environment")
@@ -558,8 +556,6 @@ def _environment(view: View, analysis: Analysis, letters: dict[str, str]) -> Sec
                 continue
             gpu = env["gpu"] or {}
             cudnn: dict[str, Any] = dict(doc["cudnn"]) if "cudnn" in doc else {}
-            if gpu.get("uuid"):
-                uuids.add(gpu["uuid"])
             rounds.setdefault(
                 (
                     letters[group],
@@ -582,6 +578,7 @@ def _environment(view: View, analysis: Analysis, letters: dict[str, str]) -> Sec
     rows = [(key[0], _rounds_text(numbers), *key[1:]) for key, numbers in rounds.items()]
     if not rows:
         return None
+    uuids = answer.gpu_uuids(analysis)
     # Two GPUs of one model differ by more than two processes on one GPU (suite 0.4 on two H100s: A/A
     # p95 1.9 %; suite 0.5 on one: 0.74 %, reports/gpu-aa-0.5), so a reader must know when runs were spread.
     intro = (
@@ -624,10 +621,6 @@ def _rounds_text(numbers: list[int]) -> str:
         else:
             spans.append([n, n])
     return ", ".join(f"r{a}" if a == b else f"r{a}-r{b}" for a, b in spans)
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and math.isfinite(value)
 
 
 def _duration(seconds: float) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeGuard
 
 import numpy as np
 import numpy.typing as npt
@@ -35,6 +35,29 @@ class Comparison:
     p_value: float | None
     basis: str  # "rounds" (per-process medians) or "samples" (one process per side)
     reason: str
+
+
+def finite(value: object) -> TypeGuard[float]:
+    """A number that is neither NaN nor infinite; None, text and NaN are not."""
+    return isinstance(value, (int, float)) and math.isfinite(value)
+
+
+def interval_text(low: object, high: object) -> str:
+    """An interval as the tables show it, "[0.990, 1.011]"; '' where an end is not a finite number."""
+    return f"[{low:.3f}, {high:.3f}]" if finite(low) and finite(high) else ""
+
+
+def change_size(ratio: object) -> float:
+    """How large a change a time ratio is, slower or faster alike (|log ratio|); -1 where there is none,
+    so rows without a ratio sort last."""
+    return abs(math.log(ratio)) if finite(ratio) and ratio > 0 else -1.0
+
+
+def change_words(ratio: object) -> str:
+    """pyperf's words for a time ratio: "7.36x slower", "1.23x faster"; '' where there is none."""
+    if not (finite(ratio) and ratio > 0):
+        return ""
+    return f"{ratio:.2f}x slower" if ratio >= 1 else f"{1 / ratio:.2f}x faster"
 
 
 def smallest_p(n_a: int, n_b: int) -> float:

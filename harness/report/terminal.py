@@ -10,6 +10,8 @@ from typing import Any, Literal
 import pandas as pd
 from tabulate import tabulate
 
+from harness.report import stats
+
 Format = Literal["table", "md", "csv", "json"]
 Sort = Literal["name", "ratio"]
 FORMATS: tuple[Format, ...] = ("table", "md", "csv", "json")
@@ -39,7 +41,7 @@ def comparison(
     if only_changed and not rows.empty:
         rows = rows[rows["verdict"] != "same"]
     if sort == "ratio" and not rows.empty:
-        rows = rows.assign(size=[abs(math.log(r)) if _known(r) and r > 0 else -1.0 for r in rows["ratio"]])
+        rows = rows.assign(size=[stats.change_size(r) for r in rows["ratio"]])
         rows = rows.sort_values("size", ascending=False, kind="stable").drop(columns="size")
     records = (
         [{c: _plain(r.get(c)) for c in COLUMNS} for r in rows.to_dict("records")] if not rows.empty else []
@@ -56,17 +58,8 @@ def comparison(
     return shown
 
 
-def change(ratio: float | None) -> str:
-    """pyperf's words for a time ratio: "7.36x slower", "1.23x faster"."""
-    if not _known(ratio) or ratio is None or ratio <= 0:
-        return ""
-    if ratio >= 1:
-        return f"{ratio:.2f}x slower"
-    return f"{1 / ratio:.2f}x faster"
-
-
 def duration(seconds: float | None) -> str:
-    if not _known(seconds) or seconds is None:
+    if not stats.finite(seconds) or seconds is None:
         return "—"
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
         if seconds >= scale:
@@ -75,24 +68,18 @@ def duration(seconds: float | None) -> str:
 
 
 def _row(r: dict[str, Any]) -> list[str]:
-    interval = (
-        f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]" if _known(r["ci_low"]) and _known(r["ci_high"]) else ""
-    )
+    interval = stats.interval_text(r["ci_low"], r["ci_high"])
     return [
         r["workload"],
         r["dtype"],
         r["knobs"],
         f"{duration(r['median_baseline_s'])} -> {duration(r['median_candidate_s'])}",
-        change(r["ratio"]),
+        stats.change_words(r["ratio"]),
         interval,
-        format(r["p_value"], ".2g") if _known(r["p_value"]) else "",
+        format(r["p_value"], ".2g") if stats.finite(r["p_value"]) else "",
         r["verdict"],
     ]
 
 
 def _plain(value: Any) -> Any:
     return None if isinstance(value, float) and not math.isfinite(value) else value
-
-
-def _known(value: Any) -> bool:
-    return isinstance(value, (int, float)) and math.isfinite(value)

@@ -414,9 +414,7 @@ def gate(
 
 def _by_size(rows: pd.DataFrame) -> pd.DataFrame:
     """The largest change first (slower or faster alike); rows without a ratio keep their order, last."""
-    size = (
-        [abs(math.log(r)) if _known(r) and r > 0 else -1.0 for r in rows["ratio"]] if "ratio" in rows else []
-    )
+    size = [stats.change_size(r) for r in rows["ratio"]] if "ratio" in rows else []
     ordered: pd.DataFrame = rows.assign(_size=size).sort_values("_size", ascending=False, kind="stable")
     kept: pd.DataFrame = ordered.drop(columns="_size")
     return kept
