@@ -9,9 +9,10 @@ with Welch's t (slower/faster: significant and beyond the threshold, as today) a
 rounds per side where the rounds agree closely; a sequential plan runs 3 rounds per side and adds rounds
 (up to 7) only for the rows still undecided.
 
-Data: gpu-verdicts (3 cells x 7 rounds, one H100 per lease) and gpu-verdicts-aa (the baseline cell, 7 more
-rounds). For each resampling trial the rounds used are drawn without replacement. Printed:
-- agreement with the 7+7 Mann-Whitney verdicts of gpu-verdicts (B and C against A), per plan;
+Data: gpu-verdicts-suite-0.3 (3 cells x 7 rounds, one H100 per lease) and gpu-verdicts-aa (the baseline
+cell, 7 more rounds), both suite 0.3 so that the A/A splits mix rounds of one timer. For each resampling
+trial the rounds used are drawn without replacement. Printed:
+- agreement with the 7+7 Mann-Whitney verdicts of gpu-verdicts-suite-0.3 (B and C against A), per plan;
 - A/A false positives: the 14 rounds of the baseline cell split at random into two sides;
 - planted changes: one side of such a split multiplied by 1.05 and by 1.10 (found = called slower);
 - the rounds each plan spends per row, against 7.
@@ -82,13 +83,16 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=300)
     args = parser.parse_args()
     rng = random.Random(20261123)
-    verdicts = sorted((REPO / "reports" / "gpu-verdicts").glob("results-shard*"))
+    verdicts = sorted((REPO / "reports" / "gpu-verdicts-suite-0.3").glob("results-shard*"))
     main_rounds = rounds(verdicts)
     aa_rounds = rounds([REPO / "reports" / "gpu-verdicts-aa" / "results"])
     baseline = next(k[0] for k in main_rounds if "bundled" in k[0])
     rows = [(k, main_rounds[(baseline, *k[1:])], v) for k, v in main_rounds.items() if k[0] != baseline]
     rows = [(k, a, b) for k, a, b in rows if len(a) >= 7 and len(b) >= 7]
-    print(f"{len(rows)} candidate rows of gpu-verdicts (7+7 rounds each), {args.trials} trials per row")
+    print(
+        f"{len(rows)} candidate rows of gpu-verdicts-suite-0.3 (7+7 rounds each), "
+        f"{args.trials} trials per row"
+    )
 
     plans = {"welch 3+3": lambda a, b: (welch(a[:3], b[:3]), 3), "sequential 3..7": sequential}
     for name, plan in plans.items():

@@ -23,6 +23,7 @@ from tests.conftest import GPU_REPORT, REPO, run_cli
 VERDICTS = REPO / "reports" / "gpu-verdicts"
 SHARDS = sorted(VERDICTS.glob("results-shard*"))
 AA = REPO / "reports" / "gpu-verdicts-aa"
+VERDICTS_03 = REPO / "reports" / "gpu-verdicts-suite-0.3"  # the baseline AA's rounds compare with: suite 0.3
 DEFAULT_05 = REPO / "reports" / "gpu-suite-default-0.5"
 
 
@@ -67,6 +68,29 @@ def test_seven_rounds_call_the_real_regressions_and_exit_1(verdict_report):
     assert "outcome: regression (exit 1)" in done.stdout
 
 
+def test_the_gpu_rows_say_what_ran_and_the_sdpa_reproducer_agrees(verdict_report):
+    # the reading of the 9.14 attention row: torch dispatched away from cuDNN, cuDNN did not get slower
+    out, _ = verdict_report
+    verdict = json.loads((out / "verdict.json").read_text())
+    by = {(c["group"].split("_")[1], c["workload"], c["dtype"]): c for c in verdict["comparisons"]}
+    sdpa = by[("cudnn-system-auto", "sdpa", "bf16")]
+    assert (sdpa["what_ran"], sdpa["ran_change"]) == ("changed", "attention backend cudnn -> flash")
+    forced = by[("cudnn-system-auto", "sdpa_cudnn_s2048", "bf16")]  # 9.14's own attention kernel: faster
+    assert forced["verdict"] == "faster"
+    assert forced["ran_change"].startswith("largest kernel: cudnn_generated")
+    for workload in ("conv2d_r50_3x3", "conv2d_r50_1x1_bwd_weight", "batchnorm2d", "lstm"):
+        assert by[("cudnn-disabled", workload, "fp32")]["ran_change"].startswith("cuDNN -> no cuDNN")
+    assert by[("cudnn-disabled", "sdpa", "bf16")]["what_ran"] == "same"  # cuDNN's attention all the same
+    changed = section((out / "report.md").read_text(), "What changed")
+    assert "| cuDNN -> no cuDNN | 7 | 7 slower |" in changed
+    cells = section((out / "report.md").read_text(), "Groups (cells)")
+    assert cells.count("7/7 ok, 7 asked") == 3  # three shards of 3 + 2 + 2 rounds
+    repro = json.loads((VERDICTS / "repro-sdpa-bf16" / "output.json").read_text())
+    assert repro["within_5_pct_of_report"] and abs(repro["ratio"] / sdpa["ratio"] - 1) < 0.05
+    assert repro["report_ratio"] == pytest.approx(sdpa["ratio"])
+    assert "flash" in repro["what_ran"]["candidate"][0] and "cudnn" in repro["what_ran"]["baseline"][0]
+
+
 def test_every_number_links_to_the_result_file_it_came_from(verdict_report):
     out, _ = verdict_report
     text = (out / "report.md").read_text()
@@ -109,7 +133,8 @@ def test_committed_verdict_report_matches_a_fresh_render(verdict_report):
 
 
 def test_an_a_a_comparison_of_the_same_cell_calls_no_regression(tmp_path):
-    done = run_cli("compare", str(VERDICTS), str(AA / "results"), "--only", "bundled", "--out", str(tmp_path))
+    args = ("--only", "bundled", "--out", str(tmp_path))
+    done = run_cli("compare", str(VERDICTS_03), str(AA / "results"), *args)
     assert done.returncode == 0, done.stdout + done.stderr
     verdict = json.loads((tmp_path / "verdict.json").read_text())
     assert verdict["counts"]["slower"] == verdict["counts"]["faster"] == 0
@@ -280,7 +305,8 @@ def test_a_report_says_what_ran_on_each_side_and_groups_the_changes(tmp_path):
     # cuDNN's attention kernel everywhere, except that side B's sdpa ran the flash backend.
     cudnn_sdpa = "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7"
     flash = "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4>>(Flash_fwd_params)"
-    sides = {"a": next(SHARDS[0].glob("*bundled*.json.gz")), "b": next((AA / "results").glob("*.json.gz"))}
+    a = next((VERDICTS_03 / "results-shard1").glob("*bundled*.json.gz"))  # AA's own suite version
+    sides = {"a": a, "b": next((AA / "results").glob("*.json.gz"))}
     for side, source in sides.items():
         doc = jsonio.read(source)
         for m in doc["measurements"]:
@@ -406,12 +432,14 @@ def test_the_markdown_answers_first_gpu_outcome_warnings_scorecard_then_the_meth
     order = [text.index(f"## {s}") for s in ("Scorecard", "Read this first", "Method", "Verdicts against")]
     assert order == sorted(order)
     warnings = section(text, "Read this first")
-    assert "spread over 3 physical GPUs" in warnings and "PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK" in warnings
+    assert "spread over 2 physical GPUs" in warnings and "PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK" in warnings
     scorecard = section(text, "Scorecard")
     system, disabled = (ln for ln in scorecard.splitlines() if ln.startswith("| B:") or ln.startswith("| C:"))
-    assert "| 1 " in system and "sdpa bf16: 1.55x slower" in system
-    assert system.endswith("| 1 |") and disabled.endswith("| 0 |")  # B's compatibility-override warning
-    assert "conv2d_r50_3x3 bf16: 7.36x slower" in disabled
+    assert "| 1 " in system and "sdpa bf16: 1.54x slower" in system
+    # B's compatibility-override warning; C's: cuDNN disabled, yet its attention ran cuDNN
+    assert system.endswith("| 1 |") and disabled.endswith("| 1 |")
+    assert "yet 2 measurement(s) ran cuDNN all the same: sdpa bf16, sdpa_cudnn_s2048 bf16" in warnings
+    assert "conv2d_r50_3x3 bf16: 6.74x slower" in disabled
     # the summary lists faster rows too, the largest change first
     summary = [ln for ln in done.stdout.splitlines() if ln.startswith(("  SLOWER", "  FASTER"))]
     assert "conv2d_r50_3x3 bf16" in summary[0] and summary[-1].startswith("  FASTER") and len(summary) == 9
@@ -434,7 +462,7 @@ def test_ci_systems_get_a_short_summary_and_junit_xml(verdict_report, tmp_path):
         or ln.startswith("| batchnorm")
     ]
     assert len(rows) == 9 and rows[0].startswith(
-        "| conv2d_r50_3x3 | bf16 | C | slower | 7.364"
+        "| conv2d_r50_3x3 | bf16 | C | slower | 6.737"
     )  # largest first
     suites = ElementTree.parse(out / "junit.xml").getroot()
     cases = suites.findall("./testsuite/testcase")

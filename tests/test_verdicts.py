@@ -244,7 +244,13 @@ def test_every_verdict_row_says_whether_the_same_kernels_ran_and_what_changed():
 
     _ran(rows, "B", ["sm90_xmma_fprop_implicit_gemm_bf16 (x)"], "cudnn")
     assert verdicts.timing(rows, "A", ("A", "B"), lambda _: 5.0, 0.002, {})["ran_change"][0] == (
-        f"largest kernel {cudnn_sdpa} -> sm90_xmma_fprop_implicit_gemm_bf16"
+        f"largest kernel: {cudnn_sdpa} -> sm90_xmma_fprop_implicit_gemm_bf16"
+    )
+    # cuDNN off: no side ran attention, which pandas records as NaN on both; the change is cuDNN's
+    _ran(rows, "A", ["sm90_xmma_fprop_implicit_gemm_bf16 (x)"], float("nan"))
+    _ran(rows, "B", ["void at::native::im2col_kernel<c10::BFloat16>(long)"], float("nan"), cudnn=False)
+    assert verdicts.timing(rows, "A", ("A", "B"), lambda _: 5.0, 0.002, {})["ran_change"][0] == (
+        "cuDNN -> no cuDNN, largest kernel: sm90_xmma_fprop_implicit_gemm_bf16 -> at::native::im2col_kernel"
     )
     rows.loc[rows.index[-1], "ran"] = "another algorithm, picked by autotuning in one process"
     varies = verdicts.timing(rows, "A", ("A", "B"), lambda _: 5.0, 0.002, {})

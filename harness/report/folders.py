@@ -47,9 +47,11 @@ def merged_plan(dirs: list[Path]) -> Plan:
                 ]
             )
     cells = {c.id: c for p in plans for c in p.cells}
-    if len(cells) != len(plan.cells):  # shards may cover different cells of one matrix: report them all
-        plan = dataclasses.replace(plan, cells=tuple(cells.values()))
-    return plan
+    # shards split a matrix by cells, by rounds or both: a cell was asked for its shards' rounds together
+    asked = {sum(p.rounds for p in plans if any(c.id == cell for c in p.cells)) for cell in cells}
+    return dataclasses.replace(
+        plan, cells=tuple(cells.values()), rounds=asked.pop() if len(asked) == 1 else plan.rounds
+    )
 
 
 def report(plan: Plan, dirs: list[Path], out: Path, policy: Policy, warn: Say) -> Report:

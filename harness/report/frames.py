@@ -112,8 +112,28 @@ def _what_ran_columns(ran: WhatRan | None) -> dict[str, object]:
         "ran": RAN_SEPARATOR.join(names),
         "top_kernel": kernels[0]["name"] if kernels else None,
         "attention_backend": ran["attention_backend"],
-        "cudnn_used": ran["cudnn_used"],
+        "cudnn_used": ran["cudnn_used"] or any(_cudnn_kernel(n) for n in names if kernels),
     }
+
+
+# Kernels only cuDNN ships whose names do not say "cudnn": its legacy convolution engines. The suite
+# looks for "cudnn" in a name; a convolution's backward reaches no cudnn operator, so without these a
+# cuDNN wgrad_alg0_engine reads as not cuDNN.
+CUDNN_KERNEL_PREFIXES = (
+    "wgrad_alg",
+    "dgrad_alg",
+    "dgrad2d_alg",
+    "implicit_convolve_sgemm",
+    "explicit_convolve_sgemm",
+    "precomputed_convolve_sgemm",
+    "fft2d_r2c",
+    "fft2d_c2r",
+    "winograd",
+)
+
+
+def _cudnn_kernel(kernel: str) -> bool:
+    return short_kernel(kernel).startswith(CUDNN_KERNEL_PREFIXES)
 
 
 def short_kernel(kernel: str) -> str:

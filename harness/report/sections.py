@@ -293,7 +293,11 @@ def _what_changed(analysis: Analysis, letters: dict[str, str]) -> Section | None
     if changed.empty:
         return None
     rows = []
-    for change, group in changed.groupby("ran_change", sort=False):
+    # grouped by the kind of change (before any "," or ":"); the detail shows where all of a kind share it
+    kinds = changed["ran_change"].astype(str).str.split(r"[,:]", n=1, regex=True).str[0]
+    for kind, group in changed.groupby(kinds, sort=False):
+        details = group["ran_change"].unique()
+        change = details[0] if len(details) == 1 else kind
         verdicts = ", ".join(f"{n} {v}" for v, n in group["verdict"].value_counts().items())
         where = ", ".join(
             f"{r.workload} {r.dtype} ({letters.get(r.group, r.group)})" for r in group.head(6).itertuples()

@@ -185,16 +185,29 @@ def _what_ran(base: pd.DataFrame, mine: pd.DataFrame) -> tuple[str | None, str |
 
 
 def _change(a: pd.Series[Any], b: pd.Series[Any]) -> str:
-    """The most telling difference first: the attention backend, cuDNN or not, the largest kernel."""
-    if a["attention_backend"] != b["attention_backend"]:
-        return f"attention backend {a['attention_backend']} -> {b['attention_backend']}"
+    """The most telling difference first: the attention backend, cuDNN or not, the largest kernel.
+
+    The kind of change comes before any "," or ":", so the report can group rows by it."""
+    if _recorded(a["attention_backend"]) != _recorded(b["attention_backend"]):
+        return f"attention backend {_recorded(a['attention_backend'])} -> {_recorded(b['attention_backend'])}"
+    top = _recorded(a.get("top_kernel")), _recorded(b.get("top_kernel"))
+    kernels = (
+        f"largest kernel: {short_kernel(top[0])} -> {short_kernel(top[1])}"
+        if top[0] != top[1] and isinstance(top[0], str) and isinstance(top[1], str)
+        else None
+    )
     if bool(a["cudnn_used"]) != bool(b["cudnn_used"]):
-        return "cuDNN -> no cuDNN" if a["cudnn_used"] else "no cuDNN -> cuDNN"
-    top = a.get("top_kernel"), b.get("top_kernel")
-    if top[0] != top[1] and isinstance(top[0], str) and isinstance(top[1], str):
-        return f"largest kernel {short_kernel(top[0])} -> {short_kernel(top[1])}"
+        kind = "cuDNN -> no cuDNN" if a["cudnn_used"] else "no cuDNN -> cuDNN"
+        return f"{kind}, {kernels}" if kernels else kind
+    if kernels:
+        return kernels
     before, after = set(str(a["ran"]).split(RAN_SEPARATOR)), set(str(b["ran"]).split(RAN_SEPARATOR))
     return f"other kernels: {len(after - before)} new, {len(before - after)} gone"
+
+
+def _recorded(value: Any) -> Any:
+    """None for what a side did not record: pandas fills a missing cell with NaN, which equals nothing."""
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
 
 
 def _timers(rows: pd.DataFrame) -> str:
