@@ -81,6 +81,10 @@ def test_the_gpu_rows_say_what_ran_and_the_sdpa_reproducer_agrees(verdict_report
     for workload in ("conv2d_r50_3x3", "conv2d_r50_1x1_bwd_weight", "batchnorm2d", "lstm"):
         assert by[("cudnn-disabled", workload, "fp32")]["ran_change"].startswith("cuDNN -> no cuDNN")
     assert by[("cudnn-disabled", "sdpa", "bf16")]["what_ran"] == "same"  # cuDNN's attention all the same
+    assert all(c["ran_baseline"] and c["ran_candidate"] for c in verdict["comparisons"])  # every side named
+    # PyTorch's own kernel in every cell
+    depthwise = by[("cudnn-system-auto", "conv2d_depthwise_mbv2", "fp32")]
+    assert depthwise["ran_baseline"] == "at::native::conv_depthwise2d_forward_kernel"
     changed = section((out / "report.md").read_text(), "What changed")
     assert "| cuDNN -> no cuDNN | 7 | 7 slower |" in changed
     cells = section((out / "report.md").read_text(), "Groups (cells)")
@@ -338,7 +342,7 @@ def test_a_report_says_what_ran_on_each_side_and_groups_the_changes(tmp_path):
     assert f"{len(others)} rows ran the same kernels on both sides" in changed
     assert text.index("## What changed") < text.index("## Verdicts against the baseline")
     table = section(text, "Verdicts against the baseline")
-    assert "| what ran " in table and "same kernels" in table
+    assert "| what ran " in table and f"same: {cudnn_sdpa}" in table  # what ran, named
 
 
 def test_the_committed_measurements_beyond_their_tolerance_are_reported_and_not_gated(tmp_path):

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from harness import cli, schemas
-from harness.report import stats, verdicts
+from harness.report import frames, stats, verdicts
 from harness.report.frames import KEYS
 
 ROUNDS = 7
@@ -236,11 +236,13 @@ def test_every_verdict_row_says_whether_the_same_kernels_ran_and_what_changed():
     _ran(rows, "B", [cudnn_sdpa], "cudnn")
     same = verdicts.timing(rows, "A", ("A", "B"), lambda _: 5.0, 0.002, {})
     assert (same["verdict"][0], same["what_ran"][0], same["ran_change"][0]) == ("slower", "same", None)
+    assert same["ran_baseline"][0] == same["ran_candidate"][0] == cudnn_sdpa  # each side names what it ran
 
     _ran(rows, "B", [flash], "flash", cudnn=False)
     changed = verdicts.timing(rows, "A", ("A", "B"), lambda _: 5.0, 0.002, {})
     assert changed["what_ran"][0] == "changed"
     assert changed["ran_change"][0] == "attention backend cudnn -> flash"  # a dispatch change, said so
+    assert changed["ran_candidate"][0] == "pytorch_flash::flash_fwd_kernel"
 
     _ran(rows, "B", ["sm90_xmma_fprop_implicit_gemm_bf16 (x)"], "cudnn")
     assert verdicts.timing(rows, "A", ("A", "B"), lambda _: 5.0, 0.002, {})["ran_change"][0] == (
@@ -256,6 +258,12 @@ def test_every_verdict_row_says_whether_the_same_kernels_ran_and_what_changed():
     varies = verdicts.timing(rows, "A", ("A", "B"), lambda _: 5.0, 0.002, {})
     assert varies["what_ran"][0] == "varies" and "rounds of the candidate" in varies["ran_change"][0]
     assert schemas.problems("verdict", _document(varies), "verdict.json") == []
+
+
+def test_a_kernel_is_named_without_its_template_arguments_and_parameters():
+    depthwise = "void at::native::(anonymous namespace)::conv_depthwise2d_forward_kernel<1, int>(float*)"
+    assert frames.short_kernel(depthwise) == "at::native::conv_depthwise2d_forward_kernel"
+    assert frames.short_kernel("sm90_xmma_gemm_bf16 (x)") == "sm90_xmma_gemm_bf16"
 
 
 def _document(timing: pd.DataFrame) -> dict:

@@ -8,28 +8,12 @@ and may pick differently in each process.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import pandas as pd
 
-from harness.report import stats
-from harness.report.frames import RAN_SEPARATOR, short_kernel
+from harness.report import frames, stats
 
-# ATen operators named for the implementation behind a generic one (aten::convolution -> mkldnn, cudnn...)
-IMPLEMENTATION_PREFIXES = (
-    "aten::cudnn_",
-    "aten::miopen_",
-    "aten::mkldnn_",
-    "aten::_slow_",
-    "aten::slow_",
-    "aten::_nnpack_",
-    "aten::thnn_",
-    "aten::_scaled_dot_product_",
-    "aten::_cudnn_",
-    "aten::_mkldnn_",
-)
 COLUMNS = [
     "group",
     "workload",
@@ -92,8 +76,8 @@ def compare(
                     "ci_high": result.ci_high,
                     "p_value": result.p_value,
                     "basis": result.basis,
-                    "picked_off": _picked(off),
-                    "picked_on": _picked(on),
+                    "picked_off": frames.ran_name(off),
+                    "picked_on": frames.ran_name(on),
                     "pick": _pick(off, on),
                     "rounds_off": len(off),
                     "rounds_on": len(on),
@@ -102,27 +86,6 @@ def compare(
             )
     table: pd.DataFrame = pd.DataFrame(rows, columns=COLUMNS)
     return table
-
-
-def _picked(rows: pd.DataFrame) -> str | None:
-    """The largest kernel each round ran (the operators' names on a CPU), with how many rounds picked it."""
-    if "ran" not in rows or rows["ran"].isna().any():
-        return None
-    names: Counter[str] = Counter()
-    for r in rows.to_dict("records"):
-        top = r.get("top_kernel")
-        names[short_kernel(top) if isinstance(top, str) else _operators(r["ran"])] += 1
-    if len(names) == 1:
-        return next(iter(names))
-    return "; ".join(f"{name} ({count} of {len(rows)} rounds)" for name, count in names.most_common())
-
-
-def _operators(signature: Any) -> str:
-    """On a CPU: the operators whose names say which implementation ran, else the first few."""
-    names = str(signature).split(RAN_SEPARATOR)
-    chosen = [n for n in names if n.startswith(IMPLEMENTATION_PREFIXES)] or names[:3]
-    rest = len(names) - len(chosen)
-    return ", ".join(chosen) + (f" (+{rest} other operators)" if rest else "")
 
 
 def _pick(off: pd.DataFrame, on: pd.DataFrame) -> str | None:

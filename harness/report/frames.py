@@ -3,6 +3,7 @@ compared."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -138,7 +139,7 @@ def _cudnn_kernel(kernel: str) -> bool:
 
 def short_kernel(kernel: str) -> str:
     """A kernel's name without its template arguments and parameters: what tells algorithms apart."""
-    name = kernel.removeprefix("void ").split("(")[0]
+    name = kernel.removeprefix("void ").replace("(anonymous namespace)::", "").split("(")[0]
     return (name.split("<")[0] or name).strip()[:80]
 
 
@@ -219,3 +220,40 @@ def lower_median_row(rows: pd.DataFrame, column: str) -> pd.Series[Any]:
     ordered = rows.sort_values([column, "file"], kind="mergesort")
     row: pd.Series[Any] = ordered.iloc[(len(ordered) - 1) // 2]
     return row
+
+
+# ATen operators named for the implementation behind a generic one (aten::convolution -> mkldnn, cudnn...)
+IMPLEMENTATION_PREFIXES = (
+    "aten::cudnn_",
+    "aten::miopen_",
+    "aten::mkldnn_",
+    "aten::_slow_",
+    "aten::slow_",
+    "aten::_nnpack_",
+    "aten::thnn_",
+    "aten::_scaled_dot_product_",
+    "aten::_cudnn_",
+    "aten::_mkldnn_",
+)
+
+
+def ran_name(rows: pd.DataFrame) -> str | None:
+    """What ``rows`` (rounds of one measurement) ran, named: the largest kernel (on a CPU, the operators
+    whose names say the implementation), with how many rounds ran each where they differ."""
+    if "ran" not in rows or rows["ran"].isna().any():
+        return None
+    names: Counter[str] = Counter()
+    for r in rows.to_dict("records"):
+        top = r.get("top_kernel")
+        names[short_kernel(top) if isinstance(top, str) else _operators(r["ran"])] += 1
+    if len(names) == 1:
+        return next(iter(names))
+    return "; ".join(f"{name} ({count} of {len(rows)} rounds)" for name, count in names.most_common())
+
+
+def _operators(signature: Any) -> str:
+    """On a CPU: the operators whose names say which implementation ran, else the first few."""
+    names = str(signature).split(RAN_SEPARATOR)
+    chosen = [n for n in names if n.startswith(IMPLEMENTATION_PREFIXES)] or names[:3]
+    rest = len(names) - len(chosen)
+    return ", ".join(chosen) + (f" (+{rest} other operators)" if rest else "")

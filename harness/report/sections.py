@@ -238,7 +238,7 @@ def _verdict_sections(
                 _time(mine[0], mine[1], out_dir, mine[2], extracts) if mine else "—",
                 _number(r.p_value, ".2g"),
                 f"{r.rounds_baseline}+{r.rounds_candidate}" + (" (samples)" if r.basis == "samples" else ""),
-                *([_ran_text(r.what_ran, r.ran_change)] if recorded else []),
+                *([_ran_text(r.what_ran, r.ran_change, r.ran_baseline)] if recorded else []),
                 "" if r.verdict == "same" else (r.reason or ""),
             )
         )
@@ -278,9 +278,9 @@ def _verdict_sections(
     return out
 
 
-def _ran_text(ran: Any, change: Any) -> str:
+def _ran_text(ran: Any, change: Any, baseline: Any) -> str:
     if ran == "same":
-        return "same kernels"
+        return f"same: {baseline}" if isinstance(baseline, str) else "same kernels"
     return str(change) if ran in ("changed", "varies") else ""
 
 

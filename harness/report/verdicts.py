@@ -17,7 +17,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from harness.report import stats
-from harness.report.frames import KEYS, RAN_SEPARATOR, short_kernel
+from harness.report.frames import KEYS, RAN_SEPARATOR, ran_name, short_kernel
 
 VERDICT_SCHEMA_VERSION = 1
 # Numerics gate, measurement.md 9.5 (TorchDynamo's `same`): the candidate's error against fp64 may
@@ -75,6 +75,8 @@ def timing(
         "basis",
         "what_ran",
         "ran_change",
+        "ran_baseline",
+        "ran_candidate",
         "rounds_baseline",
         "rounds_candidate",
         "threshold_pct",
@@ -162,6 +164,8 @@ def _one(
         "basis": result.basis,
         "what_ran": ran,
         "ran_change": change,
+        "ran_baseline": ran_name(base_ok),
+        "ran_candidate": ran_name(mine_ok),
         "reason": reason,
     }
 
