@@ -1,4 +1,4 @@
-"""What ``compare`` prints: its verdict rows, as pyperf prints a comparison ("58.1 us -> 427.7 us: 7.36x
+"""What ``compare`` prints: its verdict rows, as pyperf prints a comparison ("56.8 us -> 382.4 us: 6.74x
 slower"), in a terminal table, Markdown, CSV or JSON."""
 
 from __future__ import annotations
