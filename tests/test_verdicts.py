@@ -260,6 +260,14 @@ def test_every_verdict_row_says_whether_the_same_kernels_ran_and_what_changed():
     assert schemas.problems("verdict", _document(varies), "verdict.json") == []
 
 
+def test_rows_group_by_the_kind_of_change_they_name():
+    assert verdicts.change_kind("cuDNN -> no cuDNN, largest kernel: a -> b") == "cuDNN -> no cuDNN"
+    assert verdicts.change_kind("largest kernel: a -> b") == "largest kernel"
+    assert verdicts.change_kind("other kernels: 1 new, 0 gone") == "other kernels"
+    both = "attention backend cudnn,flash -> flash"  # one side ran two backends: its list stays whole
+    assert verdicts.change_kind(both) == both
+
+
 def test_a_kernel_is_named_without_its_template_arguments_and_parameters():
     depthwise = "void at::native::(anonymous namespace)::conv_depthwise2d_forward_kernel<1, int>(float*)"
     assert frames.short_kernel(depthwise) == "at::native::conv_depthwise2d_forward_kernel"

@@ -113,7 +113,7 @@ def _what_ran_columns(ran: WhatRan | None) -> dict[str, object]:
         "ran": RAN_SEPARATOR.join(names),
         "top_kernel": kernels[0]["name"] if kernels else None,
         "attention_backend": ran["attention_backend"],
-        "cudnn_used": ran["cudnn_used"] or any(_cudnn_kernel(n) for n in names if kernels),
+        "cudnn_used": ran["cudnn_used"] or any(_cudnn_kernel(k["name"]) for k in kernels or ()),
     }
 
 

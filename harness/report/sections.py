@@ -13,6 +13,7 @@ import pandas as pd
 from harness.report import answer, frames, stats
 from harness.report.frames import KEYS
 from harness.report.model import VERDICT_ORDER, Analysis, Document, Kind, Section, Value, View, verdict
+from harness.report.verdicts import change_kind
 from harness.results import folder
 from harness.results.documents import LoadedResults, round_of
 
@@ -293,8 +294,8 @@ def _what_changed(analysis: Analysis, letters: dict[str, str]) -> Section | None
     if changed.empty:
         return None
     rows = []
-    # grouped by the kind of change (before any "," or ":"); the detail shows where all of a kind share it
-    kinds = changed["ran_change"].astype(str).str.split(r"[,:]", n=1, regex=True).str[0]
+    # grouped by the kind of change; the detail shows where all rows of a kind share it
+    kinds = changed["ran_change"].astype(str).map(change_kind)
     for kind, group in changed.groupby(kinds, sort=False):
         details = group["ran_change"].unique()
         change = details[0] if len(details) == 1 else kind

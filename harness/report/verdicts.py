@@ -10,6 +10,7 @@ stores it
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -191,7 +192,7 @@ def _what_ran(base: pd.DataFrame, mine: pd.DataFrame) -> tuple[str | None, str |
 def _change(a: pd.Series[Any], b: pd.Series[Any]) -> str:
     """The most telling difference first: the attention backend, cuDNN or not, the largest kernel.
 
-    The kind of change comes before any "," or ":", so the report can group rows by it."""
+    ``change_kind`` reads back the kind of change, which the report groups rows by."""
     if _recorded(a["attention_backend"]) != _recorded(b["attention_backend"]):
         return f"attention backend {_recorded(a['attention_backend'])} -> {_recorded(b['attention_backend'])}"
     top = _recorded(a.get("top_kernel")), _recorded(b.get("top_kernel"))
@@ -211,7 +212,15 @@ def _change(a: pd.Series[Any], b: pd.Series[Any]) -> str:
 
 def _recorded(value: Any) -> Any:
     """None for what a side did not record: pandas fills a missing cell with NaN, which equals nothing."""
-    return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
+    return value if _known(value) else None
+
+
+def change_kind(change: str) -> str:
+    """The kind of a ``_change`` text, to group rows by: an attention backend change whole (a side's
+    backends may be a comma-joined list), else the words before its first "," or ":"."""
+    if change.startswith("attention backend "):
+        return change
+    return re.split(r"[,:]", change, maxsplit=1)[0]
 
 
 def _timers(rows: pd.DataFrame) -> str:
