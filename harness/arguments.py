@@ -266,6 +266,12 @@ def parser(description: str) -> argparse.ArgumentParser:
     _run_args(qualify)
     _verbosity_args(qualify)
     qualify.add_argument("--report-out", type=Path, help="report folder (default: reports/<plan name>)")
+    qualify.add_argument(
+        "--all-rounds",
+        action="store_true",
+        help="run every round of the matrix for every row (default: 3 rounds, then more, up to the "
+        "matrix's rounds, only for the rows still undecided)",
+    )
     _strict_arg(qualify)
     return parser
 

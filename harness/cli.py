@@ -8,6 +8,7 @@ cannot run what was asked), 130 interrupted. A regression outranks an infrastruc
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -26,7 +27,7 @@ from harness.plan import matrix
 from harness.plan.model import Plan
 from harness.report import folders, terminal
 from harness.report.verdicts import Outcome, Policy
-from harness.results import documents
+from harness.results import documents, folder
 
 DESCRIPTION = (
     "Which PyTorch x cuDNN combination should we ship, and what changes if we switch? Plan a version "
@@ -34,6 +35,8 @@ DESCRIPTION = (
 )
 CONSOLE = Console()  # main() makes the one for its command line (-q, -v)
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INFRASTRUCTURE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+# qualify's first rounds for every row; later rounds (up to the matrix's) only for the undecided ones
+FIRST_ROUNDS = 3
 # the release gate's outcomes (report, compare, qualify); the report and verdict.json record the code
 GATE_EXIT: dict[Outcome, int] = {
     "pass": EXIT_OK,
@@ -279,8 +282,28 @@ def _qualify(args: argparse.Namespace) -> int:
     plan = _load_plan(args.matrix, registry.realizing(args.backend))
     out = args.out or Path("results") / plan.name
     report_out = jsonio.output_folder(args.report_out or Path("reports") / plan.name, "--report-out")
-    if _exit_code(_run_plan(plan, args, out)) == EXIT_INFRASTRUCTURE:
+    first = plan.rounds if args.all_rounds else min(FIRST_ROUNDS, plan.rounds)
+    if _exit_code(_run_plan(dataclasses.replace(plan, rounds=first), args, out)) == EXIT_INFRASTRUCTURE:
         return EXIT_INFRASTRUCTURE
+    for round_index in range(first + 1, plan.rounds + 1):
+        still = folders.undecided(plan, [out])
+        if still is None:
+            _say(f"every row is decided after {round_index - 1} rounds; the other rounds are not needed")
+            break
+        _say(
+            f"round {round_index} of at most {plan.rounds}: {still.rows} rows still undecided; running "
+            f"{', '.join(still.workloads)} ({', '.join(still.dtypes)}) again in {len(still.cells)} cells"
+        )
+        later = dataclasses.replace(
+            plan,
+            cells=tuple(c for c in plan.cells if c.id in still.cells),
+            suite={**plan.suite, "workloads": list(still.workloads), "dtypes": list(still.dtypes)},
+            first_round=round_index,
+            rounds=round_index,
+        )
+        if _exit_code(_run_plan(later, args, out)) == EXIT_INFRASTRUCTURE:
+            return EXIT_INFRASTRUCTURE
+    folder.write_plan(out, plan)  # the whole matrix and its rounds, for reports of the folder later
     return _said(folders.report(plan, [out], report_out, _policy(args), _warn))
 
 

@@ -15,7 +15,7 @@ from harness.backends import cudnn_dirs
 from harness.backends.local import LocalBackend
 from harness.errors import BackendUnavailable
 from harness.plan import matrix
-from harness.results import documents
+from harness.results import documents, folder
 from tests.conftest import run_cli
 
 SMOKE = """
@@ -205,3 +205,38 @@ def test_only_runs_a_subset_and_the_plan_keeps_every_cell(tmp_path, write_matrix
     report = run_cli("report", "--results", str(tmp_path / "r"), "--out", str(tmp_path / "rep"))
     text = (tmp_path / "rep" / "report.md").read_text()
     assert report.returncode == 3 and "## Failed runs" in text and ": no result file" in text
+
+
+def test_qualify_adds_rounds_only_for_the_rows_still_undecided(tmp_path, write_matrix):
+    # conv's 90 % threshold decides it in 3 rounds; relu's 0.01 % leaves it undecided on a CPU, so only
+    # relu runs a 4th round, in both cells; the fp64 numerics run in the first round only
+    path = write_matrix("""
+        schema_version: 1
+        name: sequential
+        axes: {torch: [installed], cudnn: [bundled, disabled]}
+        suite: {workloads: [relu, conv2d_r50_3x3], dtypes: [fp32], time_budget_s: 0.02}
+        rounds: 4
+        baseline: {cudnn: bundled}
+        thresholds: {regression_pct: 5, per_workload: {conv2d_r50_3x3: 90, relu: 0.01}}
+        """)
+    out, report = tmp_path / "results", tmp_path / "report"
+    done = run_cli("qualify", "--matrix", str(path), "--out", str(out), "--report-out", str(report))
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    assert "round 4 of at most 4: 1 rows still undecided; running relu (fp32) again in 2 cells" in done.stdout
+    loaded = documents.load(out)
+    rounds = {(d["cell"]["id"], d["run"]["round"]): d for d in loaded.documents}
+    plan = matrix.load(path)
+    assert set(rounds) == {(c.id, r) for c in plan.cells for r in (1, 2, 3, 4)}
+    for (_cell, round_index), doc in rounds.items():
+        measured = {m["workload"] for m in doc["measurements"]}
+        assert measured == ({"relu"} if round_index == 4 else {"relu", "conv2d_r50_3x3"})
+        has_numerics = any("numerics" in m for m in doc["measurements"])
+        assert has_numerics == (round_index == 1)
+        assert all(set(m["phases_s"]) >= {"build", "sampling"} for m in doc["measurements"])
+        assert {"import_torch", "timer"} <= set(doc["setup_s"])
+    assert folder.stored_plan(out).rounds == 4  # the folder keeps the whole plan for later reports
+    verdict = json.loads((report / "verdict.json").read_text())
+    rows = {r["workload"]: r for r in verdict["comparisons"]}
+    assert (rows["conv2d_r50_3x3"]["rounds_baseline"], rows["conv2d_r50_3x3"]["verdict"]) == (3, "same")
+    assert "3+3 rounds, Welch's t on log medians" in rows["conv2d_r50_3x3"]["reason"]
+    assert rows["relu"]["rounds_baseline"] == rows["relu"]["rounds_candidate"] == 4

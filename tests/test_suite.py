@@ -458,11 +458,11 @@ def test_a_profiler_that_refuses_costs_the_record_of_what_ran_not_the_timing(tmp
     hook = tmp_path / "hook"
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(
-        "import torch.profiler\n"
+        "import torch.autograd.profiler\n"
         "class _Refuses:\n"
         "    def __init__(self, *args, **kwargs):\n"
         "        raise RuntimeError('CUPTI_ERROR_INSUFFICIENT_PRIVILEGES (made so by the test)')\n"
-        "torch.profiler.profile = _Refuses\n"
+        "torch.autograd.profiler.profile = _Refuses\n"
     )
     env = harness_env()
     env["PYTHONPATH"] = os.pathsep.join([str(hook), env["PYTHONPATH"]])

@@ -48,12 +48,33 @@ def test_planted_changes_against_a_5_percent_threshold(slowdown, expected, seed)
 
 def test_too_few_rounds_for_the_significance_level_is_inconclusive_and_says_why():
     rng = np.random.default_rng(7)
-    result = stats.judge(round_medians(rng, 1.0, 3), round_medians(rng, 1.10, 3), 5.0, 0.002)
+    result = stats.judge(round_medians(rng, 1.0, 2), round_medians(rng, 1.10, 2), 5.0, 0.002)
     assert result.verdict == "inconclusive"
-    assert "smallest attainable p is 0.1" in result.reason
+    assert "smallest attainable p is 0.33" in result.reason
     assert stats.smallest_p(7, 7) < 0.002 < stats.smallest_p(6, 6)
-    # a looser alpha that 3 rounds can reach makes the same data a regression
-    assert stats.judge(round_medians(rng, 1.0, 5), round_medians(rng, 1.10, 5), 5.0, 0.01).verdict == "slower"
+    # a looser alpha that 5 rounds can reach: the Mann-Whitney test judges them
+    looser = stats.judge(round_medians(rng, 1.0, 5), round_medians(rng, 1.10, 5), 5.0, 0.01)
+    assert looser.verdict == "slower" and "Welch" not in looser.reason
+
+
+@pytest.mark.parametrize(
+    ("slowdown", "expected"), [(1.0, "same"), (1.03, "same"), (1.10, "slower"), (1 / 1.10, "faster")]
+)
+@pytest.mark.parametrize("rounds", [3, 5])
+def test_fewer_than_7_rounds_are_judged_by_welch_and_an_equivalence_test(slowdown, expected, rounds):
+    rng = np.random.default_rng(rounds)
+    result = stats.judge(round_medians(rng, 1.0, rounds), round_medians(rng, slowdown, rounds), 5.0, 0.002)
+    assert result.verdict == expected, result.reason
+    assert f"{rounds}+{rounds} rounds, Welch's t on log medians" in result.reason
+    assert result.ci_low <= result.ratio <= result.ci_high
+    assert result.ratio == pytest.approx(slowdown, rel=0.002)
+
+
+def test_welch_cannot_call_same_where_the_rounds_disagree():
+    # rounds 5 % apart on one side: the interval reaches past the threshold, so more rounds are needed
+    result = stats.judge([1.0, 1.05, 1.0], [1.0, 1.0, 1.05], 5.0, 0.002)
+    assert result.verdict == "inconclusive"
+    assert "more rounds narrow it" in result.reason
 
 
 def test_one_process_per_side_gives_a_ratio_but_no_verdict():
@@ -117,7 +138,7 @@ def test_the_gate_keeps_regressions_and_infrastructure_failures_apart_and_the_cl
         {},
     )
     unsure = verdicts.timing(
-        timing_rows(round_medians(rng, 1.0, 3), round_medians(rng, 1.2, 3)),
+        timing_rows(round_medians(rng, 1.0, 2), round_medians(rng, 1.2, 2)),
         "A",
         ("A", "B"),
         lambda _: 5.0,

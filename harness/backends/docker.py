@@ -312,7 +312,11 @@ class DockerBackend:
                     return finish_result(doc, cell, run, result_path, log_path)
                 run["image"] = self.image_facts(build)
             command = suite_arguments(
-                cell, plan, "/results/result.json", self._expect(cell, build.image, run["image"])
+                cell,
+                plan,
+                "/results/result.json",
+                self._expect(cell, build.image, run["image"]),
+                round_index,
             )
             doc = self._run_container(cell, plan, build.image_id or "", command, run, log_path, started, gpus)
         run["wall_s"] = time.monotonic() - t0
@@ -365,7 +369,7 @@ class DockerBackend:
                 ]
             )
         expect = self._expect(cell, self._render(cell, plan), self.held(image_id))
-        command = suite_arguments(cell, plan, "/results/result.json", expect)
+        command = suite_arguments(cell, plan, "/results/result.json", expect, previous["run"].get("round", 1))
         if previous["run"]["command"] != command:
             raise InputError(
                 [

@@ -118,7 +118,7 @@ class LocalBackend:
                     self.python,
                     "-m",
                     "harness.suite",
-                    *suite_arguments(cell, plan, str(raw_path), expect),
+                    *suite_arguments(cell, plan, str(raw_path), expect, round_index),
                 ]
                 exit_code, timed_out = self._execute(
                     command, env, log_path, f"gpu {','.join(gpus)}: " if gpus else ""

@@ -24,14 +24,15 @@ class CellOutcome:
     stage: str | None = None  # where a failed run failed (build, gpu-access, run, ...)
 
 
-def schedule(cells: tuple[Cell, ...], rounds: int) -> list[tuple[int, Cell]]:
-    """(round, cell) in run order: cells forward in odd rounds, backward in even ones (A B B A ...).
+def schedule(cells: tuple[Cell, ...], rounds: int, first: int = 1) -> list[tuple[int, Cell]]:
+    """(round, cell) of rounds ``first``..``rounds`` in run order: cells forward in odd rounds, backward
+    in even ones (A B B A ...).
 
     Interleaving puts slow drift (clocks, temperature, other tenants) on both sides of a
     comparison instead of on whichever cell ran last, as asv's --interleave-rounds does.
     """
     order = []
-    for round_index in range(1, rounds + 1):
+    for round_index in range(first, rounds + 1):
         ordered = cells if round_index % 2 else tuple(reversed(cells))
         order += [(round_index, cell) for cell in ordered]
     return order
@@ -43,7 +44,8 @@ def prepared(plan: Plan, results_dir: Path, say: Callable[[str], None]) -> Itera
     with folder.locked(results_dir) as swept:
         if swept:
             say(f"removed what an interrupted run left: {', '.join(swept)}")
-        folder.write_plan(results_dir, plan)
+        if plan.first_round == 1:  # later rounds of a sequential qualification add to the folder's plan
+            folder.write_plan(results_dir, plan)
         yield
 
 
@@ -73,7 +75,7 @@ def decide(
 
     Shared by every way of running (here, and the Slurm submission), so they keep and redo the same runs.
     """
-    order = schedule(cells, plan.rounds)
+    order = schedule(cells, plan.rounds, plan.first_round)
     pending: list[Pending] = []
     kept: dict[int, CellOutcome] = {}
     for position, (round_index, cell) in enumerate(order, 1):

@@ -11,7 +11,7 @@ from pathlib import Path
 from harness import jsonio
 from harness.errors import InputError, Problem
 from harness.plan.model import Plan
-from harness.report import frames
+from harness.report import frames, verdicts
 from harness.report.analysis import analyze
 from harness.report.model import Analysis, Rendered, View
 from harness.report.render import render
@@ -64,6 +64,45 @@ def report(plan: Plan, dirs: list[Path], out: Path, policy: Policy, warn: Say) -
         warn(f"not in the plan: {file} holds cell {cell_id}, which plan.json does not list; not compared")
     jsonio.output_folder(out, "--out")
     return Report(analysis, loaded, render(view, analysis, loaded, out, dirs))
+
+
+@dataclass(frozen=True)
+class Undecided:
+    """What a sequential qualification runs again: the cells with inconclusive rows (and the baseline
+    they are judged against), and those rows' workloads and dtypes."""
+
+    cells: tuple[str, ...]
+    workloads: tuple[str, ...]
+    dtypes: tuple[str, ...]
+    rows: int  # inconclusive rows
+
+
+def undecided(plan: Plan, dirs: list[Path]) -> Undecided | None:
+    """The rows of ``plan`` still inconclusive in ``dirs``; None where every row is decided.
+
+    Rows timed differently on the two sides (a graph on one side only) stay inconclusive whatever the
+    rounds, so they are not run again."""
+    loaded = documents.load_many(dirs)
+    view = View.from_plan(plan)
+    frame = frames.long_form(loaded)
+    if frame.empty:
+        return None
+    timing = verdicts.timing(
+        frame, view.baseline, view.groups, view.threshold_pct, view.alpha, frames.samples(loaded)
+    )
+    open_rows = timing[
+        (timing["verdict"] == "inconclusive") & ~timing["reason"].str.startswith("timed differently")
+    ]
+    if open_rows.empty:
+        return None
+    cells = {plan.baseline_id, *open_rows["group"]}
+    workloads, dtypes = set(open_rows["workload"]), set(open_rows["dtype"])
+    return Undecided(
+        tuple(c.id for c in plan.cells if c.id in cells),
+        tuple(dict.fromkeys(w for w in timing["workload"] if w in workloads)),
+        tuple(dict.fromkeys(d for d in timing["dtype"] if d in dtypes)),
+        len(open_rows),
+    )
 
 
 def compare(

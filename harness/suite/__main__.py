@@ -104,12 +104,22 @@ def _run(args: argparse.Namespace) -> int:
         "warnings": [],
         "measurements": [],
     }
+    setup: dict[str, float] = {}
+    doc["setup_s"] = setup
+    mark = time.perf_counter()
+
+    def done(step: str) -> None:  # where a process's time goes before its first measurement (issue 19)
+        nonlocal mark
+        now = time.perf_counter()
+        setup[step], mark = now - mark, now
+
     try:
         import torch  # imported here so 'list' works without torch
 
         from harness.suite import cudnn_probe, environment
         from harness.suite.measure import Timer
 
+        done("import_torch")
         device = args.device
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -117,7 +127,9 @@ def _run(args: argparse.Namespace) -> int:
             raise RuntimeError("device 'cuda' was asked for, but torch sees no CUDA GPU")
         doc["device"] = device
         doc["cudnn"] = cudnn_probe.probe(json.loads(args.expect_cudnn), device)
+        done("cudnn_probe")  # with a GPU, the CUDA context's creation too
         doc["environment"] = environment.collect(device)
+        done("environment")
         if doc["cudnn"]["distinct_builds"] > 1:
             doc["warnings"].append(
                 "more than one cuDNN build is mapped into the process: "
@@ -140,7 +152,9 @@ def _run(args: argparse.Namespace) -> int:
                 doc["warnings"].append(
                     f"no NVML: {gpu.missing}; SM clocks, power and the throttle guard are not recorded"
                 )
+            done("gpu_state")
             timer = Timer(device)
+            done("timer")
             knob_sets, dtypes = json.loads(args.knobs), args.dtypes.split(",")
             total = len(knob_sets) * len(workloads) * len(dtypes)
             for knobs in knob_sets:
@@ -204,24 +218,30 @@ def _measure_one(
             raise TypeError(f"workload family {spec.family} has neither build nor measure")
         built = family.build(spec, args.profile, device, dtype)
         entry["params"] = built.params
+        build_s = time.perf_counter() - start
         mode = contextlib.nullcontext() if built.grad else torch.inference_mode()
         with mode:
             before = gpu.snapshot() if gpu is not None else {}
             entry.update(measure(built.fn, timer, args.time_budget_s, args.min_time_s, gpu))
+            phases = entry["phases_s"] = {"build": build_s, **entry["phases_s"]}
             if gpu is not None:
                 entry["gpu_state"] = gpu_state.delta(before, gpu.snapshot())
+            step = time.perf_counter()
             if device == "cuda":
                 entry["peak_memory_bytes"] = _peak_memory(built.fn)
+                phases["peak_memory"], step = time.perf_counter() - step, time.perf_counter()
             if not args.no_what_ran:
                 try:
                     entry["what_ran"] = what_ran.record(built.fn, device)
                 except Exception as exc:  # a record beside the timing: never a reason to lose the timing
                     text = str(exc).splitlines()[0] if str(exc) else ""
                     entry["what_ran_error"] = f"{type(exc).__name__}: {text}"[:500]
+                phases["what_ran"], step = time.perf_counter() - step, time.perf_counter()
             if not args.no_numerics and spec.numerics:
                 entry["numerics"] = _numerics(
                     family, spec, args.profile, device, dtype, knobs["tf32"], built, numerics
                 )
+                phases["numerics"] = time.perf_counter() - step
     except Unsupported as exc:  # the workload says it cannot run here: not an error
         return {**entry, "status": "unsupported", "error": f"{exc}"[:500]}
     except Exception as exc:  # one measurement failing is data; the rest of the suite goes on

@@ -98,6 +98,9 @@ class Measurement(TypedDict):
     stop_reason: NotRequired[StopReason]
     sampling_wall_s: NotRequired[float]
     wall_s: NotRequired[float]
+    # wall seconds of each phase: build, first_call, warmup, graph_capture, block_fit, sampling, host_time,
+    # peak_memory, what_ran, numerics (those that ran; suite 0.6)
+    phases_s: NotRequired[dict[str, float]]
     stats: NotRequired[Stats]
     flops: NotRequired[float]
     bytes: NotRequired[float]
@@ -106,6 +109,7 @@ class Measurement(TypedDict):
     launch_latency_hidden: NotRequired[bool]
     sm_clock_mhz: NotRequired[list[int | None] | None]
     throttled_discarded: NotRequired[int]
+    idle_discarded: NotRequired[int]  # samples whose call may have been enqueued after their start (0.6)
     peak_memory_bytes: NotRequired[int]
     pct_of_peak_flops: NotRequired[float]
     pct_of_peak_bandwidth: NotRequired[float]
@@ -225,6 +229,9 @@ class SuiteResult(TypedDict):
     started_at: str
     finished_at: str
     duration_s: float
+    # wall seconds of each step before the first measurement: import_torch, cudnn_probe (with the CUDA
+    # context's creation), environment, gpu_state, timer (suite 0.6)
+    setup_s: NotRequired[dict[str, float]]
     warnings: list[str]
     cudnn: NotRequired[CudnnRecord]
     environment: NotRequired[Environment]

@@ -1,6 +1,6 @@
 """What ran in one call of a workload: the operators torch dispatched to and, on a GPU, the kernels.
 
-After a measurement's samples are taken, one more call runs under ``torch.profiler``; it is never a
+After a measurement's samples are taken, one more call runs under the profiler; it is never a
 sample. Timings say how fast; this says what was timed, so a report can tell a library that got
 slower at the same kernel from a change of dispatch (another attention backend, another convolution
 algorithm) and can see cuDNN used in a cell that disabled it.
@@ -41,18 +41,20 @@ ATTENTION_OPERATORS = {
 def record(fn: Callable[[], Any], device: str) -> WhatRan:
     """Profile one call of ``fn`` and say what ran in it."""
     import torch
-    from torch.profiler import DeviceType, ProfilerActivity, profile
+    from torch.autograd.profiler import profile
+    from torch.profiler import DeviceType
 
     cuda = device.startswith("cuda")
-    activities = [ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if cuda else [])]
     start = time.perf_counter()
-    with profile(activities=activities) as profiler:
+    # the autograd profiler that torch.profiler wraps: the wrapper's first start imports torch._inductor
+    # (hasattr(torch, "_inductor")), 4 to 7 s of each process on our H100 (issue 19)
+    with profile(use_device="cuda" if cuda else None, use_kineto=True) as profiler:
         fn()
         if cuda:
             torch.cuda.synchronize()
     operators: dict[str, int] = {}
     kernels: dict[str, list[float]] = {}  # name -> [calls, GPU microseconds]
-    for event in profiler.events():
+    for event in profiler.function_events:
         if event.device_type == DeviceType.CUDA:
             found = kernels.setdefault(event.name[:NAME_CHARS], [0, 0.0])
             found[0] += 1

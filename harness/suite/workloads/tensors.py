@@ -52,7 +52,11 @@ def apply_knobs(knobs: dict[str, bool], tf32: bool) -> None:
     """Set a knob set's torch flags in this process (the DDP workload's ranks set them in theirs)."""
     torch.backends.cudnn.benchmark = knobs["cudnn_benchmark"]
     torch.backends.cudnn.deterministic = knobs["deterministic"]
-    torch.use_deterministic_algorithms(knobs["deterministic"], warn_only=True)
+    deterministic = knobs["deterministic"]
+    if torch.are_deterministic_algorithms_enabled() != deterministic or (
+        deterministic and not torch.is_deterministic_algorithms_warn_only_enabled()
+    ):  # only where it changes: its first call imports torch._dynamo, 3 to 4 s a process (issue 19)
+        torch.use_deterministic_algorithms(deterministic, warn_only=True)
     with warnings.catch_warnings():  # newer torch prefers fp32_precision; the old flags still rule
         warnings.simplefilter("ignore")
         torch.backends.cuda.matmul.allow_tf32 = tf32
