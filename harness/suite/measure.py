@@ -48,7 +48,8 @@ WARMUP_MIN_S = 0.05
 L2_FLUSH_BYTES = 256 * 1024 * 1024  # where torch does not say the L2's size: at least 2x any current GPU's
 HARD_TIMEOUT_S = 15.0
 BLOCK_STEP_S = 10e-6  # the sleep grows by at least this where a sample found the GPU idle
-IDLE_SHARE = 20
+IDLE_WINDOW = 100
+HOST_READ_S = 100e-6  # generous: the host's reading of one sample, its clock query and bookkeeping
 FIT_SLEEP_S = 0.01  # GPU sleep while the enqueue time is measured (0.1 s, 0.3 s a measurement, until 0.6)
 BLOCK_MAX_S = 0.1  # longest: a call whose enqueue takes longer is host-bound beyond what we can hide
 BLOCK_MARGIN = 1.5  # the sleep covers 1.5x the measured enqueue time
@@ -63,7 +64,7 @@ class Timer:
         self.cuda = device.startswith("cuda")
         self.name = "cuda_event" if self.cuda else "perf_counter"
         self.hide_launch_latency = self.cuda and hide_launch_latency
-        self.block_cycles = 0
+        self.block_cycles = self.block_limit_cycles = 0
         self.idle_discarded = 0  # of the last ``samples``
         self.flush_s = 0.0
         if self.cuda:
@@ -119,10 +120,14 @@ class Timer:
             enqueue_s = self._enqueue_time(fn, BLOCK_MAX_S)
         block_s = min(BLOCK_MAX_S, max(0.0, BLOCK_MARGIN * enqueue_s - self.flush_s - call_s))
         self.block_cycles = int(block_s * self.sleep_cycles_per_s)
+        # a sleep longer than the host's whole turn (its enqueue and its reading of a sample) hides nothing
+        limit_s = min(BLOCK_MAX_S, BLOCK_MARGIN * (enqueue_s + HOST_READ_S))
+        self.block_limit_cycles = max(self.block_cycles, int(limit_s * self.sleep_cycles_per_s))
         return enqueue_s
 
     def _enqueue_time(self, fn: Callable[[], Any], busy_s: float) -> float:
-        """Median host time of three enqueues of ``fn`` while a GPU sleep of ``busy_s`` keeps the GPU busy."""
+        """Least host time of three enqueues of ``fn`` while a GPU sleep of ``busy_s`` keeps the GPU busy: a
+        hiccup would size the sleep for good, where too short a sleep grows (``samples``)."""
         enqueue = []
         for _ in range(3):
             torch.cuda._sleep(int(busy_s * self.sleep_cycles_per_s))
@@ -130,7 +135,7 @@ class Timer:
             fn()
             enqueue.append(time.perf_counter() - start)
             torch.cuda.synchronize()
-        return statistics.median(enqueue)
+        return min(enqueue)
 
     @property
     def block_s(self) -> float:
@@ -181,15 +186,17 @@ class Timer:
         What the caller does with a sample (its clock query, the stopping rule) overlaps the next
         sample's GPU work. A sample counts only where the sample before it was still running once it
         was queued whole: its call was then enqueued before its start event could fire. The others
-        (the first, and any after the host fell behind) are dropped and counted in ``idle_discarded``;
-        where they are more than one in ``IDLE_SHARE``, the sleep before each sample grows by a quarter.
-        Closing the iterator waits for the sample still in flight and drops it.
+        (the first, and any after the host fell behind) are dropped and counted in ``idle_discarded``.
+        A host hiccup now and then costs a sample; a host that keeps falling behind (more than a tenth
+        of a window of ``IDLE_WINDOW`` samples) lengthens the sleep before each sample by a quarter,
+        up to ``block_limit_cycles``. Closing the iterator waits for the sample in flight and drops it.
         """
         self.idle_discarded = 0
         if not self.cuda:
             while True:
                 yield self.time_call(fn)
         previous: tuple[Any, Any, bool] | None = None
+        idle_in_window = 0
         try:
             for index in itertools.count():
                 start, end = self._pairs[index % 2]
@@ -201,20 +208,19 @@ class Timer:
                         yield float(previous[0].elapsed_time(previous[1])) / 1e3
                     else:
                         self.idle_discarded += 1
-                        # a host hiccup now and then costs a sample; a host that keeps falling behind
-                        # (more than 1 sample in IDLE_SHARE) costs a longer sleep
-                        if (self.idle_discarded - 1) * IDLE_SHARE > index:
-                            self._lengthen_block()
+                        idle_in_window += 1
+                if index % IDLE_WINDOW == IDLE_WINDOW - 1:
+                    if idle_in_window * 10 > IDLE_WINDOW:
+                        self._lengthen_block()
+                    idle_in_window = 0
                 previous = start, end, clean
         finally:
             torch.cuda.synchronize()
 
     def _lengthen_block(self) -> None:
-        longest = int(BLOCK_MAX_S * self.sleep_cycles_per_s)
-        shortest_step = int(BLOCK_STEP_S * self.sleep_cycles_per_s)
-        self.block_cycles = min(
-            longest, max(self.block_cycles + shortest_step, int(self.block_cycles * 1.25))
-        )
+        step = int(BLOCK_STEP_S * self.sleep_cycles_per_s)
+        grown = max(self.block_cycles + step, int(self.block_cycles * 1.25))
+        self.block_cycles = min(self.block_limit_cycles, grown)
 
 
 def _event() -> Any:
