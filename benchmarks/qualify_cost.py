@@ -40,15 +40,17 @@ METHODS = ("today", "new")
 
 def run(method: str, matrix: Path, work: Path, today: Path) -> int:
     """One method's ``qualify`` into ``work``; its output appended to ``work/<method>.log``."""
-    env = dict(os.environ)
-    if method == "today":
-        env["PYTHONPATH"] = str(today.resolve())
-    command = [sys.executable, "-m", "harness", "qualify", "--matrix", str(matrix)]
+    env, cwd = dict(os.environ), None
+    if method == "today":  # run from the copy: 'python -m' puts the working folder first on sys.path
+        env["PYTHONPATH"], cwd = str(today.resolve()), today.resolve()
+    work = work.resolve()
+    command = [sys.executable, "-m", "harness", "qualify", "--matrix", str(matrix.resolve())]
     command += ["--out", str(work / method), "--report-out", str(work / f"{method}-report")]
     work.mkdir(parents=True, exist_ok=True)
-    print(f"# {method}: {' '.join(command)}", flush=True)
+    print(f"# {method}: {' '.join(command)} (in {cwd or Path.cwd()})", flush=True)
     with open(work / f"{method}.log", "a") as log:
-        return subprocess.run(command, env=env, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
+        done = subprocess.run(command, env=env, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, check=False)
+    return done.returncode
 
 
 def processes(results: Path) -> list[tuple[str, int, float, float]]:
