@@ -19,7 +19,11 @@ queued whole; the sleep covers what the last sample's work does not, and grows w
 GPU idle. The L2 flush is the GPU's L2 size, as nvbench's, not a fixed 256 MB. Issue 19 measured where
 a process's time went (reports/early-verdicts/stopping-rule.txt): with a fixed 200 us sleep, a 256 MB
 flush and the GPU idle while the host read each sample, a 50 us kernel was timed in a sixth of the
-sampling loop.
+sampling loop. The price, measured there (reports/qualify-cost): with the GPU busy nearly all the time, a
+power-hungry kernel runs at the clocks the power limit allows under sustained load, not at the burst
+clocks the idle gaps let it keep: bf16 GEMM at a median SM clock of 1590 MHz instead of 1980, 11.7 %
+slower (sdpa_cudnn_s2048 bf16: 1860 MHz, 4.8 %), and its rounds vary more. A ratio between two cells holds; the
+absolute times of such kernels are sustained-load times.
 
 Sampling stops on the first of: relative noise under target (after a minimum count), the time
 budget, or the sample cap; which one is recorded. Raw samples are always kept.
