@@ -75,6 +75,10 @@ def test_welch_cannot_call_same_where_the_rounds_disagree():
     result = stats.judge([1.0, 1.05, 1.0], [1.0, 1.0, 1.05], 5.0, 0.002)
     assert result.verdict == "inconclusive"
     assert "more rounds narrow it" in result.reason
+    # rounds wildly apart (a busy CPU): the interval's far end reads in three figures
+    wild = stats.judge([1.0, 30.0, 1.0], [1.0, 1.0, 30.0], 5.0, 0.002)
+    assert wild.verdict == "inconclusive" and "e+" in stats.interval_text(wild.ci_low, wild.ci_high)
+    assert stats.interval_text(0.98765, 1.0123) == "[0.988, 1.012]"
 
 
 def test_one_process_per_side_gives_a_ratio_but_no_verdict():

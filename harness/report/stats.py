@@ -50,8 +50,11 @@ def finite(value: object) -> TypeGuard[float]:
 
 
 def interval_text(low: object, high: object) -> str:
-    """An interval as the tables show it, "[0.990, 1.011]"; '' where an end is not a finite number."""
-    return f"[{low:.3f}, {high:.3f}]" if finite(low) and finite(high) else ""
+    """An interval as the tables show it, "[0.990, 1.011]"; '' where an end is not a finite number. An end
+    of 1000 or more (a few noisy rounds) in three figures, "[0.000, 5.03e+13]", not fifteen."""
+    if not (finite(low) and finite(high)):
+        return ""
+    return "[" + ", ".join(f"{x:.3f}" if abs(x) < 1000 else f"{x:.3g}" for x in (low, high)) + "]"
 
 
 def change_size(ratio: object) -> float:
@@ -161,7 +164,7 @@ def _welch(a: Samples, b: Samples, threshold_pct: float, alpha: float) -> Compar
     else:
         verdict = "inconclusive"
         reason = (
-            f"ratio {ratio:.3f}, p={p:.2g}, {level} interval [{low:.3f}, {high:.3f}] reaches beyond the "
+            f"ratio {ratio:.3f}, p={p:.2g}, {level} interval {interval_text(low, high)} reaches beyond the "
             f"{threshold_pct:g}% threshold ({rounds}); more rounds narrow it"
         )
     return Comparison(verdict, ratio, low, high, p, "rounds", reason)

@@ -22,8 +22,8 @@ flush and the GPU idle while the host read each sample, a 50 us kernel was timed
 sampling loop. The price, measured there (reports/qualify-cost): with the GPU busy nearly all the time, a
 power-hungry kernel runs at the clocks the power limit allows under sustained load, not at the burst
 clocks the idle gaps let it keep: bf16 GEMM at a median SM clock of 1590 MHz instead of 1980, 11.7 %
-slower (sdpa_cudnn_s2048 bf16: 1860 MHz, 4.8 %), and its rounds vary more. A ratio between two cells holds; the
-absolute times of such kernels are sustained-load times.
+slower (sdpa_cudnn_s2048 bf16: 1860 MHz, 4.8 %), and its rounds vary more. A ratio between two cells
+holds; the absolute times of such kernels are sustained-load times.
 
 Sampling stops on the first of: relative noise under target (after a minimum count), the time
 budget, or the sample cap; which one is recorded. Raw samples are always kept.
