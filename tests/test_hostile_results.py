@@ -55,11 +55,21 @@ def test_no_string_from_a_result_file_reaches_an_html_attribute(tmp_path):
 LOCAL = GPU_LOCAL_ROUNDS
 
 
+def _rounds(report: Path) -> set[tuple[int, int]]:
+    rows = json.loads((report / "verdict.json").read_text())["comparisons"]
+    return {(r["rounds_baseline"], r["rounds_candidate"]) for r in rows}
+
+
 def test_copies_of_a_run_count_once_however_they_arrive(tmp_path):
-    # the same folder three times: once p = 4.1e-05 'SLOWER', now the 3 rounds it holds
+    # the same folder once, and three times: the same 3 rounds a side, so the same verdicts (copies
+    # counted as rounds would make 9+9 and a far smaller p)
+    once = run_cli("report", "--results", str(LOCAL), "--out", str(tmp_path / "once"))
     thrice = run_cli("report", *(["--results", str(LOCAL)] * 3), "--out", str(tmp_path / "thrice"))
-    assert thrice.returncode == 0, thrice.stdout + thrice.stderr
-    assert "SLOWER" not in thrice.stdout and "a folder given more than once is read once" in thrice.stderr
+    assert thrice.returncode == once.returncode, thrice.stdout + thrice.stderr
+    assert "a folder given more than once is read once" in thrice.stderr
+    assert _rounds(tmp_path / "thrice") == _rounds(tmp_path / "once") == {(3, 3)}
+    verdict_lines = [line for line in once.stdout.splitlines() if line.startswith("verdicts:")]
+    assert verdict_lines and verdict_lines[0] in thrice.stdout
     # every result copied under another name inside the folder
     folder = tmp_path / "copies"
     shutil.copytree(LOCAL, folder)
@@ -67,7 +77,8 @@ def test_copies_of_a_run_count_once_however_they_arrive(tmp_path):
     for path in originals:
         shutil.copy(path, folder / f"copy-{path.name}")
     done = run_cli("report", "--results", str(folder), "--out", str(tmp_path / "report"))
-    assert done.returncode == 0 and "SLOWER" not in done.stdout, done.stdout
+    assert done.returncode == once.returncode and verdict_lines[0] in done.stdout, done.stdout
+    assert _rounds(tmp_path / "report") == {(3, 3)}
     assert done.stderr.count("counted once:") == len(originals)
     text = (tmp_path / "report" / "report.md").read_text()
     assert (
@@ -82,9 +93,11 @@ def test_copies_of_a_run_count_once_however_they_arrive(tmp_path):
         shutil.copy(path, a / path.name)
     for path in folder.glob("*disabled*"):
         shutil.copy(path, b / path.name)
-    compared = run_cli("compare", str(a), str(b))
-    assert compared.returncode == 0 and "SLOWER" not in compared.stdout, compared.stdout + compared.stderr
+    compared = run_cli("compare", str(a), str(b), "--format", "json")
+    assert compared.returncode in (0, 1), compared.stdout + compared.stderr
     assert compared.stderr.count("counted once:") == 6  # each side: 3 rounds, each also as copy-*
+    rows = json.loads(compared.stdout)
+    assert rows and all("(3+3 rounds, Welch's t" in r["reason"] for r in rows), compared.stdout
 
 
 def test_a_measurement_repeated_inside_a_document_makes_it_invalid(tmp_path):
