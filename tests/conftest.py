@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parent.parent
 GPU_REPORT = REPO / "reports" / "gpu-local-cudnn-sources"
 GPU_LOCAL_ROUNDS = (
     REPO / "reports" / "gpu-docker" / "local"
-)  # 3 rounds a cell: large changes read inconclusive
+)  # 3 rounds a cell: judged by Welch's t (below the 7 the Mann-Whitney test needs)
 # A local matrix for hostile-input tests: BUDGET is replaced by the time budget under test.
 HOSTILE_MATRIX = """\
 schema_version: 1
