@@ -16,6 +16,7 @@ from harness.suite import RESULT_SCHEMA_VERSION, SUITE_VERSION, lifeline, source
 from harness.suite.catalog import CATALOG, FAMILY, for_profile
 from harness.suite.contract import BuildsCalls, Built, MeasuresItself, Unsupported, WorkloadSpec
 from harness.suite.document import Numerics
+from harness.suite.phases import Phases
 
 
 class CudaContextLost(RuntimeError):
@@ -104,22 +105,14 @@ def _run(args: argparse.Namespace) -> int:
         "warnings": [],
         "measurements": [],
     }
-    setup: dict[str, float] = {}
-    doc["setup_s"] = setup
-    mark = time.perf_counter()
-
-    def done(step: str) -> None:  # where a process's time goes before its first measurement (issue 19)
-        nonlocal mark
-        now = time.perf_counter()
-        setup[step], mark = now - mark, now
-
+    setup = Phases(doc.setdefault("setup_s", {}))  # where the time goes before the first measurement
     try:
         import torch  # imported here so 'list' works without torch
 
         from harness.suite import cudnn_probe, environment
         from harness.suite.measure import Timer
 
-        done("import_torch")
+        setup.done("import_torch")
         device = args.device
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -127,9 +120,9 @@ def _run(args: argparse.Namespace) -> int:
             raise RuntimeError("device 'cuda' was asked for, but torch sees no CUDA GPU")
         doc["device"] = device
         doc["cudnn"] = cudnn_probe.probe(json.loads(args.expect_cudnn), device)
-        done("cudnn_probe")  # with a GPU, the CUDA context's creation too
+        setup.done("cudnn_probe")  # with a GPU, the CUDA context's creation too
         doc["environment"] = environment.collect(device)
-        done("environment")
+        setup.done("environment")
         if doc["cudnn"]["distinct_builds"] > 1:
             doc["warnings"].append(
                 "more than one cuDNN build is mapped into the process: "
@@ -152,9 +145,9 @@ def _run(args: argparse.Namespace) -> int:
                 doc["warnings"].append(
                     f"no NVML: {gpu.missing}; SM clocks, power and the throttle guard are not recorded"
                 )
-            done("gpu_state")
+            setup.done("gpu_state")
             timer = Timer(device)
-            done("timer")
+            setup.done("timer")
             knob_sets, dtypes = json.loads(args.knobs), args.dtypes.split(",")
             total = len(knob_sets) * len(workloads) * len(dtypes)
             for knobs in knob_sets:

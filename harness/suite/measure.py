@@ -42,6 +42,7 @@ from typing import Any
 
 import torch
 
+from harness.suite.phases import Phases
 from harness.suite.summary import summarize
 
 MIN_SAMPLES = 10
@@ -283,7 +284,7 @@ def measure(
     there). ``gpu``: a GpuState; each sample then records the SM clock after it, and a
     sample under the throttle clock is discarded and counted.
     """
-    phases = _Phases()
+    phases = Phases()
     if timer.cuda:
         torch.cuda.synchronize()
     first_call_s = timer.time_call(fn, flush=False)  # includes autotuning and lazy loading
@@ -367,19 +368,6 @@ def measure(
         "host_time_per_call_s": host_time_per_call_s,
         "phases_s": phases.seconds,
     }
-
-
-class _Phases:
-    """Wall seconds of each phase of a measurement, each from the end of the one before."""
-
-    def __init__(self) -> None:
-        self.seconds: dict[str, float] = {}
-        self._last = time.perf_counter()
-
-    def done(self, phase: str) -> None:
-        now = time.perf_counter()
-        self.seconds[phase] = now - self._last
-        self._last = now
 
 
 class _RunningNoise:
