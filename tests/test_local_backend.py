@@ -208,8 +208,9 @@ def test_only_runs_a_subset_and_the_plan_keeps_every_cell(tmp_path, write_matrix
 
 
 def test_qualify_adds_rounds_only_for_the_rows_still_undecided(tmp_path, write_matrix):
-    # conv's 90 % threshold decides it in 3 rounds; relu's 0.01 % leaves it undecided on a CPU, so only
-    # relu runs a 4th round, in both cells; the fp64 numerics run in the first round only
+    # conv's 1000 % threshold decides it in 3 rounds (a 90 % one did not always: with one outlying round
+    # on a loaded CPU, Welch's t has some 2 degrees of freedom and a ×3 wide interval); relu's 0.01 %
+    # leaves it undecided, so only relu runs a 4th round, in both cells; the fp64 numerics run in round 1
     path = write_matrix("""
         schema_version: 1
         name: sequential
@@ -217,7 +218,7 @@ def test_qualify_adds_rounds_only_for_the_rows_still_undecided(tmp_path, write_m
         suite: {workloads: [relu, conv2d_r50_3x3], dtypes: [fp32], time_budget_s: 0.02}
         rounds: 4
         baseline: {cudnn: bundled}
-        thresholds: {regression_pct: 5, per_workload: {conv2d_r50_3x3: 90, relu: 0.01}}
+        thresholds: {regression_pct: 5, per_workload: {conv2d_r50_3x3: 1000, relu: 0.01}}
         """)
     out, report = tmp_path / "results", tmp_path / "report"
     done = run_cli("qualify", "--matrix", str(path), "--out", str(out), "--report-out", str(report))
