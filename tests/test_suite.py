@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.suite import cudnn_probe, measure, numerics
+from harness.suite import cudnn_probe, measure, numerics, share
 from tests.conftest import REPO, harness_env
 
 SUITE = REPO / "harness" / "suite"
@@ -486,3 +486,37 @@ def test_a_profiler_that_refuses_costs_the_record_of_what_ran_not_the_timing(tmp
         assert (
             m["what_ran_error"] == "RuntimeError: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES (made so by the test)"
         )
+
+
+def _process(rows: int, setup_s: float, loop_share: float, min_time_s: float) -> tuple[float, list[float]]:
+    """A GPU process on a simulated clock: its timed share of wall time, and the floors it was asked for.
+
+    Each measurement costs 0.3 s outside its loop and samples max(min_time_s, floor) of timed work."""
+    now = [0.0]
+    process = share.TimedShare(0.5, rows, started=0.0, clock=lambda: now[0])
+    now[0] = setup_s
+    floors = []
+    for _ in range(rows):
+        floor = process.floor_s()
+        floors.append(floor)
+        timed = max(min_time_s, floor)
+        loop = timed / loop_share
+        now[0] += 0.3 + loop
+        process.add(timed, loop, 0.3 + loop)
+    return process.timed_s / (now[0] + share.OUTSIDE_S), floors
+
+
+@pytest.mark.parametrize("rows", [1, 2, 6])
+def test_a_gpu_process_of_few_rows_samples_each_longer_so_half_its_time_is_timed(rows):
+    timed_share, floors = _process(rows, setup_s=5.0, loop_share=0.8, min_time_s=1.0)
+    assert 0.5 <= timed_share < 0.55, (timed_share, floors)  # enough, and no more than that
+    assert floors[0] > 1.0
+
+
+def test_a_full_round_is_not_lengthened_and_a_short_loop_is_made_up_for_later():
+    timed_share, floors = _process(15, setup_s=5.0, loop_share=0.95, min_time_s=1.0)
+    assert sum(max(1.0, f) - 1.0 for f in floors) < 0.1 and timed_share > 0.5  # under 0.1 s added
+    # loops a third timed: later measurements pay for the earlier ones, up to the cap per measurement
+    timed_share, floors = _process(3, setup_s=5.0, loop_share=0.33, min_time_s=0.1)
+    assert floors == sorted(floors) and max(floors) == share.MAX_FLOOR_S
+    assert share.TimedShare(0.0, 1).floor_s() == 0.0  # off

@@ -84,6 +84,8 @@ def suite_arguments(
         arguments += ["--workloads", ",".join(suite["workloads"])]
     if suite.get("min_time_s"):
         arguments += ["--min-time-s", str(suite["min_time_s"])]
+    if suite.get("timed_share"):
+        arguments += ["--timed-share", str(suite["timed_share"])]
     if suite.get("numerics") is False or round_index > 1:
         arguments.append("--no-numerics")
     if suite.get("what_ran") is False:

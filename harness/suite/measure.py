@@ -42,6 +42,7 @@ from typing import Any
 
 import torch
 
+from harness.suite.gpu_state import CLOCK_READ_S
 from harness.suite.phases import Phases
 from harness.suite.summary import summarize
 
@@ -317,10 +318,11 @@ def measure(
         for raw in stream:
             # whole nanoseconds: far finer than CUDA events resolve (about 0.5 us), and it halves the files
             sample = round(raw, 9)
-            clock = gpu.sm_clock_mhz() if clocked else None  # while the next sample runs
+            clock = gpu.sm_clock_mhz(CLOCK_READ_S) if clocked else None  # while the next sample runs
             if clock is not None and gpu.min_sm_mhz is not None and clock < gpu.min_sm_mhz:
                 throttled += 1
                 time.sleep(0.05)  # let the clock recover, as nvbench does
+                gpu.sm_clock_mhz()  # and read it afresh for the next sample
             else:
                 samples.append(sample)
                 clocks.append(clock)

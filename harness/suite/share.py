@@ -1,0 +1,76 @@
+"""How long each measurement of a GPU process samples, so that timed work is a set share of its wall time.
+
+A process pays the same start-up (importing torch, creating the CUDA context, probing cuDNN) whether it
+measures 15 rows or 1, and holds the GPU all that time. Issue 19 asks that timed GPU work be at least
+half of each process's wall time. A full round meets that with the matrix's ``min_time_s``; a late
+round of a sequential qualification, which runs only the rows still undecided, did not (1 row: a
+quarter, reports/qualify-cost). So, where the measurements left would fall short, each samples longer:
+the shortfall is spread over them. Longer sampling is measurement, not idling: it averages a row over
+more of its clock's drift, and its median is no less true.
+
+The estimate is the process's own: its time so far that was not timed, a fixed cost for each
+measurement still to come and for the process's start and exit outside the suite, and the share of a
+measurement's sampling loop that its samples fill (the rest is L2 flushes and GPU sleeps).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+OUTSIDE_S = 1.0  # the interpreter's start before the suite's first line and its exit (the result's write)
+# until a measurement of this process says otherwise (H100, suite 0.6, reports/qualify-cost):
+FIXED_S = 0.3  # a measurement's wall time outside its sampling loop: inputs, first call, warm-up, host time
+LOOP_SHARE = 0.75  # a sampling loop's timed share; the rest is L2 flushes, GPU sleeps and dropped samples
+MAX_FLOOR_S = 10.0  # at most this much timed work asked of one measurement
+BUDGET_MARGIN = 1.25  # a raised floor raises the time budget so far that the loop can reach it
+
+
+class TimedShare:
+    """How much timed work each remaining measurement of a process should reach for ``target`` of the
+    process's wall time to be timed work: 0 where the measurements reach it anyway or ``target`` is 0."""
+
+    def __init__(
+        self,
+        target: float,
+        measurements: int,
+        started: float | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.target = target
+        self.left = measurements
+        self.clock = clock
+        self.started = clock() if started is None else started
+        self.done = 0
+        self.timed_s = 0.0  # the samples' sum, over the measurements done
+        self._loop_s = 0.0  # their sampling loops' wall time
+        self._fixed_s = 0.0  # their wall time outside the sampling loops
+
+    @property
+    def loop_share(self) -> float:
+        """The timed share of this process's sampling loops so far."""
+        return self.timed_s / self._loop_s if self._loop_s > 0 else LOOP_SHARE
+
+    def floor_s(self) -> float:
+        """Timed seconds the next measurement should sample at least."""
+        if self.target <= 0 or self.left <= 0:
+            return 0.0
+        ratio = self.target / (1 - self.target)  # timed seconds wanted per untimed second
+        # a loop under the target's share adds more untimed than timed work: no length reaches it
+        share = max(self.loop_share, self.target + 0.1)
+        fixed = self._fixed_s / self.done if self.done else FIXED_S
+        untimed = OUTSIDE_S + self.clock() - self.started - self.timed_s + fixed * self.left
+        # x more timed seconds bring x (1 - share) / share untimed: solve timed + x = ratio * untimed
+        wanted = (ratio * untimed - self.timed_s) / (1 - ratio * (1 - share) / share)
+        return min(MAX_FLOOR_S, max(0.0, wanted / self.left))
+
+    def budget_s(self, floor_s: float) -> float:
+        """A sampling time limit long enough for the loop to reach ``floor_s`` of timed work."""
+        return BUDGET_MARGIN * floor_s / max(self.loop_share, self.target + 0.1)
+
+    def add(self, timed_s: float, loop_s: float, wall_s: float) -> None:
+        """One measurement done: its samples' sum, its sampling loop's wall time and its own."""
+        self.left, self.done = self.left - 1, self.done + 1
+        self.timed_s += timed_s
+        self._loop_s += loop_s
+        self._fixed_s += max(0.0, wall_s - loop_s)
