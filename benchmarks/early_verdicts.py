@@ -1,6 +1,6 @@
 """Issue 19: can fewer rounds give the same verdicts? Resampling committed H100 rounds of suite 0.5.
 
-    python -m benchmarks.early_verdicts [--trials 300]
+    python -m benchmarks.early_verdicts [--trials 300] [--timed-prefix 0.5]
 
 Today a row's verdict needs 7 rounds (processes) per side: the exact Mann-Whitney U test on per-round
 medians cannot reach p < 0.002 with fewer. ``harness.report.stats.judge`` now judges fewer rounds (3 or
@@ -17,6 +17,10 @@ the rounds used are drawn without replacement. Printed:
 - planted changes: one side of such a split multiplied by 1.05 and by 1.10 (found = called slower;
   flagged = not called same, i.e. slower or inconclusive);
 - the rounds each plan spends per row, against 7.
+
+``--timed-prefix S``: each round's median is taken over the samples of its first S seconds of timed work
+only, which is what a measurement that sampled S seconds would have kept: does shorter sampling cost
+verdicts? (Suite 0.7 asks of each measurement only the timed work its process's share needs.)
 """
 
 from __future__ import annotations
@@ -45,8 +49,22 @@ def sequential(a: list[float], b: list[float], start: int = 3, most: int = 7) ->
         n += 1
 
 
-def rounds(folders: list[Path]) -> dict[tuple[str, str, str, str], list[float]]:
-    frame = frames.long_form(documents.load_many(folders))
+def prefix_median(samples: list[float], prefix_s: float) -> float:
+    """The median of the samples up to the first ``prefix_s`` seconds of timed work (10 at least)."""
+    timed = np.cumsum(samples)
+    return float(np.median(samples[: max(10, int(np.searchsorted(timed, prefix_s)) + 1)]))
+
+
+def rounds(
+    folders: list[Path], prefix_s: float | None = None
+) -> dict[tuple[str, str, str, str], list[float]]:
+    loaded = documents.load_many(folders)
+    if prefix_s is not None:
+        for doc in loaded.documents:
+            for m in doc["measurements"]:
+                if m["status"] == "ok":
+                    m["stats"]["median"] = prefix_median(m["samples_s"], prefix_s)
+    frame = frames.long_form(loaded)
     ok = frame[frame["status"] == "ok"]
     out: dict[tuple[str, str, str, str], list[float]] = {}
     for (group, workload, dtype, knobs), rows in ok.groupby(
@@ -59,6 +77,7 @@ def rounds(folders: list[Path]) -> dict[tuple[str, str, str, str], list[float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=300)
+    parser.add_argument("--timed-prefix", type=float, help="round medians of the first S s of timed work")
     args = parser.parse_args()
     rng = random.Random(20261123)
     runs = [
@@ -67,14 +86,18 @@ def main() -> None:
     ]
     rows, aa_sides = [], []
     for folders in runs:
-        main_rounds = rounds(folders)
+        main_rounds, every_sample = rounds(folders, args.timed_prefix), rounds(folders)
         baseline = next(k[0] for k in main_rounds if "bundled" in k[0])
-        found = [(k, main_rounds[(baseline, *k[1:])], v) for k, v in main_rounds.items() if k[0] != baseline]
-        rows += [(k, a, b) for k, a, b in found if len(a) >= 7 and len(b) >= 7]
+        for k, b in main_rounds.items():
+            a, base = main_rounds[(baseline, *k[1:])], (baseline, *k[1:])
+            if k[0] != baseline and len(a) >= 7 and len(b) >= 7:  # the verdict of every sample's medians
+                reference = stats.judge(every_sample[base], every_sample[k], THRESHOLD, ALPHA).verdict
+                rows.append((k, a, b, reference))
         aa_sides.append({k[1:]: v for k, v in main_rounds.items() if k[0] == baseline})
     print(
         f"{len(rows)} candidate rows of gpu-verdicts and qualify-cost/today (7+7 rounds each), "
-        f"{args.trials} trials per row"
+        f"{args.trials} trials per row; round medians of "
+        + (f"the first {args.timed_prefix:g} s of timed work" if args.timed_prefix else "every sample")
     )
 
     plans = {
@@ -83,8 +106,7 @@ def main() -> None:
     }
     for name, plan in plans.items():
         agree, called, spent = Counter(), Counter(), []
-        for _key, a, b in rows:
-            reference = stats.judge(a, b, THRESHOLD, ALPHA).verdict
+        for _key, a, b, reference in rows:
             for _ in range(args.trials):
                 verdict, n = plan(rng.sample(a, len(a)), rng.sample(b, len(b)))
                 agree[verdict == reference] += 1
@@ -95,7 +117,8 @@ def main() -> None:
             v for (ref, got), v in called.items() if got in ("slower", "faster", "same") and got != ref
         )
         print(
-            f"{name}: agrees with the 7+7 verdict in {agree[True] / total:.1%} of {total} trials; "
+            f"{name}: agrees with the 7+7 verdict (every sample) in {agree[True] / total:.1%} of {total} "
+            "trials; "
             f"a different decided verdict in {wrong / total:.2%}; rounds per side {np.mean(spent):.2f} of 7"
         )
         print("    (reference, got): " + ", ".join(f"{r}->{g} {v}" for (r, g), v in sorted(called.items())))

@@ -8,6 +8,7 @@ wheelhouse (pip download torch==2.13.0), so no registry is needed.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -19,6 +20,7 @@ import tarfile
 import time
 from pathlib import Path
 
+import docker
 import pytest
 
 from harness import jsonio
@@ -462,8 +464,9 @@ def test_a_docker_row_becomes_two_dockerfiles_that_build_and_run_its_reproducer(
             printed = engine.containers.run(
                 tag, remove=True, network_mode="none", read_only=True, tmpfs={"/tmp": ""}
             )
-        finally:
-            engine.images.remove(tag, force=True)
+        finally:  # where the build failed there is no image, and its error is the one to see
+            with contextlib.suppress(docker.errors.ImageNotFound):
+                engine.images.remove(tag, force=True)
         lines[side] = printed.decode().strip().splitlines()[-1]
         (tmp_path / f"{side}.jsonl").write_text(lines[side] + "\n")
     found = {side: json.loads(line) for side, line in lines.items()}

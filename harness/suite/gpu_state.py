@@ -1,14 +1,12 @@
 """GPU state through NVML (nvidia-ml-py, imported as pynvml), when it is installed.
 
 Per sample: the SM clock right after the sample, so a throttled sample can be discarded (nvbench's
-rule: below 75 % of the default application clock). A reading serves for up to ``CLOCK_READ_S``:
-one NVML read costs the host more than a short sample's whole turn (suite 0.7; see ``sm_clock_mhz``).
-Around a measurement: clock-event (throttle) reasons and the power/thermal violation counters, as deltas.
+rule: below 75 % of the default application clock). Around a measurement: clock-event (throttle)
+reasons and the power/thermal violation counters, as deltas.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -18,7 +16,6 @@ except ImportError:  # the suite runs without NVML; clocks are then not recorded
     pynvml = None
 
 THROTTLE_FRACTION = 0.75
-CLOCK_READ_S = 0.001  # a clock reading this recent serves again: clocks move over milliseconds, not us
 
 
 class GpuState:
@@ -26,7 +23,6 @@ class GpuState:
         self.handle = None
         self.min_sm_mhz: float | None = None
         self.missing: str | None = None  # why NVML is not there, for the result's warnings
-        self._reading: tuple[float, int | None] = (-1.0, None)  # (perf_counter when read, MHz)
         if pynvml is None:
             self.missing = "nvidia-ml-py (pynvml) is not installed in this Python"
             return
@@ -43,24 +39,13 @@ class GpuState:
     def available(self) -> bool:
         return self.handle is not None
 
-    def sm_clock_mhz(self, max_age_s: float = 0.0) -> int | None:
-        """The SM clock; a reading taken less than ``max_age_s`` ago serves again.
-
-        An NVML read is a call into the driver. Read after every sample, it made the host's turn per
-        sample longer than a 40 us kernel's (H100, suite 0.6), and the GPU sleep before each sample grew
-        to cover it, which left a fifth of such a measurement's sampling loop timed.
-        """
+    def sm_clock_mhz(self) -> int | None:
         if self.handle is None:
             return None
-        now = time.perf_counter()
-        if now - self._reading[0] < max_age_s:
-            return self._reading[1]
         try:
-            clock: int | None = int(pynvml.nvmlDeviceGetClockInfo(self.handle, pynvml.NVML_CLOCK_SM))
+            return int(pynvml.nvmlDeviceGetClockInfo(self.handle, pynvml.NVML_CLOCK_SM))
         except pynvml.NVMLError:
-            clock = None
-        self._reading = (now, clock)
-        return clock
+            return None
 
     def snapshot(self) -> dict[str, Any]:
         """Counters and state worth diffing around a measurement."""

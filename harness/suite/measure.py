@@ -25,8 +25,10 @@ clocks the idle gaps let it keep: bf16 GEMM at a median SM clock of 1590 MHz ins
 slower (sdpa_cudnn_s2048 bf16: 1860 MHz, 4.8 %), and its rounds vary more. A ratio between two cells
 holds; the absolute times of such kernels are sustained-load times.
 
-Sampling stops on the first of: relative noise under target (after a minimum count), the time
-budget, or the sample cap; which one is recorded. Raw samples are always kept.
+Sampling stops on the first of: relative noise under target (after a minimum count and ``min_time_s``
+of timed work), the time budget, or the sample cap (which yields only once ``min_time_s`` is in); which
+one is recorded. Raw samples are always kept. How long a GPU process asks each measurement to sample is
+``harness/suite/share.py``'s.
 """
 
 from __future__ import annotations
@@ -42,12 +44,12 @@ from typing import Any
 
 import torch
 
-from harness.suite.gpu_state import CLOCK_READ_S
 from harness.suite.phases import Phases
 from harness.suite.summary import summarize
 
 MIN_SAMPLES = 10
 MAX_SAMPLES = 20000  # 2000 until suite 0.6: a 40 us kernel then stopped at 0.08 s of timed work
+SAMPLES_LIMIT = 100000  # the result schema's: past MAX_SAMPLES only while min_time_s is not yet in
 TARGET_REL_NOISE = 0.005  # nvbench's default stdrel target
 WARMUP_MIN_CALLS = 3
 WARMUP_MIN_S = 0.05
@@ -318,11 +320,10 @@ def measure(
         for raw in stream:
             # whole nanoseconds: far finer than CUDA events resolve (about 0.5 us), and it halves the files
             sample = round(raw, 9)
-            clock = gpu.sm_clock_mhz(CLOCK_READ_S) if clocked else None  # while the next sample runs
+            clock = gpu.sm_clock_mhz() if clocked else None  # while the next sample runs
             if clock is not None and gpu.min_sm_mhz is not None and clock < gpu.min_sm_mhz:
                 throttled += 1
                 time.sleep(0.05)  # let the clock recover, as nvbench does
-                gpu.sm_clock_mhz()  # and read it afresh for the next sample
             else:
                 samples.append(sample)
                 clocks.append(clock)
@@ -341,7 +342,7 @@ def measure(
             ):
                 stop_reason = "noise_target"
                 break
-            if len(samples) >= MAX_SAMPLES:
+            if len(samples) >= (MAX_SAMPLES if noise.total >= min_time_s else SAMPLES_LIMIT):
                 break
     if not samples:
         raise RuntimeError(f"every sample ran under the throttle clock ({throttled} discarded)")
