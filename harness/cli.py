@@ -291,13 +291,18 @@ def _qualify(args: argparse.Namespace) -> int:
             _say(f"every row is decided after {round_index - 1} rounds; the other rounds are not needed")
             break
         _say(
-            f"round {round_index} of at most {plan.rounds}: {still.rows} rows still undecided; running "
-            f"{', '.join(still.workloads)} ({', '.join(still.dtypes)}) again in {len(still.cells)} cells"
+            f"round {round_index} of at most {plan.rounds}: {still.count} rows still undecided; running "
+            f"{', '.join(f'{w} {d}' for w, d in still.rows)} again in {len(still.cells)} cells"
         )
         later = dataclasses.replace(
             plan,
             cells=tuple(c for c in plan.cells if c.id in still.cells),
-            suite={**plan.suite, "workloads": list(still.workloads), "dtypes": list(still.dtypes)},
+            suite={
+                **plan.suite,
+                "workloads": list(dict.fromkeys(w for w, _ in still.rows)),
+                "dtypes": list(dict.fromkeys(d for _, d in still.rows)),
+                "rows": [f"{w}:{d}" for w, d in still.rows],  # exactly these, not the product
+            },
             first_round=round_index,
             rounds=round_index,
         )

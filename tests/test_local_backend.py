@@ -223,7 +223,7 @@ def test_qualify_adds_rounds_only_for_the_rows_still_undecided(tmp_path, write_m
     out, report = tmp_path / "results", tmp_path / "report"
     done = run_cli("qualify", "--matrix", str(path), "--out", str(out), "--report-out", str(report))
     assert done.returncode in (0, 1), done.stdout + done.stderr
-    assert "round 4 of at most 4: 1 rows still undecided; running relu (fp32) again in 2 cells" in done.stdout
+    assert "round 4 of at most 4: 1 rows still undecided; running relu fp32 again in 2 cells" in done.stdout
     loaded = documents.load(out)
     rounds = {(d["cell"]["id"], d["run"]["round"]): d for d in loaded.documents}
     plan = matrix.load(path)

@@ -282,6 +282,21 @@ def test_a_workload_that_cannot_run_here_is_recorded_unsupported_not_as_an_error
     assert by_id["train_small_cnn"]["status"] == "ok" and "numerics" not in by_id["train_small_cnn"]
 
 
+def test_rows_measure_exactly_those_pairs_not_every_workload_by_dtype(tmp_path):
+    # a late round of qualify runs its undecided rows only: relu fp32 and gemm bf16, not the 4 of the product
+    rows = "relu:fp32,gemm:bf16"
+    done, doc = run_suite(
+        tmp_path, "--device", "cpu", "--time-budget-s", "0.02", "--no-numerics", "--rows", rows
+    )
+    assert done.returncode == 0, done.stderr
+    assert [(m["workload"], m["dtype"], m["status"]) for m in doc["measurements"]] == [
+        ("relu", "fp32", "ok"),
+        ("gemm", "bf16", "ok"),
+    ]
+    refused, _ = run_suite(tmp_path, "--device", "cpu", "--rows", "relu:fp32,gemn:fp32")
+    assert refused.returncode == 2 and "unknown workload(s) gemn" in refused.stderr
+
+
 def test_the_suite_names_its_source_and_any_change_to_it_changes_the_name(tmp_path):
     from harness import suite
 

@@ -82,6 +82,8 @@ def suite_arguments(
     ]
     if suite.get("workloads"):
         arguments += ["--workloads", ",".join(suite["workloads"])]
+    if suite.get("rows"):  # a late round of qualify: its undecided rows only
+        arguments += ["--rows", ",".join(suite["rows"])]
     if suite.get("min_time_s"):
         arguments += ["--min-time-s", str(suite["min_time_s"])]
     if suite.get("timed_share"):

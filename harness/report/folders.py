@@ -69,12 +69,11 @@ def report(plan: Plan, dirs: list[Path], out: Path, policy: Policy, warn: Say) -
 @dataclass(frozen=True)
 class Undecided:
     """What a sequential qualification runs again: the cells with inconclusive rows (and the baseline
-    they are judged against), and those rows' workloads and dtypes."""
+    they are judged against), and those rows, as (workload, dtype) in the matrix's order."""
 
     cells: tuple[str, ...]
-    workloads: tuple[str, ...]
-    dtypes: tuple[str, ...]
-    rows: int  # inconclusive rows
+    rows: tuple[tuple[str, str], ...]
+    count: int  # inconclusive rows, across cells and knob sets
 
 
 def undecided(plan: Plan, dirs: list[Path]) -> Undecided | None:
@@ -96,11 +95,10 @@ def undecided(plan: Plan, dirs: list[Path]) -> Undecided | None:
     if open_rows.empty:
         return None
     cells = {plan.baseline_id, *open_rows["group"]}
-    workloads, dtypes = set(open_rows["workload"]), set(open_rows["dtype"])
+    wanted = set(zip(open_rows["workload"], open_rows["dtype"], strict=True))
     return Undecided(
         tuple(c.id for c in plan.cells if c.id in cells),
-        tuple(dict.fromkeys(w for w in timing["workload"] if w in workloads)),
-        tuple(dict.fromkeys(d for d in timing["dtype"] if d in dtypes)),
+        tuple(dict.fromkeys(r for r in zip(timing["workload"], timing["dtype"], strict=True) if r in wanted)),
         len(open_rows),
     )
 

@@ -18,6 +18,7 @@ from harness.suite.catalog import CATALOG, FAMILY, for_profile
 from harness.suite.contract import BuildsCalls, Built, MeasuresItself, Unsupported, WorkloadSpec
 from harness.suite.document import Numerics
 from harness.suite.phases import Phases
+from harness.suite.share import TimedShare
 
 
 class CudaContextLost(RuntimeError):
@@ -38,6 +39,11 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--expect-cudnn", default='{"source": "bundled"}', help="what cuDNN must be loaded")
     run.add_argument("--workloads", default="", help="comma-separated ids (default: all)")
     run.add_argument("--dtypes", default="fp32,bf16", help="any of fp32,tf32,bf16,fp16")
+    run.add_argument(
+        "--rows",
+        default="",
+        help="workload:dtype pairs to measure, not every workload x dtype (a late round: its undecided rows)",
+    )
     run.add_argument("--knobs", default='[{"cudnn_benchmark": false, "deterministic": false, "tf32": false}]')
     run.add_argument("--profile", choices=("smoke", "default", "full"), default="smoke")
     run.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
@@ -92,8 +98,12 @@ def _list(as_json: bool) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    workloads = [w for w in args.workloads.split(",") if w] or for_profile(args.profile)
-    unknown = [w for w in workloads if w not in CATALOG]
+    if args.rows:
+        rows = [(w, d) for w, _, d in (pair.partition(":") for pair in args.rows.split(",") if pair)]
+    else:
+        workloads = [w for w in args.workloads.split(",") if w] or for_profile(args.profile)
+        rows = list(itertools.product(workloads, args.dtypes.split(",")))
+    unknown = list(dict.fromkeys(w for w, _ in rows if w not in CATALOG))
     if unknown:
         print(
             f"error: unknown workload(s) {', '.join(unknown)}; see 'python -m harness.suite list'",
@@ -118,7 +128,6 @@ def _run(args: argparse.Namespace) -> int:
 
         from harness.suite import cudnn_probe, environment
         from harness.suite.measure import Timer
-        from harness.suite.share import TimedShare
 
         setup.done("import_torch")
         device = args.device
@@ -156,10 +165,10 @@ def _run(args: argparse.Namespace) -> int:
             setup.done("gpu_state")
             timer = Timer(device)
             setup.done("timer")
-            knob_sets, dtypes = json.loads(args.knobs), args.dtypes.split(",")
-            total = len(knob_sets) * len(workloads) * len(dtypes)
+            knob_sets = json.loads(args.knobs)
+            total = len(knob_sets) * len(rows)
             share = TimedShare(args.timed_share if device == "cuda" else 0.0, total, clock_started)
-            for knobs, workload, dtype in itertools.product(knob_sets, workloads, dtypes):
+            for knobs, (workload, dtype) in itertools.product(knob_sets, rows):
                 entry = _measure_shared(share, workload, dtype, knobs, args, device, timer, gpu)
                 doc["measurements"].append(entry)
                 _progress(len(doc["measurements"]), total, entry)
@@ -184,7 +193,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _measure_shared(
-    share: Any,
+    share: TimedShare,
     workload: str,
     dtype: str,
     knobs: dict[str, bool],
@@ -250,25 +259,25 @@ def _measure_one(
         with mode:
             before = gpu.snapshot() if gpu is not None else {}
             entry.update(measure(built.fn, timer, *lengths, gpu))
-            phases = entry["phases_s"] = {"build": build_s, **entry["phases_s"]}
+            entry["phases_s"] = {"build": build_s, **entry["phases_s"]}
             if gpu is not None:
                 entry["gpu_state"] = gpu_state.delta(before, gpu.snapshot())
-            step = time.perf_counter()
+            after = Phases(entry["phases_s"])  # the records beside the timing, on the same stopwatch
             if device == "cuda":
                 entry["peak_memory_bytes"] = _peak_memory(built.fn)
-                phases["peak_memory"], step = time.perf_counter() - step, time.perf_counter()
+                after.done("peak_memory")
             if not args.no_what_ran:
                 try:
                     entry["what_ran"] = what_ran.record(built.fn, device)
                 except Exception as exc:  # a record beside the timing: never a reason to lose the timing
                     text = str(exc).splitlines()[0] if str(exc) else ""
                     entry["what_ran_error"] = f"{type(exc).__name__}: {text}"[:500]
-                phases["what_ran"], step = time.perf_counter() - step, time.perf_counter()
+                after.done("what_ran")
             if not args.no_numerics and spec.numerics:
                 entry["numerics"] = _numerics(
                     family, spec, args.profile, device, dtype, knobs["tf32"], built, numerics
                 )
-                phases["numerics"] = time.perf_counter() - step
+                after.done("numerics")
     except Unsupported as exc:  # the workload says it cannot run here: not an error
         return {**entry, "status": "unsupported", "error": f"{exc}"[:500]}
     except Exception as exc:  # one measurement failing is data; the rest of the suite goes on

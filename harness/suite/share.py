@@ -12,8 +12,8 @@ qualification) thus samples that row for some 6 s; a full round about 1 s a row.
 The estimate is the process's own: its time so far that was not timed, a fixed cost for each
 measurement still to come and for the interpreter's start and exit outside the suite, and the share of
 a sampling loop that its samples fill (the rest is L2 flushes, GPU sleeps and dropped samples). On our
-H100 (suite 0.7 probe, reports/qualify-cost/probe-0.7/): a full round's processes 55 % and 57 % timed,
-one of 4 rows 61 %, one of 1 row 51 %, against 25 % for that row in suite 0.6.
+H100, with suite 0.6's lengths (reports/qualify-cost/probe-0.7/): a full round's processes 55 % and 57 %
+timed, one of 4 rows 61 %, one of 1 row 51 %, against 25 % for that row without the rule.
 """
 
 from __future__ import annotations
