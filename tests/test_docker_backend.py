@@ -301,7 +301,7 @@ def test_runs_go_concurrently_one_gpu_id_each_and_ctrl_c_removes_every_container
     assert all(d["run"]["container"]["gpus"] is False for d in docs)  # a CPU suite gets no GPU at all
 
     slow = tmp_path / "slow.yaml"
-    slow.write_text(matrix.read_text().replace("time_budget_s: 0.05", "time_budget_s: 30"))
+    slow.write_text(matrix.read_text().replace("time_budget_s: 0.05", "time_budget_s: 30, min_time_s: 30"))
     stopped = tmp_path / "stopped"
     proc = subprocess.Popen(
         [

@@ -117,7 +117,10 @@ def test_ctrl_c_stops_cleanly_with_exit_130(matrix_file, tmp_path):
     out = tmp_path / "r"
     # each run samples for seconds, so the whole matrix cannot finish before the signal lands, even on
     # a loaded 2-core machine (with 0.05 s it once did, and the run exited 0)
-    matrix_file.write_text(MATRIX.replace("time_budget_s: 0.05", "time_budget_s: 3"))
+    # and the noise target may not end one before its budget
+    matrix_file.write_text(
+        MATRIX.replace("time_budget_s: 0.05", "time_budget_s: 3").replace("min_time_s: 0.02", "min_time_s: 3")
+    )
     proc = subprocess.Popen(
         [sys.executable, "-m", "harness", "run", "--matrix", str(matrix_file), "--out", str(out)],
         cwd=REPO,

@@ -37,6 +37,8 @@ def _matrix(tmp_path: Path, workloads: list[str], budget: float, rounds: int = 2
                     "workloads": workloads,
                     "dtypes": ["fp32"],
                     "time_budget_s": budget,
+                    # the whole budget: the noise target must not end early a run a test catches running
+                    "min_time_s": min(budget, 60),
                     "numerics": False,
                 },
                 "rounds": rounds,

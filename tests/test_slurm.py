@@ -40,6 +40,8 @@ def _matrix(tmp_path: Path, workload: str = "relu", budget: float = 0.2, **slurm
                     "workloads": [workload],
                     "dtypes": ["fp32"],
                     "time_budget_s": budget,
+                    # the whole budget: the noise target must not end early a run a test catches running
+                    "min_time_s": min(budget, 60),
                     "numerics": False,
                 },
                 "rounds": 2,
