@@ -86,7 +86,8 @@ def main() -> None:
     ]
     rows, aa_sides = [], []
     for folders in runs:
-        main_rounds, every_sample = rounds(folders, args.timed_prefix), rounds(folders)
+        every_sample = rounds(folders)
+        main_rounds = rounds(folders, args.timed_prefix) if args.timed_prefix else every_sample
         baseline = next(k[0] for k in main_rounds if "bundled" in k[0])
         for k, b in main_rounds.items():
             a, base = main_rounds[(baseline, *k[1:])], (baseline, *k[1:])

@@ -203,16 +203,11 @@ def _measure_shared(
     gpu: Any,
 ) -> dict[str, Any]:
     """One row, sampled longer where the process's timed share asks it to (harness/suite/share.py)."""
-    began, floor = time.perf_counter(), share.floor_s()
-    raised = floor > args.min_time_s
-    lengths = (
-        (max(args.time_budget_s, share.budget_s(floor)), floor)
-        if raised
-        else (args.time_budget_s, args.min_time_s)
-    )
-    entry = _measure_one(workload, dtype, knobs, args, device, timer, gpu, lengths)
-    if raised and entry["status"] == "ok":
-        entry["timed_floor_s"] = floor
+    began = time.perf_counter()
+    budget_s, min_time_s, raised = share.lengths(args.time_budget_s, args.min_time_s)
+    entry = _measure_one(workload, dtype, knobs, args, device, timer, gpu, (budget_s, min_time_s))
+    if raised is not None and entry["status"] == "ok":
+        entry["timed_floor_s"] = raised
     share.add(sum(entry.get("samples_s", ())), entry.get("sampling_wall_s", 0.0), time.perf_counter() - began)
     return entry
 

@@ -51,25 +51,30 @@ class TimedShare:
 
     @property
     def loop_share(self) -> float:
-        """The timed share of this process's sampling loops so far."""
-        return self.timed_s / self._loop_s if self._loop_s > 0 else LOOP_SHARE
+        """The timed share of this process's sampling loops so far, taken as at least the target plus 0.1:
+        a loop under the target's share adds more untimed than timed work, and no length reaches it."""
+        seen = self.timed_s / self._loop_s if self._loop_s > 0 else LOOP_SHARE
+        return max(seen, self.target + 0.1)
 
     def floor_s(self) -> float:
         """Timed seconds the next measurement should sample at least."""
         if self.target <= 0 or self.left <= 0:
             return 0.0
         ratio = self.target / (1 - self.target)  # timed seconds wanted per untimed second
-        # a loop under the target's share adds more untimed than timed work: no length reaches it
-        share = max(self.loop_share, self.target + 0.1)
+        share = self.loop_share
         fixed = self._fixed_s / self.done if self.done else FIXED_S
         untimed = OUTSIDE_S + self.clock() - self.started - self.timed_s + fixed * self.left
         # x more timed seconds bring x (1 - share) / share untimed: solve timed + x = ratio * untimed
         wanted = (ratio * untimed - self.timed_s) / (1 - ratio * (1 - share) / share)
         return min(MAX_FLOOR_S, max(0.0, wanted / self.left))
 
-    def budget_s(self, floor_s: float) -> float:
-        """A sampling time limit long enough for the loop to reach ``floor_s`` of timed work."""
-        return BUDGET_MARGIN * floor_s / max(self.loop_share, self.target + 0.1)
+    def lengths(self, time_budget_s: float, min_time_s: float) -> tuple[float, float, float | None]:
+        """The next measurement's (time budget, min time), and its raised floor (None where not raised):
+        a floor above ``min_time_s`` replaces it, with a budget long enough for the loop to reach it."""
+        floor = self.floor_s()
+        if floor <= min_time_s:
+            return time_budget_s, min_time_s, None
+        return max(time_budget_s, BUDGET_MARGIN * floor / self.loop_share), floor, floor
 
     def add(self, timed_s: float, loop_s: float, wall_s: float) -> None:
         """One measurement done: its samples' sum, its sampling loop's wall time and its own."""
