@@ -6,12 +6,14 @@ import ast
 import dataclasses
 import hashlib
 import json
+import math
 import os
 import shutil
 import statistics
 import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -61,6 +63,44 @@ def test_measure_on_cpu_keeps_raw_samples_and_says_why_it_stopped():
     assert host_calls >= measure.HOST_BLOCKS  # the host-time metric's blocks of back-to-back calls
     assert 0 < result["host_time_per_call_s"] < 0.01
     assert result["host_enqueue_s"] is None and result["launch_block_s"] is None  # GPU-only fields
+
+
+class _PowerLimitedGpu:
+    """NVML's answers for a GPU whose power limit holds its clock at 1590 MHz while the rest between
+    samples is under ``enough_rest`` of a sample (never, where that is None)."""
+
+    available, min_sm_mhz = True, None
+
+    def __init__(self, timer: measure.Timer, sample_s: float, enough_rest: float | None) -> None:
+        self.timer, self.sample_s, self.enough_rest = timer, sample_s, enough_rest
+
+    def sm_clock_mhz(self) -> int:
+        limited = self.enough_rest is None or self.timer.rest_s < self.enough_rest * self.sample_s
+        return 1590 if limited else 1980
+
+    def power_capped(self, clock_mhz: int) -> bool:
+        return clock_mhz < 1980
+
+
+@pytest.mark.parametrize("enough_rest", [1.0, None])
+def test_samples_the_power_limit_slowed_are_dropped_while_the_rest_between_samples_grows(enough_rest):
+    # the policy on the CPU's clock: a GPU sleep cannot run here, so the timer is told it could
+    timer = measure.Timer("cpu")
+    timer.hide_launch_latency, timer.sleep_cycles_per_s = True, 1e9
+    sample_s = 0.001
+    gpu = _PowerLimitedGpu(timer, sample_s, enough_rest)
+    result = measure.measure(lambda: time.sleep(sample_s), timer, time_budget_s=0.4, min_time_s=0.3, gpu=gpu)
+    rest = result["power_rest_s"]
+    dropped = result["power_capped_discarded"]
+    if enough_rest is not None:  # grown from a quarter of a sample by half each step, no faster than
+        assert enough_rest * sample_s <= rest < measure.REST_MAX * sample_s  # every 20 ms, then held
+        assert set(result["sm_clock_mhz"]) == {1980}  # no sample the limit slowed is kept
+        assert dropped >= math.ceil(math.log(enough_rest / measure.REST_STEP, 1.5)) + 1  # one a step at least
+    else:  # a limit no rest lifts: once the rest is at its longest, its samples are kept
+        assert rest == pytest.approx(measure.REST_MAX * result["stats"]["median"], rel=0.3)
+        assert set(result["sm_clock_mhz"]) == {1590} and result["stats"]["n"] >= measure.MIN_SAMPLES
+    assert dropped + result["stats"]["n"] <= result["sampling_wall_s"] / sample_s
+    assert measure.measure(lambda: None, measure.Timer("cpu"), 0.01)["power_rest_s"] is None
 
 
 def test_cudnn_version_helpers():

@@ -110,6 +110,8 @@ class Measurement(TypedDict):
     sm_clock_mhz: NotRequired[list[int | None] | None]
     throttled_discarded: NotRequired[int]
     idle_discarded: NotRequired[int]  # samples whose call may have been enqueued after their start (0.6)
+    power_capped_discarded: NotRequired[int]  # samples the power limit slowed, dropped while resting (0.8)
+    power_rest_s: NotRequired[float | None]  # GPU rest before each sample at the loop's end (0.8)
     peak_memory_bytes: NotRequired[int]
     pct_of_peak_flops: NotRequired[float]
     pct_of_peak_bandwidth: NotRequired[float]

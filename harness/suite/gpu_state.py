@@ -1,8 +1,9 @@
 """GPU state through NVML (nvidia-ml-py, imported as pynvml), when it is installed.
 
 Per sample: the SM clock right after the sample, so a throttled sample can be discarded (nvbench's
-rule: below 75 % of the default application clock). Around a measurement: clock-event (throttle)
-reasons and the power/thermal violation counters, as deltas.
+rule: below 75 % of the default application clock), and, where that clock is under the GPU's maximum,
+whether the power limit holds it there (``power_capped``; suite 0.8). Around a measurement: clock-event
+(throttle) reasons and the power/thermal violation counters, as deltas.
 """
 
 from __future__ import annotations
@@ -16,12 +17,15 @@ except ImportError:  # the suite runs without NVML; clocks are then not recorded
     pynvml = None
 
 THROTTLE_FRACTION = 0.75
+# clock-event reasons of the power limit: nvmlClocksEventReasonSwPowerCap, ...HwPowerBrakeSlowdown
+POWER_REASONS = 0x4 | 0x80
 
 
 class GpuState:
     def __init__(self, index: int) -> None:
         self.handle = None
         self.min_sm_mhz: float | None = None
+        self.max_sm_mhz: int | None = None
         self.missing: str | None = None  # why NVML is not there, for the result's warnings
         if pynvml is None:
             self.missing = "nvidia-ml-py (pynvml) is not installed in this Python"
@@ -31,6 +35,7 @@ class GpuState:
             self.handle = pynvml.nvmlDeviceGetHandleByIndex(index)
             default = pynvml.nvmlDeviceGetDefaultApplicationsClock(self.handle, pynvml.NVML_CLOCK_SM)
             self.min_sm_mhz = THROTTLE_FRACTION * default
+            self.max_sm_mhz = int(pynvml.nvmlDeviceGetMaxClockInfo(self.handle, pynvml.NVML_CLOCK_SM))
         except pynvml.NVMLError as exc:
             self.handle = None
             self.missing = f"NVML did not answer ({exc})"
@@ -46,6 +51,18 @@ class GpuState:
             return int(pynvml.nvmlDeviceGetClockInfo(self.handle, pynvml.NVML_CLOCK_SM))
         except pynvml.NVMLError:
             return None
+
+    def power_capped(self, clock_mhz: int) -> bool:
+        """Whether the power limit holds the SM clock (``clock_mhz``, just read) under the GPU's maximum.
+
+        The clock is compared first: the reasons are read only for a clock already under the maximum,
+        and a reason set while the clock holds costs nothing."""
+        if self.handle is None or self.max_sm_mhz is None or clock_mhz >= self.max_sm_mhz:
+            return False
+        try:
+            return bool(pynvml.nvmlDeviceGetCurrentClocksEventReasons(self.handle) & POWER_REASONS)
+        except pynvml.NVMLError:
+            return False
 
     def snapshot(self) -> dict[str, Any]:
         """Counters and state worth diffing around a measurement."""
