@@ -89,18 +89,40 @@ def test_samples_the_power_limit_slowed_are_dropped_while_the_rest_between_sampl
     timer.hide_launch_latency, timer.sleep_cycles_per_s = True, 1e9
     sample_s = 0.001
     gpu = _PowerLimitedGpu(timer, sample_s, enough_rest)
-    result = measure.measure(lambda: time.sleep(sample_s), timer, time_budget_s=0.4, min_time_s=0.3, gpu=gpu)
-    rest = result["power_rest_s"]
-    dropped = result["power_capped_discarded"]
-    if enough_rest is not None:  # grown from a quarter of a sample by half each step, no faster than
-        assert enough_rest * sample_s <= rest < measure.REST_MAX * sample_s  # every 20 ms, then held
+    # raised lengths, as TimedShare asks of a process's rows; once the GPU rests, the matrix's hold
+    result = measure.measure(
+        lambda: time.sleep(sample_s), timer, 20.0, 20.0, gpu=gpu, rested_lengths=(0.3, 0.2)
+    )
+    rest, dropped = result["power_rest_s"], result["power_capped_discarded"]
+    # the rest grows from half a sample by half again, no oftener than every REST_EVERY_S
+    steps = math.ceil(math.log((enough_rest or measure.REST_MAX) / measure.REST_STEP, 1.5)) + 1
+    assert dropped >= steps  # a step's samples are dropped at least
+    if enough_rest is not None:
+        assert enough_rest * sample_s <= rest < measure.REST_MAX * sample_s  # grown until the limit lifts
         assert set(result["sm_clock_mhz"]) == {1980}  # no sample the limit slowed is kept
-        assert dropped >= math.ceil(math.log(enough_rest / measure.REST_STEP, 1.5)) + 1  # one a step at least
     else:  # a limit no rest lifts: once the rest is at its longest, its samples are kept
         assert rest == pytest.approx(measure.REST_MAX * result["stats"]["median"], rel=0.3)
         assert set(result["sm_clock_mhz"]) == {1590} and result["stats"]["n"] >= measure.MIN_SAMPLES
-    assert dropped + result["stats"]["n"] <= result["sampling_wall_s"] / sample_s
+    # the budget counts from where samples stopped being dropped, and it is the matrix's, not 20 s
+    assert result["stop_reason"] in ("time_budget", "noise_target")
+    budget = 0.3 if result["stop_reason"] == "time_budget" else 0.0
+    assert (steps - 1) * measure.REST_EVERY_S + budget <= result["sampling_wall_s"] < 5
     assert measure.measure(lambda: None, measure.Timer("cpu"), 0.01)["power_rest_s"] is None
+
+
+def test_a_loop_that_rested_the_gpu_does_not_set_the_share_expected_of_the_loops_after_it():
+    now = [5.0]
+    process = share.TimedShare(0.5, 3, started=0.0, clock=lambda: now[0])
+    process.add(0.9, 1.0, 1.3)  # a loop 90 % timed
+    now[0] += 1.3
+    floor_before = process.floor_s()
+    rested = share.TimedShare(0.5, 3, started=0.0, clock=lambda: now[0])
+    rested.add(0.9, 1.0, 1.3)
+    now[0] += 1.3
+    rested.add(0.25, 1.0, 1.3, rested=True)  # a loop a quarter timed: its GPU rested for the power limit
+    assert rested.loop_share == process.loop_share == pytest.approx(0.9)
+    # the untimed time it cost is made up by the last row all the same
+    assert rested.floor_s() > floor_before
 
 
 def test_cudnn_version_helpers():

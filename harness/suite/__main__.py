@@ -206,9 +206,11 @@ def _measure_shared(
     began = time.perf_counter()
     budget_s, min_time_s, raised = share.lengths(args.time_budget_s, args.min_time_s)
     entry = _measure_one(workload, dtype, knobs, args, device, timer, gpu, (budget_s, min_time_s))
-    if raised is not None and entry["status"] == "ok":
+    rested = bool(entry.get("power_rest_s"))  # then the matrix's lengths held (measure's rested_lengths)
+    if raised is not None and entry["status"] == "ok" and not rested:
         entry["timed_floor_s"] = raised
-    share.add(sum(entry.get("samples_s", ())), entry.get("sampling_wall_s", 0.0), time.perf_counter() - began)
+    timed_s = sum(entry.get("samples_s", ()))
+    share.add(timed_s, entry.get("sampling_wall_s", 0.0), time.perf_counter() - began, rested)
     return entry
 
 
@@ -253,7 +255,8 @@ def _measure_one(
         mode = contextlib.nullcontext() if built.grad else torch.inference_mode()
         with mode:
             before = gpu.snapshot() if gpu is not None else {}
-            entry.update(measure(built.fn, timer, *lengths, gpu))
+            base = (args.time_budget_s, args.min_time_s)
+            entry.update(measure(built.fn, timer, *lengths, gpu, rested_lengths=base))
             entry["phases_s"] = {"build": build_s, **entry["phases_s"]}
             if gpu is not None:
                 entry["gpu_state"] = gpu_state.delta(before, gpu.snapshot())

@@ -62,9 +62,11 @@ HOST_READ_S = 100e-6  # generous: the host's reading of one sample, its clock qu
 FIT_SLEEP_S = 0.01  # GPU sleep while the enqueue time is measured (0.1 s, 0.3 s a measurement, until 0.6)
 BLOCK_MAX_S = 0.1  # longest: a call whose enqueue takes longer is host-bound beyond what we can hide
 BLOCK_MARGIN = 1.5  # the sleep covers 1.5x the measured enqueue time
-REST_STEP = 0.25  # power rest: the first is a quarter of a sample's time, each next 1.5x the last
+REST_STEP = 0.5  # power rest: the first is half a sample's time (suite 0.5's idle gaps: about 1.5x)
 REST_MAX = 3.0  # at most 3x a sample's time (a quarter of the loop timed); then capped samples are kept
-REST_EVERY_S = 0.02  # the rest grows at most this often: the power limit answers over milliseconds
+# the rest grows 1.5x at most this often: the power limit answers over a tenth of a second or more, and
+# growing every 20 ms took each rest to REST_MAX on our H100 (reports/qualify-cost/new-0.8-fast-rest)
+REST_EVERY_S = 0.2
 HOST_BLOCK_MIN_S = 0.01  # host-time metric: each block of calls lasts at least this long
 HOST_BLOCKS = 3
 
@@ -314,6 +316,7 @@ def measure(
     min_time_s: float = 0.0,
     gpu: Any = None,
     graph: bool = True,
+    rested_lengths: tuple[float, float] | None = None,
 ) -> dict[str, Any]:
     """First-call time, warm-up, then samples until a stopping rule fires.
 
@@ -323,6 +326,9 @@ def measure(
     there). ``gpu``: a GpuState; each sample then records the SM clock after it, and a
     sample under the throttle clock is discarded and counted, as is one whose clock the power limit
     held under the maximum while the GPU's rest between samples can still grow (``Timer.rest_longer``).
+    The time budget does not count the time those dropped samples took. ``rested_lengths``: the (time
+    budget, min time) that hold instead once the GPU rests: longer lengths asked so that more of a
+    process is timed work (harness/suite/share.py) would buy mostly rest.
     """
     phases = Phases()
     if timer.cuda:
@@ -351,7 +357,9 @@ def measure(
     noise = _RunningNoise()  # the stopping rule in O(1) per sample, not a pass over every sample
     throttled = power_capped = 0
     clocked = gpu is not None and gpu.available
-    start = time.perf_counter()
+    start = last = time.perf_counter()
+    dropped_s = 0.0  # the sampling time of the samples the power limit slowed
+    budget_s, enough_s = time_budget_s, min_time_s
     stop_reason = "max_samples"
     with _gc_paused(), closing(timer.samples(timed)) as stream:
         for raw in stream:
@@ -364,25 +372,26 @@ def measure(
             elif clock is not None and timer.can_rest_longer and gpu.power_capped(clock):
                 power_capped += 1  # under the power limit's clock: rest the GPU longer between samples
                 timer.rest_longer(sample)
+                dropped_s += time.perf_counter() - last
+                if rested_lengths is not None:
+                    budget_s, enough_s = rested_lengths
             else:
                 samples.append(sample)
                 clocks.append(clock)
                 noise.add(sample)
-            elapsed = time.perf_counter() - start
+            last = time.perf_counter()
+            elapsed = last - start
             if elapsed >= max(HARD_TIMEOUT_S, time_budget_s):
                 stop_reason = "timeout"  # nvbench's 15 s: even with fewer samples than the minimum
                 break
-            if len(samples) >= MIN_SAMPLES and elapsed >= time_budget_s:
+            if len(samples) >= MIN_SAMPLES and elapsed - dropped_s >= budget_s:
                 stop_reason = "time_budget"
                 break
-            if (
-                len(samples) >= MIN_SAMPLES
-                and noise.total >= min_time_s
-                and noise.rel_stdev() < TARGET_REL_NOISE
-            ):
+            enough = noise.total >= enough_s
+            if len(samples) >= MIN_SAMPLES and enough and noise.rel_stdev() < TARGET_REL_NOISE:
                 stop_reason = "noise_target"
                 break
-            if len(samples) >= (MAX_SAMPLES if noise.total >= min_time_s else SAMPLES_LIMIT):
+            if len(samples) >= (MAX_SAMPLES if enough else SAMPLES_LIMIT):
                 break
         rest_s = timer.rest_s  # before closing the stream ends the rest
     if not samples:

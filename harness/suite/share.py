@@ -14,6 +14,10 @@ measurement still to come and for the interpreter's start and exit outside the s
 a sampling loop that its samples fill (the rest is L2 flushes, GPU sleeps and dropped samples). On our
 H100, with suite 0.6's lengths (reports/qualify-cost/probe-0.7/): a full round's processes 55 % and 57 %
 timed, one of 4 rows 61 %, one of 1 row 51 %, against 25 % for that row without the rule.
+
+A loop that rests the GPU for its power limit (suite 0.8, ``measure.Timer.rest_longer``) is mostly rest:
+lengthening it buys little timed work for much GPU time. Such a loop keeps the matrix's lengths, and
+the measurements after it make up its share; its own share is left out of the estimate for theirs.
 """
 
 from __future__ import annotations
@@ -46,14 +50,15 @@ class TimedShare:
         self.started = clock() if started is None else started
         self.done = 0
         self.timed_s = 0.0  # the samples' sum, over the measurements done
-        self._loop_s = 0.0  # their sampling loops' wall time
-        self._fixed_s = 0.0  # their wall time outside the sampling loops
+        self._loop_timed_s = 0.0  # the samples' sum of the loops that did not rest the GPU
+        self._loop_s = 0.0  # those loops' wall time
+        self._fixed_s = 0.0  # the measurements' wall time outside their sampling loops
 
     @property
     def loop_share(self) -> float:
         """The timed share of this process's sampling loops so far, taken as at least the target plus 0.1:
         a loop under the target's share adds more untimed than timed work, and no length reaches it."""
-        seen = self.timed_s / self._loop_s if self._loop_s > 0 else LOOP_SHARE
+        seen = self._loop_timed_s / self._loop_s if self._loop_s > 0 else LOOP_SHARE
         return max(seen, self.target + 0.1)
 
     def floor_s(self) -> float:
@@ -76,9 +81,13 @@ class TimedShare:
             return time_budget_s, min_time_s, None
         return max(time_budget_s, BUDGET_MARGIN * floor / self.loop_share), floor, floor
 
-    def add(self, timed_s: float, loop_s: float, wall_s: float) -> None:
-        """One measurement done: its samples' sum, its sampling loop's wall time and its own."""
+    def add(self, timed_s: float, loop_s: float, wall_s: float, rested: bool = False) -> None:
+        """One measurement done: its samples' sum, its sampling loop's wall time and its own. ``rested``:
+        its loop rested the GPU for the power limit (suite 0.8) and took the matrix's lengths, so its
+        share says nothing of the loops to come; its time counts all the same."""
         self.left, self.done = self.left - 1, self.done + 1
         self.timed_s += timed_s
-        self._loop_s += loop_s
+        if not rested:
+            self._loop_timed_s += timed_s
+            self._loop_s += loop_s
         self._fixed_s += max(0.0, wall_s - loop_s)
