@@ -205,7 +205,7 @@ def _measure_shared(
     """One row, sampled longer where the process's timed share asks it to (harness/suite/share.py)."""
     began = time.perf_counter()
     budget_s, min_time_s, raised = share.lengths(args.time_budget_s, args.min_time_s)
-    entry = _measure_one(workload, dtype, knobs, args, device, timer, gpu, (budget_s, min_time_s))
+    entry = _measure_one(workload, dtype, knobs, args, device, timer, gpu, (budget_s, min_time_s, raised))
     rested = bool(entry.get("power_rest_s"))  # then the matrix's lengths held (measure's rested_lengths)
     if raised is not None and entry["status"] == "ok" and not rested:
         entry["timed_floor_s"] = raised
@@ -222,9 +222,10 @@ def _measure_one(
     device: str,
     timer: Any,
     gpu: Any,
-    lengths: tuple[float, float],
+    lengths: tuple[float, float, float | None],
 ) -> dict[str, Any]:
-    """One row, sampled for ``lengths``: (time budget, min time), the matrix's or raised by TimedShare."""
+    """One row, sampled for ``lengths``: (time budget, min time, timed floor), the matrix's or raised by
+    TimedShare (the floor None where not raised)."""
     import contextlib
 
     import torch
@@ -255,8 +256,11 @@ def _measure_one(
         mode = contextlib.nullcontext() if built.grad else torch.inference_mode()
         with mode:
             before = gpu.snapshot() if gpu is not None else {}
+            budget_s, min_time_s, floor_s = lengths
             base = (args.time_budget_s, args.min_time_s)
-            entry.update(measure(built.fn, timer, *lengths, gpu, rested_lengths=base))
+            entry.update(
+                measure(built.fn, timer, budget_s, min_time_s, gpu, rested_lengths=base, floor_s=floor_s)
+            )
             entry["phases_s"] = {"build": build_s, **entry["phases_s"]}
             if gpu is not None:
                 entry["gpu_state"] = gpu_state.delta(before, gpu.snapshot())

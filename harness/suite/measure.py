@@ -317,6 +317,7 @@ def measure(
     gpu: Any = None,
     graph: bool = True,
     rested_lengths: tuple[float, float] | None = None,
+    floor_s: float | None = None,
 ) -> dict[str, Any]:
     """First-call time, warm-up, then samples until a stopping rule fires.
 
@@ -328,7 +329,9 @@ def measure(
     held under the maximum while the GPU's rest between samples can still grow (``Timer.rest_longer``).
     The time budget does not count the time those dropped samples took. ``rested_lengths``: the (time
     budget, min time) that hold instead once the GPU rests: longer lengths asked so that more of a
-    process is timed work (harness/suite/share.py) would buy mostly rest.
+    process is timed work (harness/suite/share.py) would buy mostly rest. ``floor_s``: timed work after
+    which sampling stops whatever the noise (``timed_floor``): the share a process asked of this
+    measurement, no more; longer sampling does not make round medians agree more closely.
     """
     phases = Phases()
     if timer.cuda:
@@ -375,6 +378,7 @@ def measure(
                 dropped_s += time.perf_counter() - last
                 if rested_lengths is not None:
                     budget_s, enough_s = rested_lengths
+                floor_s = None
             else:
                 samples.append(sample)
                 clocks.append(clock)
@@ -386,6 +390,9 @@ def measure(
                 break
             if len(samples) >= MIN_SAMPLES and elapsed - dropped_s >= budget_s:
                 stop_reason = "time_budget"
+                break
+            if floor_s is not None and noise.total >= floor_s and len(samples) >= MIN_SAMPLES:
+                stop_reason = "timed_floor"
                 break
             enough = noise.total >= enough_s
             if len(samples) >= MIN_SAMPLES and enough and noise.rel_stdev() < TARGET_REL_NOISE:
