@@ -65,9 +65,16 @@ def test_measure_on_cpu_keeps_raw_samples_and_says_why_it_stopped():
     assert 0 < result["host_time_per_call_s"] < 0.01
     assert result["host_enqueue_s"] is None and result["launch_block_s"] is None  # GPU-only fields
     # a floor a process asked for ends sampling once it is in, however noisy the samples
-    noisy = iter(itertools.cycle([1e-4, 5e-4]))
-    floored = measure.measure(lambda: time.sleep(next(noisy)), measure.Timer("cpu"), 5.0, 0.05, floor_s=0.05)
+    noisy = itertools.cycle([1e-4, 5e-4])
+    floor = share.Floor(timed_s=0.05, budget_s=5.0, min_loop_share=0.0)
+    floored = measure.measure(lambda: time.sleep(next(noisy)), measure.Timer("cpu"), 0.3, 0.01, floor=floor)
     assert floored["stop_reason"] == "timed_floor" and 0.05 <= sum(floored["samples_s"]) < 0.06
+    assert floored["timed_floor_s"] == 0.05
+    # a loop its samples fill less than the floor asks: let go, and the matrix's lengths hold
+    floor = share.Floor(timed_s=4.0, budget_s=5.0, min_loop_share=1.01)
+    let_go = measure.measure(lambda: time.sleep(next(noisy)), measure.Timer("cpu"), 0.3, 0.01, floor=floor)
+    assert "timed_floor_s" not in let_go and let_go["stop_reason"] in ("time_budget", "noise_target")
+    assert let_go["sampling_wall_s"] < 1.0
 
 
 class _PowerLimitedGpu:
@@ -94,10 +101,9 @@ def test_samples_the_power_limit_slowed_are_dropped_while_the_rest_between_sampl
     timer.hide_launch_latency, timer.sleep_cycles_per_s = True, 1e9
     sample_s = 0.001
     gpu = _PowerLimitedGpu(timer, sample_s, enough_rest)
-    # raised lengths, as TimedShare asks of a process's rows; once the GPU rests, the matrix's hold
-    result = measure.measure(
-        lambda: time.sleep(sample_s), timer, 20.0, 20.0, gpu=gpu, rested_lengths=(0.3, 0.2)
-    )
+    # a raised floor, as TimedShare asks of a process's rows; once the GPU rests, the matrix's lengths hold
+    floor = share.Floor(timed_s=20.0, budget_s=20.0, min_loop_share=0.0)
+    result = measure.measure(lambda: time.sleep(sample_s), timer, 0.3, 0.2, gpu=gpu, floor=floor)
     rest, dropped = result["power_rest_s"], result["power_capped_discarded"]
     # the rest grows from half a sample by half again, no oftener than every REST_EVERY_S
     steps = math.ceil(math.log((enough_rest or measure.REST_MAX) / measure.REST_STEP, 1.5)) + 1
@@ -112,22 +118,25 @@ def test_samples_the_power_limit_slowed_are_dropped_while_the_rest_between_sampl
     assert result["stop_reason"] in ("time_budget", "noise_target")
     budget = 0.3 if result["stop_reason"] == "time_budget" else 0.0
     assert (steps - 1) * measure.REST_EVERY_S + budget <= result["sampling_wall_s"] < 5
+    assert "timed_floor_s" not in result
     assert measure.measure(lambda: None, measure.Timer("cpu"), 0.01)["power_rest_s"] is None
 
 
-def test_a_loop_that_rested_the_gpu_does_not_set_the_share_expected_of_the_loops_after_it():
+def test_loops_never_lengthened_do_not_set_the_share_expected_of_those_that_will_be():
     now = [5.0]
-    process = share.TimedShare(0.5, 3, started=0.0, clock=lambda: now[0])
+    process = share.TimedShare(0.5, 4, started=0.0, clock=lambda: now[0])
     process.add(0.9, 1.0, 1.3)  # a loop 90 % timed
     now[0] += 1.3
     floor_before = process.floor_s()
-    rested = share.TimedShare(0.5, 3, started=0.0, clock=lambda: now[0])
-    rested.add(0.9, 1.0, 1.3)
+    process.add(0.25, 1.0, 1.3, rested=True)  # a quarter timed: its GPU rested for the power limit
     now[0] += 1.3
-    rested.add(0.25, 1.0, 1.3, rested=True)  # a loop a quarter timed: its GPU rested for the power limit
-    assert rested.loop_share == process.loop_share == pytest.approx(0.9)
-    # the untimed time it cost is made up by the last row all the same
-    assert rested.floor_s() > floor_before
+    process.add(0.3, 1.0, 1.3)  # a short kernel's loop, under the target's share plus 0.1
+    now[0] += 1.3
+    assert process.loop_share == pytest.approx(0.9)
+    # the untimed time they cost is made up by the last row all the same
+    assert process.floor_s() > floor_before
+    floor = process.floor(1.0, 0.5)
+    assert floor is not None and floor.timed_s == process.floor_s() and floor.min_loop_share == 0.6
 
 
 def test_cudnn_version_helpers():
@@ -581,9 +590,10 @@ def _process(rows: int, setup_s: float, loop_share: float, min_time_s: float) ->
     for _ in range(rows):
         floor = process.floor_s()
         floors.append(floor)
-        budget, timed, raised = process.lengths(1.0, min_time_s)  # what the suite asks the measurement
+        raised = process.floor(1.0, min_time_s)  # what the suite asks the measurement
+        timed = raised.timed_s if raised else min_time_s
         assert timed == max(min_time_s, floor) and (raised is not None) == (floor > min_time_s)
-        assert raised is None or budget >= timed / process.loop_share  # long enough to reach the floor
+        assert raised is None or raised.budget_s >= timed / process.loop_share  # long enough to reach it
         loop = timed / loop_share
         now[0] += 0.3 + loop
         process.add(timed, loop, 0.3 + loop)

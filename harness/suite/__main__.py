@@ -18,7 +18,7 @@ from harness.suite.catalog import CATALOG, FAMILY, for_profile
 from harness.suite.contract import BuildsCalls, Built, MeasuresItself, Unsupported, WorkloadSpec
 from harness.suite.document import Numerics
 from harness.suite.phases import Phases
-from harness.suite.share import TimedShare
+from harness.suite.share import Floor, TimedShare
 
 
 class CudaContextLost(RuntimeError):
@@ -204,12 +204,9 @@ def _measure_shared(
 ) -> dict[str, Any]:
     """One row, sampled longer where the process's timed share asks it to (harness/suite/share.py)."""
     began = time.perf_counter()
-    budget_s, min_time_s, raised = share.lengths(args.time_budget_s, args.min_time_s)
-    entry = _measure_one(workload, dtype, knobs, args, device, timer, gpu, (budget_s, min_time_s, raised))
-    rested = bool(entry.get("power_rest_s"))  # then the matrix's lengths held (measure's rested_lengths)
-    if raised is not None and entry["status"] == "ok" and not rested:
-        entry["timed_floor_s"] = raised
-    timed_s = sum(entry.get("samples_s", ()))
+    floor = share.floor(args.time_budget_s, args.min_time_s)
+    entry = _measure_one(workload, dtype, knobs, args, device, timer, gpu, floor)
+    timed_s, rested = sum(entry.get("samples_s", ())), bool(entry.get("power_rest_s"))
     share.add(timed_s, entry.get("sampling_wall_s", 0.0), time.perf_counter() - began, rested)
     return entry
 
@@ -222,10 +219,9 @@ def _measure_one(
     device: str,
     timer: Any,
     gpu: Any,
-    lengths: tuple[float, float, float | None],
+    floor: Floor | None = None,
 ) -> dict[str, Any]:
-    """One row, sampled for ``lengths``: (time budget, min time, timed floor), the matrix's or raised by
-    TimedShare (the floor None where not raised)."""
+    """One row, sampled for the matrix's lengths or, where TimedShare raised it, to ``floor``."""
     import contextlib
 
     import torch
@@ -256,11 +252,7 @@ def _measure_one(
         mode = contextlib.nullcontext() if built.grad else torch.inference_mode()
         with mode:
             before = gpu.snapshot() if gpu is not None else {}
-            budget_s, min_time_s, floor_s = lengths
-            base = (args.time_budget_s, args.min_time_s)
-            entry.update(
-                measure(built.fn, timer, budget_s, min_time_s, gpu, rested_lengths=base, floor_s=floor_s)
-            )
+            entry.update(measure(built.fn, timer, args.time_budget_s, args.min_time_s, gpu, floor=floor))
             entry["phases_s"] = {"build": build_s, **entry["phases_s"]}
             if gpu is not None:
                 entry["gpu_state"] = gpu_state.delta(before, gpu.snapshot())

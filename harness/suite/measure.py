@@ -46,6 +46,7 @@ from typing import Any
 import torch
 
 from harness.suite.phases import Phases
+from harness.suite.share import Floor
 from harness.suite.summary import summarize
 
 MIN_SAMPLES = 10
@@ -62,6 +63,7 @@ HOST_READ_S = 100e-6  # generous: the host's reading of one sample, its clock qu
 FIT_SLEEP_S = 0.01  # GPU sleep while the enqueue time is measured (0.1 s, 0.3 s a measurement, until 0.6)
 BLOCK_MAX_S = 0.1  # longest: a call whose enqueue takes longer is host-bound beyond what we can hide
 BLOCK_MARGIN = 1.5  # the sleep covers 1.5x the measured enqueue time
+SHARE_CHECK_S = 0.2  # a raised floor is let go once a loop this long is under its share (share.Floor)
 REST_STEP = 0.5  # power rest: the first is half a sample's time (suite 0.5's idle gaps: about 1.5x)
 REST_MAX = 3.0  # at most 3x a sample's time (a quarter of the loop timed); then capped samples are kept
 # the rest grows 1.5x at most this often: the power limit answers over a tenth of a second or more, and
@@ -316,8 +318,7 @@ def measure(
     min_time_s: float = 0.0,
     gpu: Any = None,
     graph: bool = True,
-    rested_lengths: tuple[float, float] | None = None,
-    floor_s: float | None = None,
+    floor: Floor | None = None,
 ) -> dict[str, Any]:
     """First-call time, warm-up, then samples until a stopping rule fires.
 
@@ -327,11 +328,11 @@ def measure(
     there). ``gpu``: a GpuState; each sample then records the SM clock after it, and a
     sample under the throttle clock is discarded and counted, as is one whose clock the power limit
     held under the maximum while the GPU's rest between samples can still grow (``Timer.rest_longer``).
-    The time budget does not count the time those dropped samples took. ``rested_lengths``: the (time
-    budget, min time) that hold instead once the GPU rests: longer lengths asked so that more of a
-    process is timed work (harness/suite/share.py) would buy mostly rest. ``floor_s``: timed work after
-    which sampling stops whatever the noise (``timed_floor``): the share a process asked of this
-    measurement, no more; longer sampling does not make round medians agree more closely.
+    The time budget does not count the time those dropped samples took. ``floor``: more timed work its
+    process asks of this measurement (harness/suite/share.py); sampling stops once it is in, however
+    noisy the samples (``timed_floor``): longer sampling does not make round medians agree more closely.
+    It is let go, and the lengths above hold, once the GPU rests or the loop's samples fill less than
+    ``floor.min_loop_share`` of it (checked after ``SHARE_CHECK_S``).
     """
     phases = Phases()
     if timer.cuda:
@@ -362,7 +363,7 @@ def measure(
     clocked = gpu is not None and gpu.available
     start = last = time.perf_counter()
     dropped_s = 0.0  # the sampling time of the samples the power limit slowed
-    budget_s, enough_s = time_budget_s, min_time_s
+    budget_s, enough_s = (floor.budget_s, floor.timed_s) if floor else (time_budget_s, min_time_s)
     stop_reason = "max_samples"
     with _gc_paused(), closing(timer.samples(timed)) as stream:
         for raw in stream:
@@ -376,22 +377,25 @@ def measure(
                 power_capped += 1  # under the power limit's clock: rest the GPU longer between samples
                 timer.rest_longer(sample)
                 dropped_s += time.perf_counter() - last
-                if rested_lengths is not None:
-                    budget_s, enough_s = rested_lengths
-                floor_s = None
+                floor = None
             else:
                 samples.append(sample)
                 clocks.append(clock)
                 noise.add(sample)
             last = time.perf_counter()
             elapsed = last - start
-            if elapsed >= max(HARD_TIMEOUT_S, time_budget_s):
+            loop_s = elapsed - dropped_s
+            if floor is not None and loop_s >= SHARE_CHECK_S and noise.total < floor.min_loop_share * loop_s:
+                floor = None
+            if floor is None:
+                budget_s, enough_s = time_budget_s, min_time_s
+            if elapsed >= max(HARD_TIMEOUT_S, budget_s):
                 stop_reason = "timeout"  # nvbench's 15 s: even with fewer samples than the minimum
                 break
-            if len(samples) >= MIN_SAMPLES and elapsed - dropped_s >= budget_s:
+            if len(samples) >= MIN_SAMPLES and loop_s >= budget_s:
                 stop_reason = "time_budget"
                 break
-            if floor_s is not None and noise.total >= floor_s and len(samples) >= MIN_SAMPLES:
+            if floor is not None and noise.total >= floor.timed_s and len(samples) >= MIN_SAMPLES:
                 stop_reason = "timed_floor"
                 break
             enough = noise.total >= enough_s
@@ -419,6 +423,7 @@ def measure(
         "samples_s": samples,
         "sm_clock_mhz": clocks if clocked else None,
         "throttled_discarded": throttled,
+        **({"timed_floor_s": floor.timed_s} if floor is not None else {}),
         "power_capped_discarded": power_capped,
         "power_rest_s": rest_s if timer.hide_launch_latency else None,
         "idle_discarded": timer.idle_discarded,

@@ -15,15 +15,17 @@ a sampling loop that its samples fill (the rest is L2 flushes, GPU sleeps and dr
 H100, with suite 0.6's lengths (reports/qualify-cost/probe-0.7/): a full round's processes 55 % and 57 %
 timed, one of 4 rows 61 %, one of 1 row 51 %, against 25 % for that row without the rule.
 
-A loop that rests the GPU for its power limit (suite 0.8, ``measure.Timer.rest_longer``) is mostly rest:
-lengthening it buys little timed work for much GPU time. Such a loop keeps the matrix's lengths, and
-the measurements after it make up its share; its own share is left out of the estimate for theirs.
+Only loops that are mostly timed work are lengthened (suite 0.8, ``Floor``): a short kernel's loop (a
+quarter to a half timed on our H100) or one that rests the GPU for its power limit
+(``measure.Timer.rest_longer``) keeps the matrix's lengths, and the measurements after it make up its
+share. A lengthened loop stops once its floor is in, not at a budget past it.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import NamedTuple
 
 OUTSIDE_S = 1.3  # a process's wall time outside the suite's clock: 0.9 to 1.2 s on our H100 (start, exit)
 # until a measurement of this process says otherwise (H100, suite 0.6, reports/qualify-cost):
@@ -34,6 +36,18 @@ MAX_FLOOR_S = 10.0  # at most this much timed work asked of one measurement
 # outside the suite's clock is good to some tenths of a second
 AIM_ABOVE = 0.02
 BUDGET_MARGIN = 1.25  # a raised floor raises the time budget so far that the loop can reach it
+
+
+class Floor(NamedTuple):
+    """Timed work a process asks of one measurement, above the matrix's ``min_time_s``: sampling stops
+    once it is in (``timed_floor``), within ``budget_s``. The matrix's lengths hold instead where the
+    loop's samples fill less than ``min_loop_share`` of it, or the GPU rests for its power limit:
+    lengthening such a loop adds more untimed time than timed work (issue 19's runs of suite 0.8 that
+    raised every row ran a round in 117 to 127 s, against 32 to 43 s: reports/qualify-cost)."""
+
+    timed_s: float
+    budget_s: float
+    min_loop_share: float
 
 
 class TimedShare:
@@ -58,11 +72,16 @@ class TimedShare:
         self._fixed_s = 0.0  # the measurements' wall time outside their sampling loops
 
     @property
+    def min_loop_share(self) -> float:
+        """The least timed share of a loop worth lengthening: the target plus 0.1. A loop under the
+        target's share adds more untimed than timed work, and no length of it reaches the target."""
+        return self.target + 0.1
+
+    @property
     def loop_share(self) -> float:
-        """The timed share of this process's sampling loops so far, taken as at least the target plus 0.1:
-        a loop under the target's share adds more untimed than timed work, and no length reaches it."""
+        """The timed share of this process's loops worth lengthening so far (LOOP_SHARE before one)."""
         seen = self._loop_timed_s / self._loop_s if self._loop_s > 0 else LOOP_SHARE
-        return max(seen, self.target + 0.1)
+        return max(seen, self.min_loop_share)
 
     def floor_s(self) -> float:
         """Timed seconds the next measurement should sample at least."""
@@ -77,21 +96,23 @@ class TimedShare:
         wanted = (ratio * untimed - self.timed_s) / (1 - ratio * (1 - share) / share)
         return min(MAX_FLOOR_S, max(0.0, wanted / self.left))
 
-    def lengths(self, time_budget_s: float, min_time_s: float) -> tuple[float, float, float | None]:
-        """The next measurement's (time budget, min time), and its raised floor (None where not raised):
-        a floor above ``min_time_s`` replaces it, with a budget long enough for the loop to reach it."""
+    def floor(self, time_budget_s: float, min_time_s: float) -> Floor | None:
+        """The next measurement's raised floor, with a budget long enough for its loop to reach it; None
+        where the matrix's ``min_time_s`` is enough."""
         floor = self.floor_s()
         if floor <= min_time_s:
-            return time_budget_s, min_time_s, None
-        return max(time_budget_s, BUDGET_MARGIN * floor / self.loop_share), floor, floor
+            return None
+        budget_s = max(time_budget_s, BUDGET_MARGIN * floor / self.loop_share)
+        return Floor(floor, budget_s, self.min_loop_share)
 
     def add(self, timed_s: float, loop_s: float, wall_s: float, rested: bool = False) -> None:
         """One measurement done: its samples' sum, its sampling loop's wall time and its own. ``rested``:
-        its loop rested the GPU for the power limit (suite 0.8) and took the matrix's lengths, so its
-        share says nothing of the loops to come; its time counts all the same."""
+        its loop rested the GPU for the power limit (suite 0.8). Such a loop, or one under
+        ``min_loop_share``, is never lengthened, so its share says nothing of the loops that will be;
+        its time counts all the same."""
         self.left, self.done = self.left - 1, self.done + 1
         self.timed_s += timed_s
-        if not rested:
+        if not rested and loop_s > 0 and timed_s >= self.min_loop_share * loop_s:
             self._loop_timed_s += timed_s
             self._loop_s += loop_s
         self._fixed_s += max(0.0, wall_s - loop_s)
