@@ -22,13 +22,16 @@ flush and the GPU idle while the host read each sample, a 50 us kernel was timed
 sampling loop. The price, measured there (reports/qualify-cost): with the GPU busy nearly all the time, a
 power-hungry kernel ran at the clocks the power limit allows under sustained load, not at the burst
 clocks the idle gaps let it keep: bf16 GEMM at a median SM clock of 1590 MHz instead of 1980, and its
-round medians spread so far that no number of rounds decided it. Suite 0.8 therefore rests the GPU
-between samples where the power limit holds the clock under its maximum (``Timer.rest_longer``): the
-samples taken under that limit are dropped and counted, and the rest grows until the clock holds.
+round medians (185 to 200 us) spread so far that 7 rounds left it undecided
+(reports/qualify-cost/session-28/lease-1-suite-0.7). Suite 0.8 therefore rests the GPU between samples
+where the power limit holds the clock under its maximum (``Timer.rest_longer``): the samples taken under
+that limit are dropped and counted, and the rest grows until the clock holds (178.0 to 178.6 us, 1980 MHz,
+in every round of lease-3-suite-0.8).
 
 Sampling stops on the first of: relative noise under target (after a minimum count and ``min_time_s``
-of timed work), the time budget, or the sample cap (which yields only once ``min_time_s`` is in); which
-one is recorded. Raw samples are always kept. How long a GPU process asks each measurement to sample is
+of timed work), the time budget, the sample cap (which yields only once ``min_time_s`` is in), or a
+floor of timed work that the process asked for being in (``timed_floor``, suite 0.9); which one is
+recorded. Raw samples are always kept. How long a GPU process asks each measurement to sample is
 ``harness/suite/share.py``'s.
 """
 
@@ -67,7 +70,8 @@ SHARE_CHECK_S = 0.2  # a raised floor is let go once a loop this long is under i
 REST_STEP = 0.5  # power rest: the first is half a sample's time (suite 0.5's idle gaps: about 1.5x)
 REST_MAX = 3.0  # at most 3x a sample's time (a quarter of the loop timed); then capped samples are kept
 # the rest grows 1.5x at most this often: the power limit answers over a tenth of a second or more, and
-# growing every 20 ms took each rest to REST_MAX on our H100 (reports/qualify-cost/new-0.8-fast-rest)
+# growing every 20 ms took each rest to REST_MAX on our H100
+# (reports/qualify-cost/session-28/lease-2-suite-0.8-rest-every-20ms)
 REST_EVERY_S = 0.2
 HOST_BLOCK_MIN_S = 0.01  # host-time metric: each block of calls lasts at least this long
 HOST_BLOCKS = 3

@@ -15,7 +15,7 @@ a sampling loop that its samples fill (the rest is L2 flushes, GPU sleeps and dr
 H100, with suite 0.6's lengths (reports/qualify-cost/probe-0.7/): a full round's processes 55 % and 57 %
 timed, one of 4 rows 61 %, one of 1 row 51 %, against 25 % for that row without the rule.
 
-Only loops that are mostly timed work are lengthened (suite 0.8, ``Floor``): a short kernel's loop (a
+Only loops that are mostly timed work are lengthened (suite 0.9, ``Floor``): a short kernel's loop (a
 quarter to a half timed on our H100) or one that rests the GPU for its power limit
 (``measure.Timer.rest_longer``) keeps the matrix's lengths, and the measurements after it make up its
 share. A lengthened loop stops once its floor is in, not at a budget past it.
@@ -32,7 +32,7 @@ OUTSIDE_S = 1.3  # a process's wall time outside the suite's clock: 0.9 to 1.2 s
 FIXED_S = 0.3  # a measurement's wall time outside its sampling loop: inputs, first call, warm-up, host time
 LOOP_SHARE = 0.75  # a sampling loop's timed share; the rest is L2 flushes, GPU sleeps and dropped samples
 MAX_FLOOR_S = 10.0  # at most this much timed work asked of one measurement
-# aimed above the target: a measurement stops at its floor (suite 0.8), and the estimate of what lies
+# aimed above the target: a measurement stops at its floor (suite 0.9), and the estimate of what lies
 # outside the suite's clock is good to some tenths of a second
 AIM_ABOVE = 0.02
 BUDGET_MARGIN = 1.25  # a raised floor raises the time budget so far that the loop can reach it
@@ -42,8 +42,9 @@ class Floor(NamedTuple):
     """Timed work a process asks of one measurement, above the matrix's ``min_time_s``: sampling stops
     once it is in (``timed_floor``), within ``budget_s``. The matrix's lengths hold instead where the
     loop's samples fill less than ``min_loop_share`` of it, or the GPU rests for its power limit:
-    lengthening such a loop adds more untimed time than timed work (issue 19's runs of suite 0.8 that
-    raised every row ran a round in 117 to 127 s, against 32 to 43 s: reports/qualify-cost)."""
+    lengthening such a loop adds more untimed time than timed work. Raising every row and stopping each
+    at its floor ran a round in 117 to 127 s on our H100, against 32 to 43 s with the rows left to
+    their budgets (reports/qualify-cost/session-28/lease-4-floor-stop, lease-3-suite-0.8)."""
 
     timed_s: float
     budget_s: float
