@@ -12,7 +12,7 @@ import math
 import re
 from typing import Any
 
-from harness.report.model import VERDICT_ORDER, Document, Section, Value
+from harness.report.model import VERDICT_ORDER, Document, Section, Value, plain_text
 
 STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2em;max-width:1600px;color:#1b1b1b}
@@ -140,9 +140,7 @@ def _cell(value: Any) -> str:
         return f"<a href='{_href(value.href)}'>{text}</a>" if value.href is not None else text
     if isinstance(value, list):
         return " ".join(_cell(v) for v in value)
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    return _e(str(value)).replace("\n", "<br>")
+    return _e(plain_text(value)).replace("\n", "<br>")
 
 
 def _sort_key(value: Any) -> float | None:

@@ -4,10 +4,9 @@ numbers rather than their link targets."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from harness.report.model import Document, Section, Value
+from harness.report.model import Document, Section, Value, plain_text
 
 MAX_LINE = 300  # GitHub renders longer lines, but nobody reads them: cells are shortened to fit
 ELLIPSIS = "…"
@@ -87,8 +86,7 @@ def _md_cell(value: Any, links: Links | None) -> str:
         return f"[{_escape(value.text)}][{links.ref(target)}]"
     if isinstance(value, list):
         return " ".join(_md_cell(v, links) for v in value)
-    text = "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
-    return _escape(text)
+    return _escape(plain_text(value))
 
 
 def _escape(text: str) -> str:

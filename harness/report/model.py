@@ -7,6 +7,7 @@ The Markdown and HTML writers read only this; neither parses text the other form
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -93,6 +94,12 @@ class Value:
 
 
 Cell = Value | str | int | float | None | list[Value]
+
+
+def plain_text(value: object) -> str:
+    """A plain cell's text: empty for None and NaN (a missing number in a pandas frame), as every
+    format shows it."""
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
 
 
 def verdict(word: str) -> Value:
