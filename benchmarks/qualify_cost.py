@@ -35,6 +35,7 @@ import sys
 from pathlib import Path
 
 from harness.results import documents
+from harness.suite.document import ResultDocument
 
 METHODS = ("today", "new")
 
@@ -54,13 +55,19 @@ def run(method: str, matrix: Path, work: Path, today: Path) -> int:
     return done.returncode
 
 
+def timed_work(doc: ResultDocument) -> float:
+    """The process's timed GPU work: the sum of its samples."""
+    return sum(sum(m.get("samples_s", ())) for m in doc["measurements"] if m["status"] == "ok")
+
+
+def process_order(doc: ResultDocument) -> tuple[int, str]:
+    return doc["run"].get("round", 1), doc["cell"]["id"]
+
+
 def processes(results: Path) -> list[tuple[str, int, float, float]]:
-    """(cell, round, process wall s, timed GPU work s) of each result."""
-    out = []
-    for doc in documents.load(results).documents:
-        timed = sum(sum(m.get("samples_s", ())) for m in doc["measurements"] if m["status"] == "ok")
-        out.append((doc["cell"]["id"], doc["run"].get("round", 1), doc["run"]["wall_s"], timed))
-    return sorted(out, key=lambda p: (p[1], p[0]))
+    """(cell, round, process wall s, timed GPU work s) of each result, by round and cell."""
+    docs = sorted(documents.load(results).documents, key=process_order)
+    return [(d["cell"]["id"], d["run"].get("round", 1), d["run"]["wall_s"], timed_work(d)) for d in docs]
 
 
 def verdicts(report: Path) -> dict[tuple[str, str, str, str], dict[str, object]]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from benchmarks.qualify_cost import process_order, timed_work
 from harness.results import documents
 from harness.suite import share
 from harness.suite.document import ResultDocument
@@ -51,10 +52,6 @@ def replay(doc: ResultDocument, budget_s: float, min_time_s: float, target: floa
     return now[0] + outside_s, process.timed_s
 
 
-def _process_order(doc: ResultDocument) -> tuple[int, str]:
-    return doc["run"].get("round", 1), doc["cell"]["id"]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folders", nargs="+", type=Path, help="results folders of GPU processes")
@@ -63,13 +60,13 @@ def main() -> None:
     parser.add_argument("--timed-share", type=float, default=0.5, help="the plan's (default)")
     args = parser.parse_args()
     for folder in args.folders:
-        docs = sorted(documents.load(folder).documents, key=_process_order)
+        docs = sorted(documents.load(folder).documents, key=process_order)
         print(f"## {folder}: {len(docs)} processes")
         print(f"{'round':>5} {'cell':<44} {'measured':>17} {'replayed':>17}")
         sums = [0.0, 0.0, 0.0, 0.0]
         for doc in docs:
             wall = doc["run"]["wall_s"]
-            timed = sum(sum(m["samples_s"]) for m in doc["measurements"] if m["status"] == "ok")
+            timed = timed_work(doc)
             new_wall, new_timed = replay(doc, args.time_budget_s, args.min_time_s, args.timed_share)
             for i, v in enumerate((wall, timed, new_wall, new_timed)):
                 sums[i] += v

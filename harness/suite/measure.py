@@ -85,8 +85,7 @@ class Timer:
         self.name = "cuda_event" if self.cuda else "perf_counter"
         self.hide_launch_latency = self.cuda and hide_launch_latency
         self.block_cycles = self.block_limit_cycles = 0
-        self.rest_cycles = 0  # GPU sleep before each sample's flush, for the power limit (``rest_longer``)
-        self._rested_at = -math.inf
+        self._reset_rest()
         self.idle_discarded = 0  # of the last ``samples``
         self.flush_s = 0.0
         if self.cuda:
@@ -162,6 +161,10 @@ class Timer:
     @property
     def block_s(self) -> float:
         return self.block_cycles / self.sleep_cycles_per_s if self.block_cycles else 0.0
+
+    def _reset_rest(self) -> None:
+        self.rest_cycles = 0  # GPU sleep before each sample's flush, for the power limit (``rest_longer``)
+        self._rested_at, self._rest_full = -math.inf, False
 
     @property
     def rest_s(self) -> float:
@@ -242,7 +245,7 @@ class Timer:
         up to ``block_limit_cycles``. Closing the iterator waits for the sample in flight and drops it.
         """
         self.idle_discarded = 0
-        self.rest_cycles, self._rested_at, self._rest_full = 0, -math.inf, False
+        self._reset_rest()
         if not self.cuda:
             while True:
                 yield self.time_call(fn)
@@ -267,7 +270,7 @@ class Timer:
                 previous = start, end, clean
         finally:
             torch.cuda.synchronize()
-            self.rest_cycles = 0  # the next measurement's warm-up does not rest
+            self._reset_rest()  # the next measurement's warm-up does not rest
 
     def _lengthen_block(self) -> None:
         step = int(BLOCK_STEP_S * self.sleep_cycles_per_s)
@@ -367,7 +370,6 @@ def measure(
     clocked = gpu is not None and gpu.available
     start = last = time.perf_counter()
     dropped_s = 0.0  # the sampling time of the samples the power limit slowed
-    budget_s, enough_s = (floor.budget_s, floor.timed_s) if floor else (time_budget_s, min_time_s)
     stop_reason = "max_samples"
     with _gc_paused(), closing(timer.samples(timed)) as stream:
         for raw in stream:
@@ -391,8 +393,7 @@ def measure(
             loop_s = elapsed - dropped_s
             if floor is not None and loop_s >= SHARE_CHECK_S and noise.total < floor.min_loop_share * loop_s:
                 floor = None
-            if floor is None:
-                budget_s, enough_s = time_budget_s, min_time_s
+            budget_s = floor.budget_s if floor is not None else time_budget_s
             if elapsed >= max(HARD_TIMEOUT_S, budget_s):
                 stop_reason = "timeout"  # nvbench's 15 s: even with fewer samples than the minimum
                 break
@@ -402,7 +403,7 @@ def measure(
             if floor is not None and noise.total >= floor.timed_s and len(samples) >= MIN_SAMPLES:
                 stop_reason = "timed_floor"
                 break
-            enough = noise.total >= enough_s
+            enough = noise.total >= (floor.timed_s if floor is not None else min_time_s)
             if len(samples) >= MIN_SAMPLES and enough and noise.rel_stdev() < TARGET_REL_NOISE:
                 stop_reason = "noise_target"
                 break

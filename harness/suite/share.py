@@ -68,7 +68,7 @@ class TimedShare:
         self.started = clock() if started is None else started
         self.done = 0
         self.timed_s = 0.0  # the samples' sum, over the measurements done
-        self._loop_timed_s = 0.0  # the samples' sum of the loops that did not rest the GPU
+        self._loop_timed_s = 0.0  # the samples' sum of the loops worth lengthening (``add``)
         self._loop_s = 0.0  # those loops' wall time
         self._fixed_s = 0.0  # the measurements' wall time outside their sampling loops
 
