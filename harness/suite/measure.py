@@ -25,8 +25,8 @@ clocks the idle gaps let it keep: bf16 GEMM at a median SM clock of 1590 MHz ins
 round medians (185 to 200 us) spread so far that 7 rounds left it undecided
 (reports/qualify-cost/session-28/lease-1-suite-0.7). Suite 0.8 therefore rests the GPU between samples
 where the power limit holds the clock under its maximum (``Timer.rest_longer``): the samples taken under
-that limit are dropped and counted, and the rest grows until the clock holds (178.0 to 178.6 us, 1980 MHz,
-in every round of lease-3-suite-0.8).
+that limit are dropped and counted, and the rest grows until the clock holds (178.0 to 178.6 us in every
+round of lease-3-suite-0.8, nearly every sample at 1980 MHz).
 
 Sampling stops on the first of: relative noise under target (after a minimum count and ``min_time_s``
 of timed work), the time budget, the sample cap (which yields only once ``min_time_s`` is in), or a
