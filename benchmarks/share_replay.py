@@ -7,10 +7,13 @@ can be weighed on the CPU before a GPU lease tests it. Each process is replayed 
 its start-up and each row's cost outside its sampling loop as they were measured, and each loop's timed
 share as measured, taken to hold at any length. The rule then decides each row's timed work:
 
-- a floor ``TimedShare.floor`` raises, on a loop at least ``Floor.min_loop_share`` timed whose GPU did
-  not rest for the power limit: that floor (its loop capped at the floor's budget);
-- any other row: what the matrix's lengths give, the row's timed work as measured where no floor was
-  raised, and otherwise its loop share times the time budget.
+- a loop at least ``ShareAsk.min_loop_share`` timed whose GPU did not rest for the power limit: the
+  floor its share asks (``ShareAsk.at``; its loop capped at the floor's budget), where that is above
+  the matrix's ``min_time_s``;
+- a loop under it, its GPU not resting: ``share.SHORT_LOOP_S`` of timed work, its loop at least
+  ``measure.SHARE_CHECK_S`` and at most the matrix's lengths;
+- any other row: what the matrix's lengths give, the row's loop as measured where it ran to them, and
+  otherwise (a floor or a short loop stopped it) its loop share times the time budget.
 
 What it cannot know: a loop's share that falls as the loop grows (short kernels did, in session 28's
 lease 4), and a noise target met early. Printed per process: measured and replayed wall time and timed
@@ -26,6 +29,7 @@ from benchmarks.qualify_cost import process_order, timed_work
 from harness.results import documents
 from harness.suite import share
 from harness.suite.document import ResultDocument
+from harness.suite.measure import SHARE_CHECK_S
 
 
 def replay(doc: ResultDocument, budget_s: float, min_time_s: float, target: float) -> tuple[float, float]:
@@ -40,13 +44,16 @@ def replay(doc: ResultDocument, budget_s: float, min_time_s: float, target: floa
         fixed_s = max(0.0, m.get("wall_s", 0.0) - loop_s)
         loop_share = timed_s / loop_s if loop_s > 0 else 1.0
         rested = bool(m.get("power_rest_s"))
-        floor = process.floor(budget_s, min_time_s)
-        if floor is not None and not rested and loop_share >= floor.min_loop_share:
-            loop_s = min(floor.budget_s, floor.timed_s / loop_share)
-            timed_s = loop_s * loop_share
-        elif "timed_floor_s" in m:  # raised when measured: the matrix's lengths instead
-            loop_s = min(loop_s, budget_s)
-            timed_s = loop_s * loop_share
+        if "timed_floor_s" in m or m.get("stop_reason") == "short_loop":  # what the matrix's lengths give
+            loop_s = min(loop_s, budget_s) if "timed_floor_s" in m else budget_s
+        ask = process.ask(budget_s)
+        if ask is not None and not rested:
+            floor_s, floor_budget_s = ask.at(loop_share)
+            if loop_share < ask.min_loop_share:
+                loop_s = min(loop_s, max(SHARE_CHECK_S, share.SHORT_LOOP_S / loop_share))
+            elif floor_s > min_time_s:
+                loop_s = min(floor_budget_s, floor_s / loop_share)
+        timed_s = loop_s * loop_share
         now[0] += fixed_s + loop_s
         process.add(timed_s, loop_s, fixed_s + loop_s, rested)
     return now[0] + outside_s, process.timed_s

@@ -66,15 +66,24 @@ def test_measure_on_cpu_keeps_raw_samples_and_says_why_it_stopped():
     assert result["host_enqueue_s"] is None and result["launch_block_s"] is None  # GPU-only fields
     # a floor a process asked for ends sampling once it is in, however noisy the samples
     noisy = itertools.cycle([1e-4, 5e-4])
-    floor = share.Floor(timed_s=0.05, budget_s=5.0, min_loop_share=0.0)
-    floored = measure.measure(lambda: time.sleep(next(noisy)), measure.Timer("cpu"), 0.3, 0.01, floor=floor)
-    assert floored["stop_reason"] == "timed_floor" and 0.05 <= sum(floored["samples_s"]) < 0.06
-    assert floored["timed_floor_s"] == 0.05
-    # a loop its samples fill less than the floor asks: let go, and the matrix's lengths hold
-    floor = share.Floor(timed_s=4.0, budget_s=5.0, min_loop_share=1.01)
-    let_go = measure.measure(lambda: time.sleep(next(noisy)), measure.Timer("cpu"), 0.3, 0.01, floor=floor)
-    assert "timed_floor_s" not in let_go and let_go["stop_reason"] in ("time_budget", "noise_target")
-    assert let_go["sampling_wall_s"] < 1.0
+    ask = share.ShareAsk(owed_s=0.3, ratio=1.0, loop_share=1.0, time_budget_s=5.0, min_loop_share=0.0)
+    floored = measure.measure(lambda: time.sleep(next(noisy)), measure.Timer("cpu"), 0.3, 0.01, ask=ask)
+    timed = sum(floored["samples_s"])
+    assert floored["stop_reason"] == "timed_floor" and floored["timed_floor_s"] <= timed < 0.5
+    # the loop's own share sets the floor: the untimed time between samples is outweighed too
+    assert floored["timed_floor_s"] == pytest.approx(ask.at(timed / floored["sampling_wall_s"])[0], rel=0.05)
+    assert floored["timed_floor_s"] > 0.3
+    # a loop its samples fill less than the process can lengthen: cut short at SHORT_LOOP_S of timed work
+    ask = share.ShareAsk(owed_s=4.0, ratio=1.0, loop_share=1.0, time_budget_s=5.0, min_loop_share=1.01)
+    short = measure.measure(lambda: time.sleep(next(noisy)), measure.Timer("cpu"), 0.5, 0.01, ask=ask)
+    assert "timed_floor_s" not in short and short["stop_reason"] == "short_loop"
+    assert sum(short["samples_s"]) >= share.SHORT_LOOP_S
+    # at the first sample past SHARE_CHECK_S, when the loop has a share of its own; not the 0.5 s budget
+    assert measure.SHARE_CHECK_S <= short["sampling_wall_s"] < 0.4
+    # a floor under the matrix's min_time_s is no floor: the matrix's lengths hold
+    ask = share.ShareAsk(owed_s=0.005, ratio=1.0, loop_share=1.0, time_budget_s=0.3, min_loop_share=0.0)
+    kept = measure.measure(lambda: time.sleep(next(noisy)), measure.Timer("cpu"), 0.3, 0.01, ask=ask)
+    assert "timed_floor_s" not in kept and kept["stop_reason"] in ("time_budget", "noise_target")
 
 
 class _PowerLimitedGpu:
@@ -102,8 +111,8 @@ def test_samples_the_power_limit_slowed_are_dropped_while_the_rest_between_sampl
     sample_s = 0.001
     gpu = _PowerLimitedGpu(timer, sample_s, enough_rest)
     # a raised floor, as TimedShare asks of a process's rows; once the GPU rests, the matrix's lengths hold
-    floor = share.Floor(timed_s=20.0, budget_s=20.0, min_loop_share=0.0)
-    result = measure.measure(lambda: time.sleep(sample_s), timer, 0.3, 0.2, gpu=gpu, floor=floor)
+    ask = share.ShareAsk(owed_s=20.0, ratio=1.0, loop_share=1.0, time_budget_s=20.0, min_loop_share=0.0)
+    result = measure.measure(lambda: time.sleep(sample_s), timer, 0.3, 0.2, gpu=gpu, ask=ask)
     rest, dropped = result["power_rest_s"], result["power_capped_discarded"]
     # the rest grows from half a sample by half again, no oftener than every REST_EVERY_S
     steps = math.ceil(math.log((enough_rest or measure.REST_MAX) / measure.REST_STEP, 1.5)) + 1
@@ -135,8 +144,8 @@ def test_loops_never_lengthened_do_not_set_the_share_expected_of_those_that_will
     assert process.loop_share == pytest.approx(0.9)
     # the untimed time they cost is made up by the last row all the same
     assert process.floor_s() > floor_before
-    floor = process.floor(1.0, 0.5)
-    assert floor is not None and floor.timed_s == process.floor_s() and floor.min_loop_share == 0.6
+    ask = process.ask(1.0)
+    assert ask is not None and ask.timed_s == process.floor_s() and ask.min_loop_share == 0.6
 
 
 def test_cudnn_version_helpers():
@@ -582,7 +591,8 @@ def test_a_profiler_that_refuses_costs_the_record_of_what_ran_not_the_timing(tmp
 def _process(rows: int, setup_s: float, loop_share: float, min_time_s: float) -> tuple[float, list[float]]:
     """A GPU process on a simulated clock: its timed share of wall time, and the floors it was asked for.
 
-    Each measurement costs 0.3 s outside its loop and samples max(min_time_s, floor) of timed work."""
+    Each measurement costs 0.3 s outside its loop and samples the floor its loop's share asks for, at
+    least min_time_s; a loop too little timed to be lengthened SHORT_LOOP_S."""
     now = [0.0]
     process = share.TimedShare(0.5, rows, started=0.0, clock=lambda: now[0])
     now[0] = setup_s
@@ -590,10 +600,11 @@ def _process(rows: int, setup_s: float, loop_share: float, min_time_s: float) ->
     for _ in range(rows):
         floor = process.floor_s()
         floors.append(floor)
-        raised = process.floor(1.0, min_time_s)  # what the suite asks the measurement
-        timed = raised.timed_s if raised else min_time_s
-        assert timed == max(min_time_s, floor) and (raised is not None) == (floor > min_time_s)
-        assert raised is None or raised.budget_s >= timed / process.loop_share  # long enough to reach it
+        ask = process.ask(1.0)  # what the suite asks the measurement
+        assert ask is not None and ask.timed_s == floor
+        timed, budget = ask.at(loop_share)  # once the loop has a share of its own
+        assert budget >= timed / loop_share  # long enough to reach it
+        timed = share.SHORT_LOOP_S if loop_share < ask.min_loop_share else max(timed, min_time_s)
         loop = timed / loop_share
         now[0] += 0.3 + loop
         process.add(timed, loop, 0.3 + loop)
@@ -609,9 +620,11 @@ def test_a_gpu_process_of_few_rows_samples_each_longer_so_half_its_time_is_timed
 
 def test_a_full_round_is_not_lengthened_and_a_short_loop_is_made_up_for_later():
     timed_share, floors = _process(15, setup_s=5.0, loop_share=0.95, min_time_s=1.0)
-    # under half a second added over 15 rows: what aiming 2 points above the target costs
+    # under half a second added over 15 rows: what aiming a point above the target costs
     assert sum(max(1.0, f) - 1.0 for f in floors) < 0.5 and timed_share > 0.5
-    # loops a third timed: later measurements pay for the earlier ones, up to the cap per measurement
+    # loops a third timed are not lengthened: the measurements after them are asked to pay for them
     timed_share, floors = _process(3, setup_s=5.0, loop_share=0.33, min_time_s=0.1)
-    assert floors == sorted(floors) and max(floors) == share.MAX_FLOOR_S
+    assert floors == sorted(floors) and floors[-1] > 2 * floors[0]
+    # up to the cap per measurement
+    assert share.TimedShare(0.5, 1, started=0.0, clock=lambda: 60.0).floor_s() == share.MAX_FLOOR_S
     assert share.TimedShare(0.0, 1).floor_s() == 0.0  # off

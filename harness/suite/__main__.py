@@ -18,7 +18,7 @@ from harness.suite.catalog import CATALOG, FAMILY, for_profile
 from harness.suite.contract import BuildsCalls, Built, MeasuresItself, Unsupported, WorkloadSpec
 from harness.suite.document import Numerics
 from harness.suite.phases import Phases
-from harness.suite.share import Floor, TimedShare
+from harness.suite.share import ShareAsk, TimedShare
 
 
 class CudaContextLost(RuntimeError):
@@ -204,8 +204,8 @@ def _measure_shared(
 ) -> dict[str, Any]:
     """One row, sampled longer where the process's timed share asks it to (harness/suite/share.py)."""
     began = time.perf_counter()
-    floor = share.floor(args.time_budget_s, args.min_time_s)
-    entry = _measure_one(workload, dtype, knobs, args, device, timer, gpu, floor)
+    ask = share.ask(args.time_budget_s)
+    entry = _measure_one(workload, dtype, knobs, args, device, timer, gpu, ask)
     timed_s, rested = sum(entry.get("samples_s", ())), bool(entry.get("power_rest_s"))
     share.add(timed_s, entry.get("sampling_wall_s", 0.0), time.perf_counter() - began, rested)
     return entry
@@ -219,9 +219,9 @@ def _measure_one(
     device: str,
     timer: Any,
     gpu: Any,
-    floor: Floor | None = None,
+    ask: ShareAsk | None = None,
 ) -> dict[str, Any]:
-    """One row, sampled for the matrix's lengths or, where TimedShare raised it, to ``floor``."""
+    """One row, sampled for the matrix's lengths or as its process's timed share asks (``ask``)."""
     import contextlib
 
     import torch
@@ -252,7 +252,7 @@ def _measure_one(
         mode = contextlib.nullcontext() if built.grad else torch.inference_mode()
         with mode:
             before = gpu.snapshot() if gpu is not None else {}
-            entry.update(measure(built.fn, timer, args.time_budget_s, args.min_time_s, gpu, floor=floor))
+            entry.update(measure(built.fn, timer, args.time_budget_s, args.min_time_s, gpu, ask=ask))
             entry["phases_s"] = {"build": build_s, **entry["phases_s"]}
             if gpu is not None:
                 entry["gpu_state"] = gpu_state.delta(before, gpu.snapshot())

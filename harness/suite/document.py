@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # the annotations are never evaluated, so the cell's Python n
 Dtype = Literal["fp32", "tf32", "bf16", "fp16"]
 Timer = Literal["cuda_graph", "cuda_event", "perf_counter"]
 GpuAccessMode = Literal["toolkit", "cdi", "devices"]  # how a docker cell's container reaches the GPUs
-StopReason = Literal["noise_target", "time_budget", "max_samples", "timeout", "timed_floor"]
+StopReason = Literal["noise_target", "time_budget", "max_samples", "timeout", "timed_floor", "short_loop"]
 
 
 class Knobs(TypedDict):

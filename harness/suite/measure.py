@@ -29,8 +29,9 @@ that limit are dropped and counted, and the rest grows until the clock holds (17
 round of lease-3-suite-0.8, nearly every sample at 1980 MHz).
 
 Sampling stops on the first of: relative noise under target (after a minimum count and ``min_time_s``
-of timed work), the time budget, the sample cap (which yields only once ``min_time_s`` is in), or a
-floor of timed work that the process asked for being in (``timed_floor``, suite 0.9); which one is
+of timed work), the time budget, the sample cap (which yields only once ``min_time_s`` is in), a floor
+of timed work that the process asked for being in (``timed_floor``, suite 0.9), or, in a loop too little
+timed to lengthen, ``share.SHORT_LOOP_S`` of timed work (``short_loop``, suite 0.10); which one is
 recorded. Raw samples are always kept. How long a GPU process asks each measurement to sample is
 ``harness/suite/share.py``'s.
 """
@@ -49,7 +50,7 @@ from typing import Any
 import torch
 
 from harness.suite.phases import Phases
-from harness.suite.share import Floor
+from harness.suite.share import SHORT_LOOP_S, ShareAsk
 from harness.suite.summary import summarize
 
 MIN_SAMPLES = 10
@@ -66,7 +67,7 @@ HOST_READ_S = 100e-6  # generous: the host's reading of one sample, its clock qu
 FIT_SLEEP_S = 0.01  # GPU sleep while the enqueue time is measured (0.1 s, 0.3 s a measurement, until 0.6)
 BLOCK_MAX_S = 0.1  # longest: a call whose enqueue takes longer is host-bound beyond what we can hide
 BLOCK_MARGIN = 1.5  # the sleep covers 1.5x the measured enqueue time
-SHARE_CHECK_S = 0.2  # a raised floor is let go once a loop this long is under its share (share.Floor)
+SHARE_CHECK_S = 0.2  # a loop this long has a timed share of its own for its process's ask (share.ShareAsk)
 REST_STEP = 0.5  # power rest: the first is half a sample's time (suite 0.5's idle gaps: about 1.5x)
 REST_MAX = 3.0  # at most 3x a sample's time (a quarter of the loop timed); then capped samples are kept
 # the rest grows 1.5x at most this often: the power limit answers over a tenth of a second or more, and
@@ -325,7 +326,7 @@ def measure(
     min_time_s: float = 0.0,
     gpu: Any = None,
     graph: bool = True,
-    floor: Floor | None = None,
+    ask: ShareAsk | None = None,
 ) -> dict[str, Any]:
     """First-call time, warm-up, then samples until a stopping rule fires.
 
@@ -335,11 +336,13 @@ def measure(
     there). ``gpu``: a GpuState; each sample then records the SM clock after it, and a
     sample under the throttle clock is discarded and counted, as is one whose clock the power limit
     held under the maximum while the GPU's rest between samples can still grow (``Timer.rest_longer``).
-    The time budget does not count the time those dropped samples took. ``floor``: more timed work its
-    process asks of this measurement (harness/suite/share.py); sampling stops once it is in, however
-    noisy the samples (``timed_floor``): longer sampling does not make round medians agree more closely.
-    It is let go, and the lengths above hold, once the GPU rests or the loop's samples fill less than
-    ``floor.min_loop_share`` of it (checked after ``SHARE_CHECK_S``).
+    The time budget does not count the time those dropped samples took. ``ask``: what the process's
+    timed share asks of this loop (harness/suite/share.py): a floor of timed work above ``min_time_s``,
+    where sampling stops once it is in, however noisy the samples (``timed_floor``): longer sampling
+    does not make round medians agree more closely. Once the loop has run ``SHARE_CHECK_S``, the floor
+    is the one its own timed share asks for; a loop under ``ask.min_loop_share`` timed stops at
+    ``SHORT_LOOP_S`` of timed work instead (``short_loop``); a loop whose GPU rests keeps the lengths
+    above.
     """
     phases = Phases()
     if timer.cuda:
@@ -371,6 +374,8 @@ def measure(
     start = last = time.perf_counter()
     dropped_s = 0.0  # the sampling time of the samples the power limit slowed
     stop_reason = "max_samples"
+    floor_s, floor_budget_s = ask.at(ask.loop_share) if ask is not None else (0.0, time_budget_s)
+    short = raised = False  # under ask.min_loop_share timed / a floor above min_time_s in force
     with _gc_paused(), closing(timer.samples(timed)) as stream:
         for raw in stream:
             # whole nanoseconds: far finer than CUDA events resolve (about 0.5 us), and it halves the files
@@ -383,7 +388,7 @@ def measure(
                 power_capped += 1  # under the power limit's clock: rest the GPU longer between samples
                 timer.rest_longer(sample)
                 dropped_s += time.perf_counter() - last
-                floor = None
+                ask = None
             else:
                 samples.append(sample)
                 clocks.append(clock)
@@ -391,19 +396,24 @@ def measure(
             last = time.perf_counter()
             elapsed = last - start
             loop_s = elapsed - dropped_s
-            if floor is not None and loop_s >= SHARE_CHECK_S and noise.total < floor.min_loop_share * loop_s:
-                floor = None
-            budget_s = floor.budget_s if floor is not None else time_budget_s
+            if ask is not None and loop_s >= SHARE_CHECK_S:  # the loop's own share from now on
+                short = noise.total < ask.min_loop_share * loop_s
+                floor_s, floor_budget_s = ask.at(noise.total / loop_s)
+            raised = ask is not None and not short and floor_s > min_time_s
+            budget_s = floor_budget_s if raised else time_budget_s
             if elapsed >= max(HARD_TIMEOUT_S, budget_s):
                 stop_reason = "timeout"  # nvbench's 15 s: even with fewer samples than the minimum
                 break
             if len(samples) >= MIN_SAMPLES and loop_s >= budget_s:
                 stop_reason = "time_budget"
                 break
-            if floor is not None and noise.total >= floor.timed_s and len(samples) >= MIN_SAMPLES:
+            if raised and noise.total >= floor_s and len(samples) >= MIN_SAMPLES:
                 stop_reason = "timed_floor"
                 break
-            enough = noise.total >= (floor.timed_s if floor is not None else min_time_s)
+            if short and ask is not None and noise.total >= SHORT_LOOP_S and len(samples) >= MIN_SAMPLES:
+                stop_reason = "short_loop"
+                break
+            enough = noise.total >= (floor_s if raised else min_time_s)
             if len(samples) >= MIN_SAMPLES and enough and noise.rel_stdev() < TARGET_REL_NOISE:
                 stop_reason = "noise_target"
                 break
@@ -428,7 +438,7 @@ def measure(
         "samples_s": samples,
         "sm_clock_mhz": clocks if clocked else None,
         "throttled_discarded": throttled,
-        **({"timed_floor_s": floor.timed_s} if floor is not None else {}),
+        **({"timed_floor_s": floor_s} if raised else {}),
         "power_capped_discarded": power_capped,
         "power_rest_s": rest_s if timer.hide_launch_latency else None,
         "idle_discarded": timer.idle_discarded,

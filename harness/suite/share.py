@@ -15,10 +15,14 @@ a sampling loop that its samples fill (the rest is L2 flushes, GPU sleeps and dr
 H100, with suite 0.6's lengths (reports/qualify-cost/probe-0.7/): a full round's processes 55 % and 57 %
 timed, one of 4 rows 61 %, one of 1 row 51 %, against 25 % for that row without the rule.
 
-Only loops that are mostly timed work are lengthened (suite 0.9, ``Floor``): a short kernel's loop (a
-quarter to a half timed on our H100) or one that rests the GPU for its power limit
-(``measure.Timer.rest_longer``) keeps the matrix's lengths, and the measurements after it make up its
-share. A lengthened loop stops once its floor is in, not at a budget past it.
+Only loops that are mostly timed work are lengthened (suite 0.9): one that rests the GPU for its power
+limit (``measure.Timer.rest_longer``) keeps the matrix's lengths, and the measurements after it make up
+its share. A lengthened loop stops once its floor is in, not at a budget past it; the floor follows the
+loop's own timed share as it samples (suite 0.10). A short kernel's loop, a quarter to a half timed on our
+H100 (L2 flushes and syncs between samples), lowers its process's share with every second it samples, so
+it stops at ``SHORT_LOOP_S`` of timed work (suite 0.10): round medians of the first 0.05 or 0.1 s of
+timed work decided every committed row as all the samples did (benchmarks/early_verdicts.py
+--timed-prefix; 100.0 % of 4,500 trials, 3.04 and 3.06 rounds a side).
 """
 
 from __future__ import annotations
@@ -27,28 +31,52 @@ import time
 from collections.abc import Callable
 from typing import NamedTuple
 
-OUTSIDE_S = 1.3  # a process's wall time outside the suite's clock: 0.9 to 1.2 s on our H100 (start, exit)
+OUTSIDE_S = 1.3  # a process's wall time outside the suite's clock: 0.9 to 1.4 s on our H100 (start, exit)
 # until a measurement of this process says otherwise (H100, suite 0.6, reports/qualify-cost):
 FIXED_S = 0.3  # a measurement's wall time outside its sampling loop: inputs, first call, warm-up, host time
 LOOP_SHARE = 0.75  # a sampling loop's timed share; the rest is L2 flushes, GPU sleeps and dropped samples
-MAX_FLOOR_S = 10.0  # at most this much timed work asked of one measurement
-# aimed above the target: a measurement stops at its floor (suite 0.9), and the estimate of what lies
-# outside the suite's clock is good to some tenths of a second
-AIM_ABOVE = 0.02
+# at most this much timed work asked of one measurement: the last row a process can lengthen makes up
+# for the rows before it that could not be (a cold first process asked 11 s of it in session 29)
+MAX_FLOOR_S = 30.0
+# aimed above the target: a measurement stops at its floor, and the estimate of what lies outside the
+# suite's clock is good to some tenths of a second (a replay of session 29's processes: 50.6 to 51.6 %)
+AIM_ABOVE = 0.01
 BUDGET_MARGIN = 1.25  # a raised floor raises the time budget so far that the loop can reach it
+SHORT_LOOP_S = 0.1  # the timed work a loop too little timed to lengthen stops at
 
 
-class Floor(NamedTuple):
-    """Timed work a process asks of one measurement, above the matrix's ``min_time_s``: sampling stops
-    once it is in (``timed_floor``), within ``budget_s``. The matrix's lengths hold instead where the
-    loop's samples fill less than ``min_loop_share`` of it, or the GPU rests for its power limit:
-    lengthening such a loop adds more untimed time than timed work. Raising every row and stopping each
-    at its floor ran a round in 117 to 127 s on our H100, against 32 to 43 s with the rows left to
-    their budgets (reports/qualify-cost/session-28/lease-4-floor-stop, lease-3-suite-0.8)."""
+class ShareAsk(NamedTuple):
+    """What a process's timed share asks of one measurement's sampling loop, which learns its own timed
+    share as it samples (after ``measure.SHARE_CHECK_S``; until then the process's so far holds):
 
-    timed_s: float
-    budget_s: float
+    - a loop at least ``min_loop_share`` timed: a floor of timed work (``at``), where that is above the
+      matrix's ``min_time_s``; sampling stops once it is in (``timed_floor``). The longer a loop's
+      untimed part, the more timed work it takes to outweigh it;
+    - a loop under ``min_loop_share``: lengthening it adds more untimed time than timed work, so it stops
+      at ``SHORT_LOOP_S`` of timed work instead (``short_loop``), or at the matrix's lengths if sooner;
+    - a loop that rests the GPU for its power limit: the matrix's lengths, with the time its rest needs.
+
+    Raising every row and stopping each at its floor ran a round in 117 to 127 s on our H100, against 32
+    to 43 s with the rows too little timed left to their budgets (reports/qualify-cost/session-28/
+    lease-4-floor-stop, lease-3-suite-0.8)."""
+
+    owed_s: float  # the timed work this measurement owes the process's share, were its loop all timed
+    ratio: float  # timed seconds the process aims at per untimed second
+    loop_share: float  # the timed share of the loops the process lengthened so far
+    time_budget_s: float  # the matrix's
     min_loop_share: float
+
+    def at(self, loop_share: float) -> tuple[float, float]:
+        """(floor s, time budget s) for a loop whose samples fill ``loop_share`` of it: x timed seconds
+        bring x (1 - share) / share untimed, and must outweigh those too."""
+        net = 1 - self.ratio * (1 - loop_share) / loop_share if loop_share > 0 else 0.0
+        timed_s = MAX_FLOOR_S if net <= 0 else min(MAX_FLOOR_S, max(0.0, self.owed_s / net))
+        return timed_s, max(self.time_budget_s, BUDGET_MARGIN * timed_s / max(loop_share, 0.01))
+
+    @property
+    def timed_s(self) -> float:
+        """The floor while the loop has no share of its own."""
+        return self.at(self.loop_share)[0]
 
 
 class TimedShare:
@@ -85,26 +113,23 @@ class TimedShare:
         return max(seen, self.min_loop_share)
 
     def floor_s(self) -> float:
-        """Timed seconds the next measurement should sample at least."""
-        if self.target <= 0 or self.left <= 0:
-            return 0.0
-        aim = min(0.95, self.target + AIM_ABOVE)
-        ratio = aim / (1 - aim)  # timed seconds wanted per untimed second
-        share = self.loop_share
-        fixed = self._fixed_s / self.done if self.done else FIXED_S
-        untimed = OUTSIDE_S + self.clock() - self.started - self.timed_s + fixed * self.left
-        # x more timed seconds bring x (1 - share) / share untimed: solve timed + x = ratio * untimed
-        wanted = (ratio * untimed - self.timed_s) / (1 - ratio * (1 - share) / share)
-        return min(MAX_FLOOR_S, max(0.0, wanted / self.left))
+        """Timed seconds the next measurement should sample at least, its loop as timed as the
+        process's lengthened loops so far."""
+        return self._ask(0.0).timed_s
 
-    def floor(self, time_budget_s: float, min_time_s: float) -> Floor | None:
-        """The next measurement's raised floor, with a budget long enough for its loop to reach it; None
-        where the matrix's ``min_time_s`` is enough."""
-        floor = self.floor_s()
-        if floor <= min_time_s:
-            return None
-        budget_s = max(time_budget_s, BUDGET_MARGIN * floor / self.loop_share)
-        return Floor(floor, budget_s, self.min_loop_share)
+    def ask(self, time_budget_s: float) -> ShareAsk | None:
+        """What the process asks of its next measurement; None where it asks nothing (``target`` 0)."""
+        return self._ask(time_budget_s) if self.target > 0 else None
+
+    def _ask(self, time_budget_s: float) -> ShareAsk:
+        aim = min(0.95, self.target + AIM_ABOVE)
+        ratio = aim / (1 - aim)
+        owed_s = 0.0
+        if self.target > 0 and self.left > 0:
+            fixed = self._fixed_s / self.done if self.done else FIXED_S
+            untimed = OUTSIDE_S + self.clock() - self.started - self.timed_s + fixed * self.left
+            owed_s = (ratio * untimed - self.timed_s) / self.left  # solve timed = ratio * untimed
+        return ShareAsk(owed_s, ratio, self.loop_share, time_budget_s, self.min_loop_share)
 
     def add(self, timed_s: float, loop_s: float, wall_s: float, rested: bool = False) -> None:
         """One measurement done: its samples' sum, its sampling loop's wall time and its own. ``rested``:
