@@ -54,6 +54,11 @@ def test_summarize_matches_the_statistics_module():
     assert stats["rel_iqr"] == pytest.approx(2.0 / 3.0)
 
 
+def _last_ask(owed_s: float, time_budget_s: float, min_loop_share: float) -> share.ShareAsk:
+    """What a process asks of its last measurement, aiming at a 1:1 ratio of timed to untimed time."""
+    return share.ShareAsk(owed_s, 1.0, 1.0, time_budget_s, min_loop_share, last=True)
+
+
 def test_measure_on_cpu_keeps_raw_samples_and_says_why_it_stopped():
     calls = []
     result = measure.measure(lambda: calls.append(1), measure.Timer("cpu"), time_budget_s=0.01)
@@ -66,7 +71,7 @@ def test_measure_on_cpu_keeps_raw_samples_and_says_why_it_stopped():
     assert result["host_enqueue_s"] is None and result["launch_block_s"] is None  # GPU-only fields
     # a floor a process asked for ends sampling once it is in, however noisy the samples
     noisy = itertools.cycle([1e-4, 5e-4])
-    ask = share.ShareAsk(owed_s=0.3, ratio=1.0, loop_share=1.0, time_budget_s=5.0, min_loop_share=0.0)
+    ask = _last_ask(0.3, 5.0, 0.0)
     floored = measure.measure(lambda: time.sleep(next(noisy)), measure.Timer("cpu"), 0.3, 0.01, ask=ask)
     timed = sum(floored["samples_s"])
     assert floored["stop_reason"] == "timed_floor" and floored["timed_floor_s"] <= timed < 0.5
@@ -74,14 +79,14 @@ def test_measure_on_cpu_keeps_raw_samples_and_says_why_it_stopped():
     assert floored["timed_floor_s"] == pytest.approx(ask.at(timed / floored["sampling_wall_s"])[0], rel=0.05)
     assert floored["timed_floor_s"] > 0.3
     # a loop its samples fill less than the process can lengthen: cut short at SHORT_LOOP_S of timed work
-    ask = share.ShareAsk(owed_s=4.0, ratio=1.0, loop_share=1.0, time_budget_s=5.0, min_loop_share=1.01)
+    ask = _last_ask(4.0, 5.0, 1.01)
     short = measure.measure(lambda: time.sleep(next(noisy)), measure.Timer("cpu"), 0.5, 0.01, ask=ask)
     assert "timed_floor_s" not in short and short["stop_reason"] == "short_loop"
     assert sum(short["samples_s"]) >= share.SHORT_LOOP_S
     # at the first sample past SHARE_CHECK_S, when the loop has a share of its own; not the 0.5 s budget
     assert measure.SHARE_CHECK_S <= short["sampling_wall_s"] < 0.4
     # a floor under the matrix's min_time_s is no floor: the matrix's lengths hold
-    ask = share.ShareAsk(owed_s=0.005, ratio=1.0, loop_share=1.0, time_budget_s=0.3, min_loop_share=0.0)
+    ask = _last_ask(0.005, 0.3, 0.0)
     kept = measure.measure(lambda: time.sleep(next(noisy)), measure.Timer("cpu"), 0.3, 0.01, ask=ask)
     assert "timed_floor_s" not in kept and kept["stop_reason"] in ("time_budget", "noise_target")
 
@@ -111,7 +116,7 @@ def test_samples_the_power_limit_slowed_are_dropped_while_the_rest_between_sampl
     sample_s = 0.001
     gpu = _PowerLimitedGpu(timer, sample_s, enough_rest)
     # a raised floor, as TimedShare asks of a process's rows; once the GPU rests, the matrix's lengths hold
-    ask = share.ShareAsk(owed_s=20.0, ratio=1.0, loop_share=1.0, time_budget_s=20.0, min_loop_share=0.0)
+    ask = _last_ask(20.0, 20.0, 0.0)
     result = measure.measure(lambda: time.sleep(sample_s), timer, 0.3, 0.2, gpu=gpu, ask=ask)
     rest, dropped = result["power_rest_s"], result["power_capped_discarded"]
     # the rest grows from half a sample by half again, no oftener than every REST_EVERY_S
@@ -604,7 +609,11 @@ def _process(rows: int, setup_s: float, loop_share: float, min_time_s: float) ->
         assert ask is not None and ask.timed_s == floor
         timed, budget = ask.at(loop_share)  # once the loop has a share of its own
         assert budget >= timed / loop_share  # long enough to reach it
-        timed = share.SHORT_LOOP_S if loop_share < ask.min_loop_share else max(timed, min_time_s)
+        lengthened = loop_share >= ask.min_loop_share
+        if lengthened and (ask.last or loop_share >= ask.loop_share):  # the floor its own share asks for
+            wanted = ask.owed_s / (1 - ask.ratio * (1 - loop_share) / loop_share)
+            assert timed == pytest.approx(min(share.MAX_FLOOR_S, max(0.0, wanted)))
+        timed = max(timed, min_time_s) if lengthened else share.SHORT_LOOP_S
         loop = timed / loop_share
         now[0] += 0.3 + loop
         process.add(timed, loop, 0.3 + loop)
