@@ -24,7 +24,7 @@ others, up only in the process's last measurement, which no later one can make u
 A short kernel's loop, a quarter to a half timed on our H100 (L2 flushes and syncs between samples),
 lowers its process's share with every second it samples, so it stops at ``SHORT_LOOP_S`` of timed work
 (suite 0.10): round medians of the first 0.05 or 0.1 s of timed work decided every committed row as all
-the samples did (benchmarks/early_verdicts.py --timed-prefix; 100.0 % of 4,500 trials, 3.04 and 3.06
+the samples did (benchmarks/early_verdicts.py --timed-prefix; 100.0 % of 13,500 trials, 3.04 and 3.05
 rounds a side). With both, on our H100: 4.01 GPU-minutes against today's 8.89 in one lease, every process
 50.8 to 53.1 % timed (reports/qualify-cost/session-29/lease-3-suite-0.10).
 """
