@@ -7,7 +7,7 @@ process's wall time. Longer sampling does not make round medians agree more clos
 committed rounds to their first 0.25 s of timed work gave the same verdicts: benchmarks/early_verdicts.py
 --timed-prefix), so a process samples as long as its share needs and no longer: the timed work still
 missing is spread over the measurements left. A process of one row (a late round of a sequential
-qualification) thus samples that row for some 6 s; a full round about 1 s a row.
+qualification) thus samples that row for 7 to 9 s on our H100; a full round about 1 s a row.
 
 The estimate is the process's own: its time so far that was not timed, a fixed cost for each
 measurement still to come and for the interpreter's start and exit outside the suite, and the share of
