@@ -118,6 +118,7 @@ def test_a_measurement_timed_by_graph_replay_on_one_side_only_is_not_a_verdict()
     result = verdicts.timing(rows, "A", ("A", "B"), lambda _: 5.0, 0.002, {})
     assert list(result["verdict"]) == ["inconclusive"]
     assert "timed differently (baseline cuda_graph, candidate cuda_event)" in result["reason"][0]
+    assert (result["timer_baseline"][0], result["timer_candidate"][0]) == ("cuda_graph", "cuda_event")
     assert result["ratio"][0] == pytest.approx(1.2, rel=0.01)  # the ratio is still shown
     rows["timer"] = "cuda_graph"  # the same data timed alike on both sides is a regression
     assert list(verdicts.timing(rows, "A", ("A", "B"), lambda _: 5.0, 0.002, {})["verdict"]) == ["slower"]

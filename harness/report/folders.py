@@ -90,7 +90,7 @@ def undecided(plan: Plan, dirs: list[Path]) -> Undecided | None:
         frame, view.baseline, view.groups, view.threshold_pct, view.alpha, frames.samples(loaded)
     )
     open_rows = timing[
-        (timing["verdict"] == "inconclusive") & ~timing["reason"].str.startswith("timed differently")
+        (timing["verdict"] == "inconclusive") & (timing["timer_baseline"] == timing["timer_candidate"])
     ]
     if open_rows.empty:
         return None

@@ -78,6 +78,8 @@ def timing(
         "ran_change",
         "ran_baseline",
         "ran_candidate",
+        "timer_baseline",
+        "timer_candidate",
         "rounds_baseline",
         "rounds_candidate",
         "threshold_pct",
@@ -167,6 +169,8 @@ def _one(
         "ran_change": change,
         "ran_baseline": ran_name(base_ok),
         "ran_candidate": ran_name(mine_ok),
+        "timer_baseline": timers[0],
+        "timer_candidate": timers[1],
         "reason": reason,
     }
 
