@@ -141,16 +141,15 @@ def test_loops_never_lengthened_do_not_set_the_share_expected_of_those_that_will
     process = share.TimedShare(0.5, 4, started=0.0, clock=lambda: now[0])
     process.add(0.9, 1.0, 1.3)  # a loop 90 % timed
     now[0] += 1.3
-    floor_before = process.floor_s()
+    floor_before = process.ask(1.0).timed_s
     process.add(0.25, 1.0, 1.3, rested=True)  # a quarter timed: its GPU rested for the power limit
     now[0] += 1.3
     process.add(0.3, 1.0, 1.3)  # a short kernel's loop, under the target's share plus 0.1
     now[0] += 1.3
     assert process.loop_share == pytest.approx(0.9)
     # the untimed time they cost is made up by the last row all the same
-    assert process.floor_s() > floor_before
     ask = process.ask(1.0)
-    assert ask is not None and ask.timed_s == process.floor_s() and ask.min_loop_share == 0.6
+    assert ask is not None and ask.timed_s > floor_before and ask.min_loop_share == 0.6
 
 
 def test_cudnn_version_helpers():
@@ -603,10 +602,9 @@ def _process(rows: int, setup_s: float, loop_share: float, min_time_s: float) ->
     now[0] = setup_s
     floors = []
     for _ in range(rows):
-        floor = process.floor_s()
-        floors.append(floor)
         ask = process.ask(1.0)  # what the suite asks the measurement
-        assert ask is not None and ask.timed_s == floor
+        assert ask is not None
+        floors.append(ask.timed_s)
         timed, budget = ask.at(loop_share)  # once the loop has a share of its own
         assert budget >= timed / loop_share  # long enough to reach it
         lengthened = loop_share >= ask.min_loop_share
@@ -629,11 +627,12 @@ def test_a_gpu_process_of_few_rows_samples_each_longer_so_half_its_time_is_timed
 
 def test_a_full_round_is_not_lengthened_and_a_short_loop_is_made_up_for_later():
     timed_share, floors = _process(15, setup_s=5.0, loop_share=0.95, min_time_s=1.0)
-    # under half a second added over 15 rows: what aiming a point above the target costs
+    # under half a second added over 15 rows: what aiming 1.5 points above the target costs
     assert sum(max(1.0, f) - 1.0 for f in floors) < 0.5 and timed_share > 0.5
     # loops a third timed are not lengthened: the measurements after them are asked to pay for them
     timed_share, floors = _process(3, setup_s=5.0, loop_share=0.33, min_time_s=0.1)
     assert floors == sorted(floors) and floors[-1] > 2 * floors[0]
     # up to the cap per measurement
-    assert share.TimedShare(0.5, 1, started=0.0, clock=lambda: 60.0).floor_s() == share.MAX_FLOOR_S
-    assert share.TimedShare(0.0, 1).floor_s() == 0.0  # off
+    capped = share.TimedShare(0.5, 1, started=0.0, clock=lambda: 60.0).ask(1.0)
+    assert capped is not None and capped.timed_s == share.MAX_FLOOR_S
+    assert share.TimedShare(0.0, 1).ask(1.0) is None  # off

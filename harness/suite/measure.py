@@ -388,7 +388,7 @@ def measure(
                 power_capped += 1  # under the power limit's clock: rest the GPU longer between samples
                 timer.rest_longer(sample)
                 dropped_s += time.perf_counter() - last
-                ask = None
+                ask, short = None, False
             else:
                 samples.append(sample)
                 clocks.append(clock)
@@ -410,7 +410,7 @@ def measure(
             if raised and noise.total >= floor_s and len(samples) >= MIN_SAMPLES:
                 stop_reason = "timed_floor"
                 break
-            if short and ask is not None and noise.total >= SHORT_LOOP_S and len(samples) >= MIN_SAMPLES:
+            if short and noise.total >= SHORT_LOOP_S and len(samples) >= MIN_SAMPLES:
                 stop_reason = "short_loop"
                 break
             enough = noise.total >= (floor_s if raised else min_time_s)

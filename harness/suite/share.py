@@ -120,20 +120,14 @@ class TimedShare:
         seen = self._loop_timed_s / self._loop_s if self._loop_s > 0 else LOOP_SHARE
         return max(seen, self.min_loop_share)
 
-    def floor_s(self) -> float:
-        """Timed seconds the next measurement should sample at least, its loop as timed as the
-        process's lengthened loops so far."""
-        return self._ask(0.0).timed_s
-
     def ask(self, time_budget_s: float) -> ShareAsk | None:
         """What the process asks of its next measurement; None where it asks nothing (``target`` 0)."""
-        return self._ask(time_budget_s) if self.target > 0 else None
-
-    def _ask(self, time_budget_s: float) -> ShareAsk:
+        if self.target <= 0:
+            return None
         aim = min(0.95, self.target + AIM_ABOVE)
         ratio = aim / (1 - aim)
         owed_s = 0.0
-        if self.target > 0 and self.left > 0:
+        if self.left > 0:
             fixed = self._fixed_s / self.done if self.done else FIXED_S
             untimed = OUTSIDE_S + self.clock() - self.started - self.timed_s + fixed * self.left
             owed_s = (ratio * untimed - self.timed_s) / self.left  # solve timed = ratio * untimed
