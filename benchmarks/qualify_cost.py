@@ -2,7 +2,8 @@
 
     python -m benchmarks.qualify_cost --matrix reports/qualify-cost/matrix.yaml --today .today \
         --work results/qualify-cost            # runs both, then prints
-    python -m benchmarks.qualify_cost --work reports/qualify-cost   # prints from committed results
+    git archive 3c2b42d reports/qualify-cost | tar -x -C /tmp     # the committed results (in git only)
+    python -m benchmarks.qualify_cost --work /tmp/reports/qualify-cost   # prints from them
 
 ``--today``: a copy of the harness before issue 19 (``git archive acc8877 harness schemas | tar -x -C
 .today``). Its ``qualify`` runs every round of the matrix (7) for every row with suite 0.5: a 2,000-sample

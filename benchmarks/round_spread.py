@@ -1,6 +1,7 @@
 """Issue 19: does a row's spread between rounds shrink when each round samples longer?
 
-    python -m benchmarks.round_spread reports/qualify-cost/today reports/qualify-cost/new
+    git archive 3c2b42d reports/qualify-cost | tar -x -C /tmp     # qualify-cost/new is in git only
+    python -m benchmarks.round_spread reports/qualify-cost/today /tmp/reports/qualify-cost/new
 
 For each committed results folder: every row with 3 or more rounds, and the standard deviation of the
 logs of its round medians (in %) where each round's median is taken over its first 0.25, 0.5 or 1 s of

@@ -1,6 +1,7 @@
 """Issue 19: replay committed GPU processes through the suite's share rule, as it stands now.
 
-    python -m benchmarks.share_replay reports/qualify-cost/session-28/lease-3-suite-0.8/new
+    git archive 3c2b42d reports/qualify-cost/session-28 | tar -x -C /tmp   # those results are in git only
+    python -m benchmarks.share_replay /tmp/reports/qualify-cost/session-28/lease-3-suite-0.8/new
 
 A model, not a measurement: a rule for how long each measurement samples (``harness/suite/share.py``)
 can be weighed on the CPU before a GPU lease tests it. Each process is replayed row by row, in its order:
