@@ -134,6 +134,7 @@ def parser(description: str) -> argparse.ArgumentParser:
         "compare",
         "repro",
         "qualify",
+        "bisect",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="{" + ",".join(commands) + "}")
 
@@ -273,6 +274,28 @@ def parser(description: str) -> argparse.ArgumentParser:
         "matrix's rounds, only for the rows still undecided)",
     )
     _strict_arg(qualify)
+
+    bisect = sub.add_parser(
+        "bisect",
+        help="find the first release where one row changed, measuring as few releases as it can",
+        description="Binary search along the matrix's release axis (cuDNN {wheel: X} releases, or torch "
+        "versions) between a good and a bad release, for one row; results already in --results are "
+        "reused. Example: python -m harness bisect --matrix sweep.yaml --row conv2d_r50_3x3:bf16 "
+        "--good 9.12.0.46 --bad 9.28.1.4",
+        epilog=EXIT_CODES,
+    )
+    _matrix_arg(bisect)
+    bisect.add_argument("--row", required=True, metavar="WORKLOAD:DTYPE", help="the row, e.g. sdpa:bf16")
+    bisect.add_argument("--good", required=True, help="a release on the axis where the row is as it was")
+    bisect.add_argument("--bad", required=True, help="a release on the axis where the row has changed")
+    bisect.add_argument(
+        "--results",
+        type=Path,
+        action="append",
+        help="results folder whose rounds are reused (repeatable; default: results/<matrix name>)",
+    )
+    _run_args(bisect)
+    _verbosity_args(bisect)
     return parser
 
 
@@ -343,7 +366,13 @@ def _run_args(parser: argparse.ArgumentParser) -> None:
         "--fresh", action="store_true", help="run everything again; earlier results move to superseded/"
     )
     local = parser.add_argument_group("local backend")
-    local.add_argument("--python", help="interpreter with torch for the local backend (default: this one)")
+    local.add_argument(
+        "--python",
+        help="interpreter with torch for the local backend's torch: installed cells (default: this one); "
+        "a cell with a torch version runs in an environment of its own, kept in $HARNESS_CACHE "
+        "(default ~/.cache/cudnn-harness)",
+    )
+    _build_args(parser.add_argument_group("packages (docker images; local environments and cuDNN wheels)"))
     docker = parser.add_argument_group("docker backend")
     docker.add_argument(
         "--memory",
@@ -351,7 +380,6 @@ def _run_args(parser: argparse.ArgumentParser) -> None:
         help="memory limit per container, e.g. 16g (default: none); a cell past it fails as OOM",
     )
     _gpu_access_arg(docker)
-    _build_args(docker)
     slurm = parser.add_argument_group("slurm (--backend slurm)")
     slurm.add_argument("--slurm-partition", help="partition (default: the matrix's slurm.partition)")
     slurm.add_argument("--slurm-account", help="account to charge")
@@ -386,12 +414,19 @@ def _gpu_access_arg(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -
 
 
 def _build_args(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
-    parser.add_argument("--wheelhouse", type=Path, help="build offline: pip --no-index --find-links DIR")
+    parser.add_argument(
+        "--wheelhouse",
+        type=Path,
+        help="install offline, from this folder of wheels alone (pip --no-index --find-links DIR): image "
+        "builds, and the local backend's cell environments and cuDNN wheels",
+    )
     parser.add_argument(
         "--ca-bundle", type=Path, help="extra CA bundle for builds behind a TLS-intercepting proxy"
     )
     parser.add_argument(
-        "--index-url", help="torch wheel index (default: PyTorch's index for the CUDA variant)"
+        "--index-url",
+        help="package index (default: images: PyTorch's index for the CUDA variant; the local backend: "
+        "the installer's default, PyPI)",
     )
 
 
@@ -423,7 +458,7 @@ def settings(args: argparse.Namespace, backend: str) -> registry.Settings:
             gpu_access=args.gpu_access,
             build=build_options(args),
         )
-    return registry.Settings("local", args.timeout_s, python=args.python)
+    return registry.Settings("local", args.timeout_s, python=args.python, build=build_options(args))
 
 
 def run_request(args: argparse.Namespace, backend: str, out: Path) -> RunRequest:

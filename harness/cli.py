@@ -312,6 +312,31 @@ def _qualify(args: argparse.Namespace) -> int:
     return _said(folders.report(plan, [out], report_out, _policy(args), _warn))
 
 
+def _bisect(args: argparse.Namespace) -> int:
+    from harness.bisect import bisect, run_with
+
+    plan = _load_plan(args.matrix, registry.realizing(args.backend))
+    workload, _, dtype = args.row.partition(":")
+    out = args.out or Path("results") / f"{plan.name}-bisect" / f"{workload}-{dtype}"
+    reuse = args.results or [p for p in [Path("results") / plan.name] if p.is_dir()]
+    request = arguments.run_request(args, plan.backend, out)
+    found = bisect(plan, args.row, args.good, args.bad, out, reuse, run_with(request, _say, _progress), _say)
+    ratio = f"{found.ratio:.3f}" if found.ratio is not None else "n/a"
+    ran = f", what ran: {found.what_ran}" if found.what_ran else ""
+    print(
+        f"{found.row}: the change began at {found.before.label} -> {found.after.label} "
+        f"({found.verdict}, ratio {ratio}{ran})"
+    )
+    for probe in found.probes:
+        how = "measured" if probe.measured else "reused"
+        print(f"  {probe.release.label}: {probe.verdict} ({probe.rounds} rounds, {how})")
+    print(
+        f"measured {found.measured} of the {found.between} releases from {args.good} to {args.bad} "
+        f"(a full sweep measures {found.between}); new results in {out}/"
+    )
+    return EXIT_OK
+
+
 COMMANDS = {
     "plan": _plan,
     "validate": _validate,
@@ -324,4 +349,5 @@ COMMANDS = {
     "compare": _compare,
     "repro": _repro,
     "qualify": _qualify,
+    "bisect": _bisect,
 }

@@ -26,6 +26,7 @@ LABEL_NS = "io.cudnn-harness"
 INDEX_URL = "https://download.pytorch.org/whl/{variant}"
 BUILD_DIR = "/tmp/harness-build"  # build stages only; never in the final image
 _SAFE = re.compile(r"^[A-Za-z0-9/][A-Za-z0-9_.:/@+-]*$")  # a second guard behind the matrix schema
+_SAFE_URL = re.compile(r"^https?://[A-Za-z0-9._~:/?#@!$&()*+,;=%-]+$")
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ def render(
     last stage's template, ``cell`` (runs the suite) or ``repro`` (runs a reproducer; ``extra`` fills it).
     """
     if cell.torch == "image":
-        return _render_image_torch(cell, image_python)
+        return _render_image_torch(cell, options, image_python)
     if cell.torch == "installed" or cell.python == "installed":
         raise InputError(
             [Problem("matrix", "axes", f"cell {cell.id}: docker cells need a concrete torch and python")]
@@ -99,7 +100,7 @@ def render(
         pip_source = f"--no-index --find-links {BUILD_DIR}/wheelhouse"
     else:
         index = options.index_url or INDEX_URL.format(variant=variant)
-        if not re.match(r"^https?://[A-Za-z0-9._~:/?#@!$&'()*+,;=%-]+$", index) or "'" in index:
+        if not _SAFE_URL.fullmatch(index):
             raise InputError([Problem("--index-url", "", f"{index!r} is not a plain http(s) URL")])
         pip_source = f"--index-url {index} --extra-index-url https://pypi.org/simple"
     apt_options = ""
@@ -150,22 +151,76 @@ def render(
     return _finish(cell, stanzas, context, base, expect, suite=final == "cell")
 
 
-def _render_image_torch(cell: Cell, image_python: str) -> RenderedImage:
+def _render_image_torch(cell: Cell, options: BuildOptions, image_python: str) -> RenderedImage:
     """A cell on a base that already holds torch (NGC PyTorch, in-house images): no torch layer is built."""
     base = cell.base_image
-    values = {"base_image": base, "image_python": image_python}
+    values = {"base_image": base, "image_python": image_python, "cudnn_version": cell.cudnn.value or ""}
     for name, value in values.items():
-        if not _SAFE.match(value):
+        if value and not _SAFE.match(value):
             raise InputError([Problem("matrix", name, f"{value!r} cannot go into a Dockerfile")])
+    find_site = (
+        f"site=$({image_python} -c 'import os, torch; "
+        "print(os.path.dirname(os.path.dirname(os.path.realpath(torch.__file__))))')"
+    )
     cudnn_layer = ""
+    context: dict[str, Path] = {}
+    expect: dict[str, str] = {"source": cell.cudnn.kind}
     if cell.cudnn.kind == "system":  # the matrix allows only {system: image} with torch: image
-        find_site = (
-            f"site=$({image_python} -c 'import os, torch; "
-            "print(os.path.dirname(os.path.dirname(os.path.realpath(torch.__file__))))')"
-        )
         cudnn_layer = _drop_wheel_cudnn('"$site/nvidia/cudnn" "$site"/nvidia_cudnn_cu*.dist-info', find_site)
+    elif cell.cudnn.kind == "wheel":
+        cudnn_layer, context = _image_torch_wheel(str(cell.cudnn.value), options, image_python, find_site)
+        expect["version"] = str(cell.cudnn.value)
     stanza = _template("image-torch", {**values, "cudnn_layer": cudnn_layer})
-    return _finish(cell, [stanza], {}, base, {"source": cell.cudnn.kind})
+    return _finish(cell, [stanza], context, base, expect)
+
+
+def _image_torch_wheel(
+    version: str, options: BuildOptions, image_python: str, find_site: str
+) -> tuple[str, dict[str, Path]]:
+    """{wheel: X} over a base image's own torch: the release's wheel (from the wheelhouse, else downloaded
+    with the image's pip) unpacked in place of the cuDNN wheel beside that torch, so exactly one cuDNN
+    is there. The CUDA major (cu12, cu13) is the image's torch's."""
+    context: dict[str, Path] = {}
+    wheels = f"{BUILD_DIR}/cudnn-wheel"
+    if options.wheelhouse is not None:
+        found = sorted(options.wheelhouse.glob(f"nvidia_cudnn_cu*-{version}-*.whl"))
+        if not found:
+            raise InputError(
+                [
+                    Problem(
+                        str(options.wheelhouse),
+                        "--wheelhouse",
+                        f"holds no nvidia_cudnn_cuNN-{version}-*.whl for cudnn {{wheel: {version}}}; "
+                        f"add it (pip download --no-deps nvidia-cudnn-cu13=={version} -d DIR)",
+                    )
+                ]
+            )
+        context = {f"cudnn-wheel/{wheel.name}": wheel for wheel in found}
+        fetch = f"COPY cudnn-wheel/ {wheels}/\n"
+        download = ""
+    else:
+        index = f"--index-url {options.index_url} " if options.index_url else ""
+        if index and not _SAFE_URL.match(str(options.index_url)):
+            raise InputError(
+                [Problem("--index-url", "", f"{options.index_url!r} is not a plain http(s) URL")]
+            )
+        fetch = ""
+        download = (
+            f"{image_python} -m pip download --no-cache-dir --disable-pip-version-check --no-deps "
+            f'--only-binary=:all: {index}-d {wheels} "nvidia-cudnn-cu$cu=={version}"; '
+        )
+    layer = (
+        fetch + "RUN set -eu; " + find_site + "; "
+        f"cu=$({image_python} -c 'import torch; print(torch.version.cuda.split(\".\")[0])'); "
+        + download
+        + f"wheel=$(ls {wheels}/nvidia_cudnn_cu$cu-{version}-*.whl | head -n 1); "
+        '[ -n "$wheel" ] || { echo "no nvidia-cudnn-cu$cu '
+        + version
+        + " wheel for this image's torch\" >&2; exit 1; }; \\\n"
+        '    rm -rf "$site/nvidia/cudnn" "$site"/nvidia_cudnn_cu*.dist-info; '
+        f'{image_python} -m zipfile -e "$wheel" "$site"; rm -rf {wheels}\n'
+    )
+    return layer, context
 
 
 def _drop_wheel_cudnn(paths: str, find_site: str = "") -> str:

@@ -185,9 +185,9 @@ baseline: {cudnn: bundled}
             id="installed-on-docker",
         ),
         pytest.param(
-            VALID.replace("{system: auto}", '{wheel: "9.19.0.56"}'),
+            VALID.replace("{system: auto}", "{system: image}"),
             "needs backend: docker",
-            id="wheel-on-local",
+            id="system-image-on-local",
         ),
         pytest.param("- just\n- a list\n", "is not of type 'object'", id="not-a-mapping"),
     ],

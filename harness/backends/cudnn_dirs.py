@@ -14,6 +14,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.environments import cudnn_releases
+
 SYSTEM_DIRS = (
     "/usr/lib/x86_64-linux-gnu",
     "/usr/lib/aarch64-linux-gnu",
@@ -29,15 +31,22 @@ _VERSIONED = re.compile(r"^libcudnn\.so\.(\d+)\.(\d+)\.(\d+)$")
 @dataclass(frozen=True)
 class CudnnInstall:
     lib_dir: Path
-    version: str  # from the library's file name, e.g. 9.14.0
+    version: str  # e.g. 9.14.0: from the library's file name, else its header or cudnnGetVersion
 
 
-def read_install(lib_dir: Path) -> CudnnInstall | None:
-    """The cuDNN in ``lib_dir``, named by the file ``libcudnn.so.N`` resolves to."""
-    for soname in sorted(lib_dir.glob("libcudnn.so.[0-9]*"), reverse=True):
-        match = _VERSIONED.match(soname.resolve().name)
-        if match:
-            return CudnnInstall(lib_dir, ".".join(match.groups()))
+def read_install(folder: Path) -> CudnnInstall | None:
+    """The cuDNN in ``folder``: a library folder, or a wheel's layout (``nvidia/cudnn/lib`` or
+    ``lib/`` inside it). NVIDIA's packages name the version in a file name (``libcudnn.so.9.14.0``); a
+    wheel has only ``libcudnn.so.9``, so its version comes from its header or from the library itself."""
+    for lib_dir in (folder, folder / "lib", folder / "nvidia" / "cudnn" / "lib"):
+        sonames = sorted(lib_dir.glob("libcudnn.so.[0-9]*"), reverse=True)
+        for soname in sonames:
+            match = _VERSIONED.match(soname.resolve().name)
+            if match:
+                return CudnnInstall(lib_dir, ".".join(match.groups()))
+        if sonames:
+            version = cudnn_releases.header_version(lib_dir) or cudnn_releases.library_version(sonames[0])
+            return CudnnInstall(lib_dir, version) if version else None
     return None
 
 
@@ -46,7 +55,10 @@ def find_system(wanted: str) -> CudnnInstall:
     if wanted.startswith("/"):
         found = read_install(Path(wanted))
         if found is None:
-            raise LookupError(f"no libcudnn.so.N.N.N in {wanted}")
+            raise LookupError(
+                f"no cuDNN in {wanted}: give the folder of libcudnn.so.N (NVIDIA's package) or of an "
+                "unpacked nvidia-cudnn-cuNN wheel (the folder that holds nvidia/cudnn/lib)"
+            )
         return found
     installs = {i.lib_dir.resolve(): i for i in map(read_install, _candidate_dirs()) if i is not None}
     matching = [i for i in installs.values() if wanted == "auto" or _same_version(wanted, i.version)]

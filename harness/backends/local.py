@@ -1,8 +1,11 @@
-"""The local backend: the suite in a subprocess of an existing Python that has torch.
+"""The local backend: the suite in a subprocess of a Python that has torch.
 
-The cuDNN source is realized through that subprocess's environment only: ``bundled`` as installed,
-``system`` through a shadow of site-packages (see cudnn_dirs), ``disabled`` through the suite's
-switch. The suite then checks, from inside the process, that the cuDNN it loaded is the one asked for.
+``torch: installed`` runs in the given interpreter; a concrete ``torch: X`` (with its ``python``) runs in
+a cached virtual environment of its own (``environments.venvs``). The cuDNN source is realized through the
+subprocess's environment only: ``bundled`` as installed, ``system`` and ``wheel`` through a shadow of
+site-packages (see cudnn_dirs; a wheel's release is installed once into a folder of its own,
+``environments.cudnn_releases``), ``disabled`` through the suite's switch. The suite then checks, from
+inside the process, that the cuDNN it loaded is the one asked for.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from harness import jsonio, resources, suite_listing
 from harness.backends import cudnn_dirs
 from harness.backends.base import needs_gpu, suite_arguments
 from harness.backends.records import failed_result, finish_result, read_suite_result
+from harness.environments import cache, cudnn_releases, packages, venvs
 from harness.errors import BackendUnavailable
 from harness.plan.model import Cell, Plan
 from harness.results import folder, resume
@@ -44,46 +48,84 @@ class LocalBackend:
         python: str | None = None,
         timeout_s: float = 3600.0,
         progress: Callable[[str], None] | None = None,
+        source: packages.PackageSource | None = None,
+        cache_root: Path | None = None,
     ) -> None:
         self.python = python or sys.executable
         self.timeout_s = timeout_s
         self.progress = progress or (lambda line: None)
-        self._interpreter = self._probe_interpreter()
+        self.source = source or packages.PackageSource()
+        self.cache_root = cache_root or cache.default_root()
+        self._interpreters: dict[str, dict[str, Any]] = {}
+        self._environments: dict[str, venvs.Environment | str] = {}  # spec folder -> env, or why not
+        self._interpreter = self._probe_interpreter(self.python)
         self.suite_version: str = self._interpreter["suite_version"]
         self._stopping = threading.Event()
 
-    def _probe_interpreter(self) -> dict[str, Any]:
-        if shutil.which(self.python) is None and not Path(self.python).is_file():
-            raise BackendUnavailable(f"--python {self.python}: no such interpreter")
+    def _probe_interpreter(self, python: str) -> dict[str, Any]:
+        if python in self._interpreters:
+            return self._interpreters[python]
+        if shutil.which(python) is None and not Path(python).is_file():
+            raise BackendUnavailable(f"{python}: no such interpreter")
         try:
             out = subprocess.run(
-                [self.python, str(_PROBE)], capture_output=True, text=True, timeout=60, check=True
+                [python, str(_PROBE)], capture_output=True, text=True, timeout=60, check=True
             ).stdout
         except (OSError, subprocess.SubprocessError) as exc:
-            raise BackendUnavailable(f"--python {self.python} does not run: {exc}") from None
+            raise BackendUnavailable(f"{python} does not run: {exc}") from None
         info: dict[str, Any] = json.loads(out)
         if info["torch_dir"] is None:
             raise BackendUnavailable(
-                f"{self.python} has no torch; install it there (pip install torch) "
-                "or pass --python with an interpreter that has it"
+                f"{python} has no torch; install it there (pip install torch) "
+                "or run with an interpreter that has it"
             )
         try:
-            listed = suite_listing.listing(self.python)
+            listed = suite_listing.listing(python)
             info["suite_version"], info["suite_source"] = listed["suite_version"], listed["source_sha256"]
         except subprocess.CalledProcessError as exc:
-            raise BackendUnavailable(
-                f"{self.python} cannot run the suite: {exc.stderr.strip()[-500:]}"
-            ) from None
+            raise BackendUnavailable(f"{python} cannot run the suite: {exc.stderr.strip()[-500:]}") from None
+        self._interpreters[python] = info
         return info
 
+    def _environment(self, cell: Cell) -> venvs.Environment | None:
+        """The cell's own environment (None: ``torch: installed`` runs in the given interpreter). Raises
+        LookupError where it cannot be made; remembered, so a matrix asks once per environment."""
+        if cell.torch == "installed":
+            return None
+        given = ".".join(self._interpreter["python"].split(".")[:2])
+        version = given if cell.python == "installed" else cell.python
+        base = self.python if version == given else ""
+        spec = venvs.EnvironmentSpec(cell.torch, version, self.source, base)
+        key = spec.folder_name()
+        if key not in self._environments:
+            try:
+                self._environments[key] = venvs.ensure(self.cache_root, spec, self.progress)
+            except LookupError as exc:
+                self._environments[key] = str(exc)
+        found = self._environments[key]
+        if isinstance(found, str):
+            raise LookupError(found)
+        return found
+
     def identity(self, cell: Cell, plan: Plan) -> Identity:
-        return {
+        identity: Identity = {
             "suite_version": self.suite_version,
             "suite_source_sha256": self._interpreter["suite_source"],
             "suite_settings_sha256": resume.suite_settings_sha256(plan),
             "python": self.python,
             "torch": self._interpreter["torch_version"],
         }
+        try:
+            environment = self._environment(cell)
+        except LookupError as exc:  # the run fails with the reason; its identity says it had none
+            identity["environment"] = f"none: {str(exc)[:200]}"
+            return identity
+        if environment is not None:
+            identity["python"], identity["torch"] = environment.python, cell.torch
+            identity["environment"] = environment.lock_sha256
+        if cell.cudnn.kind == "wheel":
+            identity["cudnn_wheel"] = str(cell.cudnn.value)
+        return identity
 
     def sweep(self, results_dir: Path) -> list[str]:
         return []  # suite processes die with the orchestrator (suite.lifeline), so none is left running
@@ -104,18 +146,21 @@ class LocalBackend:
         t0 = time.monotonic()
         with folder.scratch_folder(result_path.parent) as scratch:
             raw_path = Path(scratch) / "result.json"
+            python, environment = self.python, None
             try:
-                env, expect = self._realize(cell, plan, Path(scratch))
+                environment = self._environment(cell)
+                python = environment.python if environment else self.python
+                env, expect = self._realize(cell, plan, Path(scratch), python)
                 if gpus and needs_gpu(cell, plan):
                     env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
-            except (LookupError, ValueError) as exc:
+            except (LookupError, ValueError, BackendUnavailable) as exc:
                 jsonio.write_text_atomic(log_path, f"the cell could not be set up: {exc}\n")
                 doc = failed_result(cell, plan, self.suite_version, "realize", str(exc), "", started)
                 command: list[str] = []
                 env, exit_code = {}, None
             else:
                 command = [
-                    self.python,
+                    python,
                     "-m",
                     "harness.suite",
                     *suite_arguments(cell, plan, str(raw_path), expect, round_index),
@@ -146,36 +191,50 @@ class LocalBackend:
             "round": round_index,
             "identity": self.identity(cell, plan),
         }
+        if environment is not None:
+            run["environment"] = environment.record()
         return finish_result(doc, cell, run, result_path, log_path)
 
-    def _realize(self, cell: Cell, plan: Plan, scratch: Path) -> tuple[dict[str, str], dict[str, Any]]:
-        """Environment overrides and the suite's cuDNN expectation for this cell."""
-        info = self._interpreter
+    def _realize(
+        self, cell: Cell, plan: Plan, scratch: Path, python: str
+    ) -> tuple[dict[str, str], dict[str, Any]]:
+        """Environment overrides and the suite's cuDNN expectation for this cell, run by ``python``."""
+        info = self._probe_interpreter(python)
         if cell.torch != "installed" and info["torch_version"] != cell.torch:
             raise ValueError(
-                f"the cell asks for torch {cell.torch}, but {self.python} has torch {info['torch_version']}"
+                f"the cell asks for torch {cell.torch}, but {python} has torch {info['torch_version']}"
             )
         if cell.python != "installed" and not info["python"].startswith(cell.python + "."):
-            raise ValueError(f"the cell asks for Python {cell.python}, but {self.python} is {info['python']}")
+            raise ValueError(f"the cell asks for Python {cell.python}, but {python} is {info['python']}")
         paths = [str(resources.suite_root())]
         env: dict[str, str] = {}
         if any(k["deterministic"] for k in plan.knob_sets):
             env["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"  # must be set before CUDA initializes
         kind = cell.cudnn.kind
         expect: dict[str, Any] = {"source": kind}
-        if kind == "system":
-            install = cudnn_dirs.find_system(cell.cudnn.value or "auto")
+        if kind in ("system", "wheel"):
+            if kind == "system":
+                install = cudnn_dirs.find_system(cell.cudnn.value or "auto")
+                lib_dir, version = install.lib_dir, install.version
+            else:
+                release = self._cudnn_release(info, str(cell.cudnn.value))
+                lib_dir, version = release.lib_dir, release.version
             site_packages = Path(info["torch_dir"]).parent
-            shadow = cudnn_dirs.build_shadow(site_packages, install.lib_dir, scratch / "site-packages")
+            shadow = cudnn_dirs.build_shadow(site_packages, lib_dir, scratch / "site-packages")
             paths.insert(0, str(shadow))
-            # torch refuses a runtime older than it was built against; the result records that it did.
-            env["PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK"] = "1"
-            expect.update(lib_dir=str(install.lib_dir), version=install.version)
-        elif kind == "wheel":
-            raise ValueError("a cuDNN wheel source needs the docker backend")
+            if kind == "system" or _older(version, info.get("cudnn_wheel")):
+                # torch refuses a runtime older than it was built against; the result records that it did
+                env["PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK"] = "1"
+            expect.update(lib_dir=str(lib_dir.resolve()), version=version)
         existing = os.environ.get("PYTHONPATH")
         env["PYTHONPATH"] = os.pathsep.join(paths + ([existing] if existing else []))
         return env, expect
+
+    def _cudnn_release(self, info: dict[str, Any], version: str) -> cudnn_releases.CudnnRelease:
+        cuda = info.get("torch_cuda")
+        if not cuda:
+            raise ValueError(f"torch {info['torch_version']} is a CPU build: it loads no cuDNN to replace")
+        return cudnn_releases.ensure(self.cache_root, cuda.split(".")[0], version, self.source, self.progress)
 
     def _execute(
         self, command: list[str], env: dict[str, str], log_path: Path, prefix: str = ""
@@ -212,6 +271,15 @@ class LocalBackend:
     def _relay(self, follow: TextIO, prefix: str) -> None:
         for line in follow.readlines():
             self.progress(prefix + line.rstrip())
+
+
+def _older(version: str, than: str | None) -> bool:
+    """Whether the cuDNN release ``version`` is older, by major.minor, than the wheel torch pins
+    (torch's rule: a runtime of the same major and at least the compile-time minor). Unknown: assume so."""
+    if not than:
+        return True
+    mine, pinned = (tuple(int(p) for p in v.split(".")[:2]) for v in (version, than))
+    return mine < pinned
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:

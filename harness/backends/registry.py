@@ -31,19 +31,25 @@ class Settings:
     backend: str
     timeout_s: float = 3600.0
     python: str | None = None  # local: the interpreter with torch (default: this one)
+    # docker: how images are built; local: where cell environments and cuDNN wheels come from
     memory: str | None = None  # docker: a memory limit per container
     gpu_access: str | None = None  # docker: overrides the matrix's docker.gpu_access
     gpus: str = "all"  # docker: the GPUs a container gets where a run names none
-    build: BuildOptions = field(default_factory=BuildOptions)  # docker: how images are built
+    build: BuildOptions = field(default_factory=BuildOptions)
 
     def to_json(self) -> dict[str, Any]:
         """The settings as the Slurm tasks file holds them (``schemas/slurm-tasks.schema.json``)."""
-        if self.backend == "local":  # the interpreter by name, so every node runs the one asked for
-            return {"backend": "local", "python": self.python or sys.executable, "timeout_s": self.timeout_s}
         paths = {
             name: str(p.resolve()) if p else None
             for name, p in (("wheelhouse", self.build.wheelhouse), ("ca_bundle", self.build.ca_bundle))
         }
+        if self.backend == "local":  # the interpreter by name, so every node runs the one asked for
+            return {
+                "backend": "local",
+                "python": self.python or sys.executable,
+                "timeout_s": self.timeout_s,
+                "build": {"index_url": self.build.index_url, "wheelhouse": paths["wheelhouse"]},
+            }
         return {
             "backend": self.backend,
             "timeout_s": self.timeout_s,
@@ -81,8 +87,10 @@ class Kind:
 
 def _local(settings: Settings, progress: Progress | None) -> Backend:
     from harness.backends.local import LocalBackend
+    from harness.environments.packages import PackageSource
 
-    return LocalBackend(settings.python, timeout_s=settings.timeout_s, progress=progress)
+    source = PackageSource(settings.build.index_url, settings.build.wheelhouse)
+    return LocalBackend(settings.python, timeout_s=settings.timeout_s, progress=progress, source=source)
 
 
 def _local_identity(settings: Settings, plan: Plan) -> IdentityOf:

@@ -22,16 +22,25 @@ def local(cells: Sequence[Cell]) -> list[CellProblem]:
                     "base_image changes nothing; it needs backend: docker",
                 )
             )
-        if cell.cudnn.kind == "wheel" or cell.torch == "image" or cell.cudnn.value == "image":
+        if cell.torch == "image" or cell.cudnn.value == "image":
             what = "torch: image" if cell.torch == "image" else f"cudnn {cell.cudnn.label}"
             found.append(
                 CellProblem(
                     "torch" if cell.torch == "image" else "cudnn",
                     f"cell {cell.id}: {what} needs backend: docker; the local backend realizes "
-                    "torch: installed with cudnn bundled, system (a version, auto or a folder), disabled",
+                    "torch: installed or a version (an environment of its own) with cudnn bundled, "
+                    "wheel, system (a version, auto or a folder), disabled",
                 )
             )
     return found
+
+
+def _cpu_torch_cudnn(cell: Cell) -> CellProblem:
+    return CellProblem(
+        "cudnn",
+        f"cell {cell.id}: a CPU build of torch loads no cuDNN; pair it with cudnn: bundled or disabled "
+        "(rules: exclude)",
+    )
 
 
 def docker(cells: Sequence[Cell]) -> list[CellProblem]:
@@ -60,13 +69,7 @@ def docker(cells: Sequence[Cell]) -> list[CellProblem]:
                 )
             )
         elif cell.torch.endswith("+cpu") and kind in ("wheel", "system"):
-            found.append(
-                CellProblem(
-                    "cudnn",
-                    f"cell {cell.id}: a CPU build of torch loads no cuDNN; "
-                    "pair it with cudnn: bundled or disabled (rules: exclude)",
-                )
-            )
+            found.append(_cpu_torch_cudnn(cell))
         if (
             kind == "system"
             and value != "image"
@@ -101,12 +104,13 @@ def _image_torch(cell: Cell) -> list[CellProblem]:
                 "set docker.image_python if it is not /usr/bin/python3",
             )
         )
-    if cell.cudnn.kind in ("wheel", "system") and cell.cudnn.value != "image":
+    if cell.cudnn.kind == "system" and cell.cudnn.value != "image":
         found.append(
             CellProblem(
                 "cudnn",
                 f"cell {cell.id}: torch: image takes cudnn bundled (the image's torch as it is), disabled, "
-                "or {system: image} (NVIDIA's cuDNN installed in the image)",
+                "{wheel: X} (that release installed over the image's torch's own) or {system: image} "
+                "(NVIDIA's cuDNN installed in the image)",
             )
         )
     return found

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from harness.report import autotuning, frames, verdicts
+from harness.report import autotuning, frames, series, verdicts
 from harness.report.model import Analysis, View
 from harness.results.documents import LoadedResults, round_of
 from harness.suite.document import ResultDocument
@@ -39,7 +39,27 @@ def analyze(
     ]
     failed_runs += [f"{group}: no result file" for group in view.groups if not docs.get(group)]
     gate = verdicts.gate(timing, numerics, failed_runs, policy, beyond)
-    return Analysis(frame, timing, numerics, beyond, tuned, gate, docs, samples, tuple(outside))
+    along = series.build(
+        view.cells,
+        _bundled_versions(docs),
+        frame,
+        timing,
+        view.baseline,
+        view.threshold_pct,
+        view.alpha,
+        samples,
+    )
+    return Analysis(frame, timing, numerics, beyond, tuned, gate, docs, samples, tuple(outside), along)
+
+
+def _bundled_versions(docs: dict[str, list[tuple[ResultDocument, str]]]) -> dict[str, str]:
+    """The cuDNN each group's runs reported loading, where they agree (a bundled cell's release)."""
+    found = {}
+    for group, entries in docs.items():
+        versions = {d["cudnn"]["runtime_version"] for d, _ in entries if d.get("cudnn")} - {None}
+        if len(versions) == 1:
+            found[group] = str(versions.pop())
+    return found
 
 
 def _failure(doc: ResultDocument) -> str:

@@ -14,8 +14,10 @@ from typing import Literal
 
 import pandas as pd
 
+from harness.plan.model import Cell as MatrixCell
 from harness.plan.model import Plan
 from harness.report import verdicts
+from harness.report.series import Series
 from harness.suite.document import ResultDocument
 
 Kind = Literal["text", "number", "duration", "verdict"]
@@ -43,6 +45,7 @@ class View:
     rounds: int  # asked for per group; 0 where unknown (ad-hoc compare)
     note: str
     per_workload_pct: dict[str, float] = field(default_factory=dict)
+    cells: tuple[MatrixCell, ...] = ()  # the matrix's cells, where the groups are cells (not a compare)
 
     def threshold_pct(self, workload: str) -> float:
         return self.per_workload_pct.get(workload, self.default_pct)
@@ -65,6 +68,7 @@ class View:
             note=f"matrix `{plan.source}` (sha256 `{plan.matrix_sha256[:12]}`), "
             f"suite profile `{plan.suite['profile']}`",
             per_workload_pct=plan.per_workload_pct,
+            cells=plan.cells,
         )
 
 
@@ -79,6 +83,7 @@ class Analysis:
     docs: dict[str, list[tuple[ResultDocument, str]]]  # group -> (document, file) per round
     samples: dict[tuple[str, str, str, str], list[float]]
     outside: tuple[tuple[str, str], ...] = ()  # (file, cell id) of valid results of no group: not compared
+    series: Series | None = None  # along the matrix's release axis, where it has one
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,47 @@ def plots(view: View, analysis: Analysis) -> list[tuple[str, str]]:
 
     matplotlib.use("Agg")
     letters = view.letters
-    return [_heatmap(view, timing, letters), *_distributions(view, analysis, letters)]
+    return [*_series(analysis), _heatmap(view, timing, letters), *_distributions(view, analysis, letters)]
+
+
+def _series(analysis: Analysis) -> list[tuple[str, str]]:
+    """Along the release axis: per workload family, each row's time ratio to the baseline against the
+    release, the releases in order; ▼ / ▲ where a change began."""
+    series = analysis.series
+    if series is None or series.ratios.empty:
+        return []
+    import matplotlib.pyplot as plt
+
+    labels = series.labels
+    began = {(c.workload, c.dtype, c.knobs, c.after): c.verdict for c in series.changes}
+    out = []
+    for workload, rows in series.ratios.groupby("workload", sort=False):
+        figure, axes = plt.subplots(figsize=(max(4.0, 0.42 * len(labels) + 1.5), 2.6))
+        axes.axhline(1.0, color="#555555", linewidth=1)
+        for row in rows.to_dict("records"):
+            values = [float(row[label]) if row[label] is not None else math.nan for label in labels]
+            name = f"{row['dtype']}" + (f" {row['knobs']}" if rows["knobs"].nunique() > 1 else "")
+            (line,) = axes.plot(range(len(labels)), values, "o-", markersize=3, linewidth=1.2, label=name)
+            for i, label in enumerate(labels):
+                key = (str(workload), str(row["dtype"]), str(row["knobs"]), label)
+                mark = MARKS.get(began.get(key, ""), "")
+                if mark and not math.isnan(values[i]):
+                    axes.annotate(
+                        mark,
+                        (i, values[i]),
+                        textcoords="offset points",
+                        xytext=(0, 5),
+                        ha="center",
+                        fontsize=8,
+                        color=line.get_color(),
+                    )
+        axes.set_xticks(range(len(labels)), labels, rotation=45, ha="right", fontsize=7)
+        axes.tick_params(axis="y", labelsize=7)
+        axes.set_ylabel(f"time / {series.baseline_label}", fontsize=7)
+        axes.set_title(f"{workload} across releases", fontsize=9)
+        axes.legend(fontsize=7, frameon=False)
+        out.append((f"across releases: {workload}", _png(figure)))
+    return out
 
 
 def _png(figure: Any) -> str:

@@ -30,6 +30,9 @@ def render(
     csv = out_dir / "results.csv"
     jsonio.write_text_atomic(csv, analysis.frame.to_csv(index=False))
     jsonio.write_text_atomic(out_dir / "verdicts.csv", verdicts_csv(analysis.timing))
+    if analysis.series is not None:  # the release axis: ratios per release, and where each change began
+        jsonio.write_text_atomic(out_dir / "series.csv", analysis.series.ratios.to_csv(index=False))
+        jsonio.write_text_atomic(out_dir / "changes.csv", analysis.series.changes_csv())
     jsonio.write_text_atomic(out_dir / "summary.md", digest.summary(view, analysis))
     jsonio.write_text_atomic(out_dir / "junit.xml", digest.junit(view, analysis))
     verdict = verdicts.document(
@@ -45,6 +48,7 @@ def render(
         autotuning=analysis.autotuning,
         result=analysis.gate,
         rounds={g: sum(d["status"] == "ok" for d, _ in e) for g, e in analysis.docs.items()},
+        series=analysis.series.to_json() if analysis.series is not None else None,
     )
     problems = schemas.problems("verdict", verdict, "verdict.json")
     if problems:  # our own output must hold to our own schema; a bug here must not pass silently

@@ -28,6 +28,7 @@ def document(
     extracts: dict[str, tuple[str, int]] = {}
     sections = [
         answer.scorecard(view, analysis),
+        *_series_sections(view, analysis),
         answer.read_first(view, analysis),
         _method(view, analysis, loaded, sources),
         _what_changed(analysis, letters),
@@ -43,6 +44,49 @@ def document(
     title = f"{view.name}: {len(view.groups)} groups against {view.labels.get(view.baseline, view.baseline)}"
     header = answer.environment_line(view, analysis) + "\n\n" + answer.outcome_line(analysis)
     return Document(title, header, tuple(s for s in sections if s is not None), extracts)
+
+
+_MARKS = {"slower": " ▼", "faster": " ▲", "same": " ↔"}
+
+
+def _series_sections(view: View, analysis: Analysis) -> list[Section]:
+    """Across releases (each row's ratio to the baseline, releases in order) and where each change began."""
+    series = analysis.series
+    if series is None:
+        return []
+    began = {(c.workload, c.dtype, c.knobs, c.after): c.verdict for c in series.changes}
+    rows = []
+    for entry in series.ratios.to_dict("records"):
+        key = (entry["workload"], entry["dtype"], entry["knobs"])
+        cells: list[Any] = [*key]
+        for label in series.labels:
+            ratio = entry[label]
+            if ratio is None or pd.isna(ratio):
+                cells.append("")
+                continue
+            mark = _MARKS.get(began.get((*key, label), ""), "")
+            cells.append(Value(f"{ratio:.3f}{mark}", float(ratio), "number"))
+        rows.append(tuple(cells))
+    axis = "cuDNN" if series.axis.axis == "cudnn" else "torch"
+    off = [view.labels.get(c, c) for c in series.axis.off_axis]
+    intro = (
+        f"Each row's time as a ratio to the baseline ({series.baseline_label}), the {axis} releases in "
+        "order. "
+        "▼ / ▲ marks the release where the row became slower / faster than the release before it (the same "
+        "statistics as every verdict, the earlier release as the baseline); ↔ where other kernels ran at "
+        "the same time." + (f" Off the axis, in the tables below: {', '.join(off)}." if off else "")
+    )
+    across = Section(f"Across {axis} releases", intro, (*KEYS, *series.labels), tuple(rows))
+    changes = Section(
+        "Where each change began",
+        "Each change, at the first pair of neighbouring releases between which the row changed: "
+        "`row: release -> next release, what ran differently, ratio of the two`."
+        if series.changes
+        else "No row changed between two neighbouring releases.",
+        ("change",) if series.changes else (),
+        tuple((c.line(),) for c in series.changes),
+    )
+    return [across, changes]
 
 
 def _method(view: View, analysis: Analysis, loaded: LoadedResults, sources: list[Path]) -> Section:

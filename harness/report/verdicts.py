@@ -464,9 +464,11 @@ def document(
     autotuning: pd.DataFrame,
     result: Gate,
     rounds: dict[str, int],
+    series: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The machine-readable verdict (schemas/verdict.schema.json)."""
     return {
+        **({"series": series} if series is not None else {}),
         "schema_version": VERDICT_SCHEMA_VERSION,
         "name": name,
         "outcome": result.outcome,

@@ -57,7 +57,8 @@ def probe(expect: dict[str, Any], device: str) -> dict[str, Any]:
     """Load cuDNN the way a workload would, then check it against ``expect``.
 
     ``expect``: {"source": "bundled" | "wheel" | "system" | "disabled", "lib_dir"?: str, "version"?: str}.
-    A ``wheel`` source is the cuDNN wheel beside torch, replaced by the requested version.
+    A ``wheel`` source without ``lib_dir`` is the cuDNN wheel beside torch, replaced by the requested
+    version (an image); with ``lib_dir`` it is that release's own folder (the local backend's shadow).
     """
     source = expect["source"]
     torch.backends.cudnn.enabled = source != "disabled"
@@ -126,7 +127,7 @@ def _verify(expect: dict[str, Any], seen: dict[str, Any], cuda_build: bool) -> t
         return False, f"asked for a {source} cuDNN, but this torch is a CPU build and loads no cuDNN"
     if not dirs:
         return False, f"asked for a {source} cuDNN, but no libcudnn file is mapped into the process"
-    if source in ("bundled", "wheel"):
+    if "lib_dir" not in expect:  # bundled, or (docker) a wheel installed over the pinned one beside torch
         wanted = bundled_lib_dir()
         if source == "bundled" and not os.path.isdir(wanted):
             if len(dirs) == 1:

@@ -172,6 +172,8 @@ class Identity(TypedDict):
     image: NotRequired[str]  # docker: the image's tag, the hash of its inputs
     python: NotRequired[str]  # local: the interpreter and its torch
     torch: NotRequired[str]
+    environment: NotRequired[str]  # local, a concrete torch: the lock sha256 of the cell's environment
+    cudnn_wheel: NotRequired[str]  # local: the cuDNN release a wheel cell loads
 
 
 class SlurmRecord(TypedDict):
@@ -216,6 +218,7 @@ class RunRecord(TypedDict):
     slurm: NotRequired[SlurmRecord]
     k8s: NotRequired[K8sRecord]
     gpu_access: NotRequired[GpuAccess]
+    environment: NotRequired[dict[str, Any]]  # local, a concrete torch: path, lock_sha256, distributions
 
 
 class SuiteResult(TypedDict):

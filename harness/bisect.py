@@ -1,0 +1,254 @@
+"""Find the first release where one row changed, measuring as few releases as it can (as ``asv find`` does
+over commits): binary search between a good and a bad release of the matrix's release axis.
+
+Each probe runs one cell for one row (``workload:dtype``) and is judged against the good release with the
+same statistics as every verdict: ``same`` keeps the change after it, the bad side's verdict puts it at or
+before it, and an undecided probe gets more rounds (up to the matrix's) and then goes to the side its
+median is nearer. Results already in the folders given are reused; a release with rounds of the row there
+is not measured again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from harness.errors import InputError, Problem
+from harness.executors import launch
+from harness.executors.runs import CellOutcome
+from harness.plan.model import Plan
+from harness.plan.releases import Release, ReleaseAxis, release_axis
+from harness.report import frames, verdicts
+from harness.results import documents
+
+Say = Callable[[str], None]
+Run = Callable[[Plan, Path], list[CellOutcome]]  # run a plan into a folder (launch.run with a request)
+FIRST_ROUNDS = 3  # as qualify: more only where a probe is undecided
+
+
+@dataclass(frozen=True)
+class Probe:
+    release: Release
+    verdict: str  # against the good release: same, slower, faster, inconclusive (or good / bad)
+    ratio: float | None  # median ratio to the good release
+    rounds: int
+    measured: bool  # run by this bisect (False: its rounds were in the folders already)
+
+
+@dataclass(frozen=True)
+class Found:
+    row: str
+    before: Release  # the last release like the good one
+    after: Release  # the first release like the bad one
+    verdict: str  # after against before
+    ratio: float | None
+    what_ran: str | None  # what ran differently between the two, if anything
+    probes: tuple[Probe, ...]
+    measured: int  # releases this bisect ran
+    between: int  # releases from good to bad, both included: what a full sweep would measure
+
+
+def bisect(
+    plan: Plan,
+    row: str,
+    good: str,
+    bad: str,
+    out: Path,
+    reuse: list[Path],
+    run: Run,
+    say: Say,
+) -> Found:
+    """Find where ``row`` changed between the releases ``good`` and ``bad`` of ``plan``'s release axis."""
+    axis, (workload, dtype), lo, hi = _checked(plan, row, good, bad)
+    folders = [*reuse, out]
+    judge = _Judge(plan, workload, dtype, folders, run, out, say)
+    between = abs(hi - lo) + 1
+    step = 1 if hi > lo else -1
+    good_probe, bad_probe = judge.probe(axis.releases[lo], None), judge.probe(axis.releases[hi], None)
+    first = judge.more_rounds(axis.releases[lo], axis.releases[hi])
+    if first.verdict not in ("slower", "faster"):
+        raise InputError.one(
+            row,
+            "--bad",
+            f"{bad} is not judged different from {good} for this row ({first.verdict}, ratio "
+            f"{_ratio(first.ratio)}): there is no change to find; pick a bad release the report calls "
+            "slower or faster",
+        )
+    direction, good_release = first.verdict, axis.releases[lo]
+    probes = [dataclasses.replace(good_probe, verdict="good"), dataclasses.replace(bad_probe, verdict="bad")]
+    while abs(hi - lo) > 1:
+        mid = lo + (hi - lo) // 2 if step > 0 else lo - (lo - hi) // 2
+        release = axis.releases[mid]
+        judge.probe(release, None)
+        seen = judge.more_rounds(good_release, release)
+        if seen.verdict == "same":
+            lo = mid
+        elif seen.verdict == direction:
+            hi = mid
+        else:  # undecided, or a change the other way: the side whose median is nearer
+            to_good = abs(math.log(seen.ratio)) if seen.ratio else math.inf
+            to_bad = abs(math.log(seen.ratio / first.ratio)) if seen.ratio and first.ratio else math.inf
+            lo, hi = (mid, hi) if to_good <= to_bad else (lo, mid)
+        probes.append(Probe(release, seen.verdict, seen.ratio, seen.rounds, judge.ran(release)))
+        say(
+            f"bisect: {release.label} is {seen.verdict} against {good} (ratio {_ratio(seen.ratio)}): the "
+            f"change is between {axis.releases[lo].label} and {axis.releases[hi].label}"
+        )
+    before, after = axis.releases[lo], axis.releases[hi]
+    final = judge.compare(before, after)
+    return Found(
+        row=f"{workload} {dtype}",
+        before=before,
+        after=after,
+        verdict=final.verdict,
+        ratio=final.ratio,
+        what_ran=final.what_ran,
+        probes=tuple(probes),
+        measured=len(judge.measured),
+        between=between,
+    )
+
+
+def _checked(plan: Plan, row: str, good: str, bad: str) -> tuple[ReleaseAxis, tuple[str, str], int, int]:
+    """The axis, the row and the two releases' places, or InputError with the fix for each."""
+    problems = []
+    workload, _, dtype = row.partition(":")
+    rows = {(w, d) for w in plan.suite.get("workloads", []) for d in plan.suite["dtypes"]}
+    if not plan.suite.get("workloads"):
+        problems.append(
+            Problem(plan.source, "suite.workloads", "bisect needs the matrix to list its workloads")
+        )
+    elif (workload, dtype) not in rows:
+        known = ", ".join(f"{w}:{d}" for w, d in sorted(rows))
+        problems.append(
+            Problem(row, "--row", f"is not a row of the matrix; give WORKLOAD:DTYPE, one of {known}")
+        )
+    axis = release_axis(plan.cells)
+    if axis is None:
+        problems.append(
+            Problem(
+                plan.source,
+                "axes",
+                "has no release axis: list cuDNN releases ({wheel: X} cells under one torch) or torch "
+                "versions (under one cuDNN source)",
+            )
+        )
+        raise InputError(problems)
+    names = ", ".join(r.version for r in axis.releases)
+    places = []
+    for flag, name in (("--good", good), ("--bad", bad)):
+        release = axis.find(name)
+        if release is None:
+            problems.append(Problem(name, flag, f"is not a release of the {axis.axis} axis; one of {names}"))
+        else:
+            places.append(axis.releases.index(release))
+    if len(places) == 2 and places[0] == places[1]:
+        problems.append(Problem(bad, "--bad", "is the good release; give two different releases"))
+    if problems:
+        raise InputError(problems)
+    return axis, (workload, dtype), places[0], places[1]
+
+
+@dataclass(frozen=True)
+class _Seen:
+    verdict: str
+    ratio: float | None
+    rounds: int
+    what_ran: str | None
+
+
+class _Judge:
+    """Runs a release's cell for the row where the folders lack it, and judges two releases' rounds."""
+
+    def __init__(
+        self, plan: Plan, workload: str, dtype: str, folders: list[Path], run: Run, out: Path, say: Say
+    ) -> None:
+        self.plan, self.workload, self.dtype = plan, workload, dtype
+        self.folders, self.run, self.out, self.say = folders, run, out, say
+        self.measured: set[str] = set()
+
+    def ran(self, release: Release) -> bool:
+        return release.cell_id in self.measured
+
+    def _frame(self) -> tuple[pd.DataFrame, dict[tuple[str, str, str, str], list[float]]]:
+        loaded = documents.load_many([f for f in self.folders if f.is_dir()])
+        frame = frames.long_form(loaded)
+        if frame.empty:
+            return frame, {}
+        frame = frame[(frame["workload"] == self.workload) & (frame["dtype"] == self.dtype)]
+        return frame, frames.samples(loaded)
+
+    def _rounds(self, release: Release) -> int:
+        frame, _ = self._frame()
+        if frame.empty:
+            return 0
+        return int(((frame["group"] == release.cell_id) & (frame["status"] == "ok")).sum())
+
+    def probe(self, release: Release, rounds: int | None) -> Probe:
+        wanted = rounds or min(FIRST_ROUNDS, self.plan.rounds)
+        have = self._rounds(release)
+        if have < wanted:
+            self.say(f"bisect: measuring {release.label} ({self.workload} {self.dtype}, {wanted} rounds)")
+            cell = self.plan.cell(release.cell_id)
+            probe_plan = dataclasses.replace(
+                self.plan,
+                cells=(cell,),
+                baseline_id=cell.id,
+                suite={
+                    **self.plan.suite,
+                    "workloads": [self.workload],
+                    "dtypes": [self.dtype],
+                    "rows": [f"{self.workload}:{self.dtype}"],
+                },
+                rounds=wanted,
+            )
+            self.run(probe_plan, self.out)
+            self.measured.add(release.cell_id)
+        return Probe(release, "", None, self._rounds(release), release.cell_id in self.measured)
+
+    def compare(self, base: Release, other: Release) -> _Seen:
+        frame, samples = self._frame()
+        table = verdicts.timing(
+            frame,
+            base.cell_id,
+            (base.cell_id, other.cell_id),
+            lambda workload: self.plan.threshold_pct(workload),
+            self.plan.alpha,
+            samples,
+        )
+        if table.empty:
+            return _Seen("missing", None, 0, None)
+        row = table.iloc[0]
+        ratio = float(row["ratio"]) if pd.notna(row.get("ratio")) else None
+        change = row.get("ran_change")
+        return _Seen(
+            str(row["verdict"]),
+            ratio,
+            int(row["rounds_candidate"]),
+            str(change) if pd.notna(change) else None,
+        )
+
+    def more_rounds(self, base: Release, other: Release) -> _Seen:
+        """Rounds up to the matrix's, on both sides, while the two stay undecided."""
+        seen = self.compare(base, other)
+        for rounds in range(min(FIRST_ROUNDS, self.plan.rounds) + 1, self.plan.rounds + 1):
+            if seen.verdict != "inconclusive":
+                break
+            self.probe(base, rounds)
+            self.probe(other, rounds)
+            seen = self.compare(base, other)
+        return seen
+
+
+def _ratio(value: float | None) -> str:
+    return f"{value:.3f}" if value is not None else "n/a"
+
+
+def run_with(request: launch.RunRequest, say: Say, detail: Say | None = None) -> Run:
+    """A ``Run`` that sends each probe through ``launch.run`` with ``request``'s settings, into its folder."""
+    return lambda plan, out: launch.run(plan, dataclasses.replace(request, out=out), say, detail)

@@ -1,0 +1,122 @@
+"""Install Python distributions from a package index or a wheelhouse, with uv where it is found, else pip.
+
+uv installs from a hard-linked cache, so the second environment with the same torch takes seconds; pip is
+the fallback every Python has. Either way one function takes the requirements, where to put them and where
+to find them, and raises ``InstallError`` naming the package and the source when they cannot be had.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+Progress = Callable[[str], None]
+INSTALL_TIMEOUT_S = 3600.0
+# what pip and uv print when the package or the version is not in the source
+_NOT_FOUND = (
+    "No matching distribution",
+    "Could not find a version",
+    "not found in the package registry",
+    "was not found in the provided package locations",
+    "No solution found",
+    "no version of",
+    "Because ",
+)
+
+
+class InstallError(LookupError):
+    """The requirements could not be installed; the message names them and the source."""
+
+
+@dataclass(frozen=True)
+class PackageSource:
+    """Where distributions come from: an index URL, or a wheelhouse folder alone (offline)."""
+
+    index_url: str | None = None
+    wheelhouse: Path | None = None
+
+    def arguments(self) -> list[str]:
+        if self.wheelhouse is not None:
+            return ["--no-index", "--find-links", str(self.wheelhouse.resolve())]
+        return ["--index-url", self.index_url] if self.index_url else []
+
+    def describe(self) -> str:
+        if self.wheelhouse is not None:
+            return f"the wheelhouse {self.wheelhouse}"
+        return f"the index {self.index_url}" if self.index_url else "the default package index"
+
+    def key(self) -> dict[str, str]:
+        """What of the source goes into an environment's identity."""
+        if self.wheelhouse is not None:
+            return {"wheelhouse": str(self.wheelhouse.resolve())}
+        return {"index_url": self.index_url or "default"}
+
+
+def uv() -> str | None:
+    """The uv binary: on PATH, else the one the ``uv`` distribution installed beside this Python."""
+    found = shutil.which("uv")
+    if found:
+        return found
+    beside = Path(sys.executable).parent / "uv"
+    return str(beside) if beside.is_file() and os.access(beside, os.X_OK) else None
+
+
+def tool() -> str:
+    """Which installer ``install`` uses here: 'uv' or 'pip'."""
+    return "uv" if uv() else "pip"
+
+
+def install(
+    requirements: Sequence[str],
+    source: PackageSource,
+    log: Path,
+    *,
+    python: str,
+    target: Path | None = None,
+    no_deps: bool = False,
+    progress: Progress | None = None,
+) -> None:
+    """Install ``requirements`` into ``python``'s environment, or into the folder ``target``.
+
+    The installer's output goes to ``log``; its last lines come with the error."""
+    binary = uv()
+    if binary:
+        command = [binary, "pip", "install", "--python", python]
+    else:
+        command = [python, "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
+    if target is not None:
+        command += ["--target", str(target)]
+    if no_deps:
+        command.append("--no-deps")
+    command += [*source.arguments(), *requirements]
+    say = progress or (lambda line: None)
+    say(f"installing {' '.join(requirements)} from {source.describe()} with {'uv' if binary else 'pip'}")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("a") as out:
+        out.write("$ " + " ".join(command) + "\n")
+        out.flush()
+        try:
+            done = subprocess.run(
+                command,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                timeout=INSTALL_TIMEOUT_S,
+                env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "UV_NO_PROGRESS": "1"},
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise InstallError(f"installing {' '.join(requirements)} failed: {exc}") from None
+    if done.returncode != 0:
+        tail = log.read_text(errors="replace").splitlines()[-12:]
+        missing = any(marker in line for line in tail for marker in _NOT_FOUND)
+        what = "cannot be found in" if missing else "could not be installed from"
+        raise InstallError(
+            f"{' '.join(requirements)} {what} {source.describe()} ({'uv' if binary else 'pip'} exited "
+            f"{done.returncode}; its log: {log}): " + " | ".join(line.strip() for line in tail[-4:])
+        )

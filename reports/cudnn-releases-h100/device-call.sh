@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# One device call of the cuDNN release sweep, as it ran on the GPU machine (repository root, as root):
+#   bash reports/cudnn-releases-h100/device-call.sh STEP SECONDS [OPTIONS...]
+# STEP:
+#   stage     rebuild the cuDNN releases whose delta files this call carried (.cudnn/batches/NN, made here
+#             by ../shared/tools/cudnn-deltas.sh) into /var/tmp/cudnn with cudnn-rebuild.sh (carried in
+#             .cudnn/), each file checked against PyPI's sha256
+#   wheels    zip every rebuilt release into the wheelhouse /var/tmp/wheelhouse (stored, not compressed)
+#   sweep     qualify matrix.yaml on the local backend, {wheel: X} cells from that wheelhouse
+#   bisect    harness bisect OPTIONS (e.g. --row sdpa:bf16 --good 9.12.0.46 --bad 9.19.0 ...)
+#   docker    start the carried Docker engine, import the host's root filesystem, run docker-matrix.yaml
+# Carried: .whl/ (jsonschema and the docker SDK, which the machine's Python lacks), .cudnn/ (deltas and the
+# rebuild script), .gpu-docker/ (../shared/tools/docker-bundle.sh and gpu-docker-up.sh) for the docker step.
+# Everything lives in /var/tmp while the machine is held; each call returns the results as a tarball.
+set -uo pipefail
+step=$1; seconds=${2:-500}
+here=reports/cudnn-releases-h100
+export PYTHONUNBUFFERED=1 PATH=/opt/dk:$PATH HARNESS_CACHE=/var/tmp/harness-cache
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl >/dev/null
+export PYTHONPATH=/tmp/site:$PWD
+res=/var/tmp/sweep
+mkdir -p "$res"
+case $step in
+  stage)
+    for batch in .cudnn/batches/*/; do
+      /usr/bin/time -f "rebuild $batch: %e s" bash .cudnn/cudnn-rebuild.sh "$batch" /var/tmp/cudnn 2>&1 | grep -v '^[0-9]'
+    done ;;
+  wheels)
+    /usr/bin/time -f "wheelhouse: %e s" python3 "$here/wheelhouse.py" /var/tmp/cudnn /var/tmp/wheelhouse ;;
+  sweep)
+    nvidia-smi --query-gpu=name,uuid,driver_version,power.limit --format=csv,noheader | tee -a "$res/gpu.txt"
+    timeout -s INT "$seconds" python3 -m harness qualify --matrix "$here/matrix.yaml" \
+      --wheelhouse /var/tmp/wheelhouse --out "$res/results" --report-out "$res/report" "${@:3}" 2>&1 |
+      tee -a "$res/qualify-output.txt" ;;
+  bisect)
+    timeout -s INT "$seconds" python3 -m harness bisect --matrix "$here/matrix.yaml" \
+      --wheelhouse /var/tmp/wheelhouse --results "$res/results" --out "$res/bisect" "${@:3}" 2>&1 |
+      tee -a "$res/bisect-output.txt" ;;
+  docker)
+    base=gpu-host-root:ubuntu24.04
+    if ! python3 -c "import docker, sys; docker.from_env().images.get(sys.argv[1])" "$base" 2>/dev/null; then
+      /usr/bin/time -f "docker up + import: %e s" bash .gpu-docker/gpu-docker-up.sh .gpu-docker/docker-bin.tar.xz "$base"
+    fi
+    timeout -s INT "$seconds" python3 -m harness qualify --matrix "$here/docker-matrix.yaml" \
+      --wheelhouse /var/tmp/wheelhouse --out "$res/docker" --report-out "$res/docker-report" "${@:3}" 2>&1 |
+      tee -a "$res/docker-output.txt" ;;
+esac
+echo "exit ${PIPESTATUS[0]}"
+df -h /var/tmp | tail -1
+tar -C "$res" -czf "$OUT/sweep.tar.gz" .
