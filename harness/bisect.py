@@ -74,7 +74,7 @@ def bisect(
     if first.verdict not in ("slower", "faster"):
         raise InputError.one(
             row,
-            "--bad",
+            "bad",
             f"{bad} is not judged different from {good} for this row ({first.verdict}, ratio "
             f"{_ratio(first.ratio)}): there is no change to find; pick a bad release the report calls "
             "slower or faster",
@@ -126,7 +126,7 @@ def _checked(plan: Plan, row: str, good: str, bad: str) -> tuple[ReleaseAxis, tu
     elif (workload, dtype) not in rows:
         known = ", ".join(f"{w}:{d}" for w, d in sorted(rows))
         problems.append(
-            Problem(row, "--row", f"is not a row of the matrix; give WORKLOAD:DTYPE, one of {known}")
+            Problem(row, "row", f"is not a row of the matrix; give WORKLOAD:DTYPE, one of {known}")
         )
     axis = release_axis(plan.cells)
     if axis is None:
@@ -141,14 +141,14 @@ def _checked(plan: Plan, row: str, good: str, bad: str) -> tuple[ReleaseAxis, tu
         raise InputError(problems)
     names = ", ".join(r.version for r in axis.releases)
     places = []
-    for flag, name in (("--good", good), ("--bad", bad)):
+    for flag, name in (("good", good), ("bad", bad)):
         release = axis.find(name)
         if release is None:
             problems.append(Problem(name, flag, f"is not a release of the {axis.axis} axis; one of {names}"))
         else:
             places.append(axis.releases.index(release))
     if len(places) == 2 and places[0] == places[1]:
-        problems.append(Problem(bad, "--bad", "is the good release; give two different releases"))
+        problems.append(Problem(bad, "bad", "is the good release; give two different releases"))
     if problems:
         raise InputError(problems)
     return axis, (workload, dtype), places[0], places[1]

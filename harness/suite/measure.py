@@ -5,7 +5,7 @@ does: the L2 cache is flushed first, and a GPU sleep kernel is queued before the
 the host enqueues the timed call while the GPU is still busy; the events are reused and Python's
 garbage collector is off while sampling (as in timeit and pyperf). The harness's first timer (new
 events per sample, no block, GC on) drifted inside a full-suite run on our H100 (conv 3x3 bf16:
-tenths of the samples rose from 57.6 to 106 µs; reports/gpu-local-cudnn-sources-v0-timer); this
+tenths of the samples rose from 57.6 to 106 µs; reports/gpu-local-cudnn-sources-v0-timer at 3c2b42d); this
 one did not. benchmarks/timing_method.py compares the three timers in a fresh process, where the
 drift did not reproduce, so its cause in the long run is not pinned down. On the CPU each sample is
 a ``perf_counter`` pair. The GPU sleep is sized per workload to cover the host's enqueue time
