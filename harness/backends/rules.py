@@ -59,6 +59,14 @@ def docker(cells: Sequence[Cell]) -> list[CellProblem]:
                     "needs a concrete torch (e.g. '2.11.0+cu130') and python (e.g. '3.12')",
                 )
             )
+        elif "+" not in cell.torch:
+            found.append(
+                CellProblem(
+                    "torch",
+                    f"cell {cell.id}: backend: docker needs torch with its variant, e.g. '2.13.0+cu130' or "
+                    "'2.13.0+cpu': the variant picks PyTorch's index and the CUDA base image",
+                )
+            )
         elif cell.base_image == "auto" and cell.torch.split("+")[1] not in ("cpu", *CUDA_BASES):
             found.append(
                 CellProblem(

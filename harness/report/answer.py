@@ -109,10 +109,11 @@ def _validity(analysis: Analysis, name: Callable[[str], str] = str) -> list[str]
             if "cudnn" in doc and doc["cudnn"].get("compat_check_overridden")
         }
     )
-    for group in overridden:
+    if overridden:
+        which = ", ".join(name(group) for group in overridden)
         found.append(
-            f"{name(group)} ran a cuDNN that its torch refuses by default (older than it was built "
-            "against), with PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK=1: a setup torch does not support."
+            f"{which} ran a cuDNN that its torch refuses by default (older than it was built against), "
+            "with PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK=1: a setup torch does not support."
         )
     anyway = sorted(
         {

@@ -4,13 +4,13 @@
 # STEP:
 #   stage     rebuild the cuDNN releases whose delta files this call carried (.cudnn/batches/NN, made here
 #             by ../shared/tools/cudnn-deltas.sh) into /var/tmp/cudnn with cudnn-rebuild.sh (carried in
-#             .cudnn/), each file checked against PyPI's sha256
+#             .dev/, a copy of ../shared/tools/cudnn-rebuild.sh), each file checked against PyPI's sha256
 #   wheels    zip every rebuilt release into the wheelhouse /var/tmp/wheelhouse (stored, not compressed)
 #   sweep     qualify matrix.yaml on the local backend, {wheel: X} cells from that wheelhouse
 #   bisect    harness bisect OPTIONS (e.g. --row sdpa:bf16 --good 9.12.0.46 --bad 9.19.0 ...)
 #   docker    start the carried Docker engine, import the host's root filesystem, run docker-matrix.yaml
-# Carried: .whl/ (jsonschema and the docker SDK, which the machine's Python lacks), .cudnn/ (deltas and the
-# rebuild script), .gpu-docker/ (../shared/tools/docker-bundle.sh and gpu-docker-up.sh) for the docker step.
+# Carried: .whl/ (jsonschema and the docker SDK, which the machine's Python lacks), .cudnn/batches/NN (deltas),
+# .dev/ (the rebuild script), .gpu-docker/ (../shared/tools/docker-bundle.sh and gpu-docker-up.sh) for docker.
 # Everything lives in /var/tmp while the machine is held; each call returns the results as a tarball.
 set -uo pipefail
 step=$1; seconds=${2:-500}
@@ -23,7 +23,7 @@ mkdir -p "$res"
 case $step in
   stage)
     for batch in .cudnn/batches/*/; do
-      /usr/bin/time -f "rebuild $batch: %e s" bash .cudnn/cudnn-rebuild.sh "$batch" /var/tmp/cudnn 2>&1 | grep -v '^[0-9]'
+      /usr/bin/time -f "rebuild $batch: %e s" bash .dev/cudnn-rebuild.sh "$batch" /var/tmp/cudnn
     done ;;
   wheels)
     /usr/bin/time -f "wheelhouse: %e s" python3 "$here/wheelhouse.py" /var/tmp/cudnn /var/tmp/wheelhouse ;;
