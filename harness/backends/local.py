@@ -200,7 +200,7 @@ class LocalBackend:
     ) -> tuple[dict[str, str], dict[str, Any]]:
         """Environment overrides and the suite's cuDNN expectation for this cell, run by ``python``."""
         info = self._probe_interpreter(python)
-        if cell.torch != "installed" and info["torch_version"] != cell.torch:
+        if cell.torch != "installed" and not _same_build(cell.torch, info["torch_version"]):
             raise ValueError(
                 f"the cell asks for torch {cell.torch}, but {python} has torch {info['torch_version']}"
             )
@@ -271,6 +271,11 @@ class LocalBackend:
     def _relay(self, follow: TextIO, prefix: str) -> None:
         for line in follow.readlines():
             self.progress(prefix + line.rstrip())
+
+
+def _same_build(wanted: str, have: str | None) -> bool:
+    """'2.13.0+cpu' is that build only; a bare '2.13.0' (PyPI's) is any local variant of 2.13.0."""
+    return have == wanted or ("+" not in wanted and (have or "").split("+")[0] == wanted)
 
 
 def _older(version: str, than: str | None) -> bool:

@@ -21,13 +21,15 @@ from harness.environments import cache, packages
 
 Progress = Callable[[str], None]
 ENV_FORMAT = 1  # bump when what an environment holds changes, so older ones are not reused
-# run by the environment's own Python: its distributions, each with the sha256 of its RECORD, and how many
-# files their RECORDs list that are gone (a damaged environment)
+# run by the environment's own Python: its distributions, each with the sha256 of its RECORD (the hashes of
+# its files), and how many files their RECORDs list that are gone (a damaged environment)
 _LOCK = """
 import hashlib, importlib.metadata as m, json, os
 rows, missing = [], 0
 for d in m.distributions():
-    record = d.read_text("RECORD") or ""
+    # lines of files outside site-packages (scripts in bin/) name the environment's own path: left out
+    lines = (d.read_text("RECORD") or "").splitlines(True)
+    record = "".join(line for line in lines if not line.startswith(".."))
     rows.append([d.metadata["Name"], d.version, hashlib.sha256(record.encode()).hexdigest()])
     missing += sum(not os.path.exists(d.locate_file(f)) for f in d.files or ())
 print(json.dumps({"lock": sorted(rows), "missing": missing}))
@@ -137,8 +139,10 @@ def _interpreter(version: str) -> str:
 
 def _lock(python: str) -> list[list[str]]:
     try:
+        # -I: isolated, so the lock is the environment's alone, not also the current directory's (python -c
+        # puts it on sys.path: a checkout's *.egg-info counted as installed) nor $PYTHONPATH's
         out = subprocess.run(
-            [python, "-c", _LOCK], capture_output=True, text=True, timeout=120, check=True
+            [python, "-I", "-c", _LOCK], capture_output=True, text=True, timeout=120, check=True
         ).stdout
         found = json.loads(out)
         rows: list[list[str]] = found["lock"]
