@@ -28,6 +28,13 @@ baseline: {cudnn: bundled}
 """
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _harness_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Environments and cuDNN releases the tests make go to a folder of the test session's, never the
+    user's cache (a test that wants its own sets HARNESS_CACHE itself)."""
+    os.environ.setdefault("HARNESS_CACHE", str(tmp_path_factory.mktemp("harness-cache")))
+
+
 def harness_env() -> dict[str, str]:
     existing = os.environ.get("PYTHONPATH")
     return {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *([existing] if existing else [])])}
