@@ -90,8 +90,13 @@ def _same_version(wanted: str, have: str) -> bool:
     return want == have.split(".")[: len(want)]
 
 
-def build_shadow(site_packages: Path, lib_dir: Path, dest: Path) -> Path:
-    """Make ``dest`` a view of ``site_packages`` whose ``nvidia/cudnn/lib`` is ``lib_dir``'s cuDNN."""
+def build_shadow(site_packages: Path, lib_dir: Path, dest: Path, version: str | None = None) -> Path:
+    """Make ``dest`` a view of ``site_packages`` whose ``nvidia/cudnn/lib`` is ``lib_dir``'s cuDNN.
+
+    ``version`` (e.g. 9.14.0): each ``libcudnn*.so.N`` also gets the alias ``.so.9.14.0``. cuDNN opens
+    its sub-libraries by that name first (through its RUNPATH ``$ORIGIN``, then the ld.so cache); a wheel
+    has only ``.so.N``, so without the alias a system cuDNN of the same release would be found first
+    (seen with the 9.14.0.64 wheel beside NVIDIA's 9.14.0 package: two builds in one process)."""
     dest.mkdir(parents=True, exist_ok=True)
     for entry in site_packages.iterdir():
         if entry.name != "nvidia":
@@ -106,4 +111,9 @@ def build_shadow(site_packages: Path, lib_dir: Path, dest: Path) -> Path:
     lib.mkdir(parents=True)
     for library in sorted(lib_dir.glob("libcudnn*.so*")):
         (lib / library.name).symlink_to(library.resolve())
+    if version:
+        for library in sorted(lib_dir.glob("libcudnn*.so.[0-9]")):
+            alias = lib / f"{library.name.rsplit('.', 1)[0]}.{'.'.join(version.split('.')[:3])}"
+            if not alias.exists():
+                alias.symlink_to(library.resolve())
     return dest

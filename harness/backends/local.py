@@ -220,7 +220,7 @@ class LocalBackend:
                 release = self._cudnn_release(info, str(cell.cudnn.value))
                 lib_dir, version = release.lib_dir, release.version
             site_packages = Path(info["torch_dir"]).parent
-            shadow = cudnn_dirs.build_shadow(site_packages, lib_dir, scratch / "site-packages")
+            shadow = cudnn_dirs.build_shadow(site_packages, lib_dir, scratch / "site-packages", version)
             paths.insert(0, str(shadow))
             if kind == "system" or _older(version, info.get("cudnn_wheel")):
                 # torch refuses a runtime older than it was built against; the result records that it did

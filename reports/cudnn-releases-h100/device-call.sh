@@ -2,14 +2,16 @@
 # One device call of the cuDNN release sweep, as it ran on the GPU machine (repository root, as root):
 #   bash reports/cudnn-releases-h100/device-call.sh STEP SECONDS [OPTIONS...]
 # STEP:
-#   stage     rebuild the cuDNN releases whose delta files this call carried (.cudnn/batches/NN, made here
+#   stage     rebuild the cuDNN releases whose delta files this call carried (OPTIONS: the batch folders, made here
 #             by ../shared/tools/cudnn-deltas.sh) into /var/tmp/cudnn with cudnn-rebuild.sh (carried in
 #             .dev/, a copy of ../shared/tools/cudnn-rebuild.sh), each file checked against PyPI's sha256
 #   wheels    zip every rebuilt release into the wheelhouse /var/tmp/wheelhouse (stored, not compressed)
-#   sweep     qualify matrix.yaml on the local backend, {wheel: X} cells from that wheelhouse
+#   sweep     qualify matrix.yaml on the local backend, {wheel: X} cells from that wheelhouse (first lease)
+#   upper     qualify matrix-upper.yaml the same way (second lease)
 #   bisect    harness bisect OPTIONS (e.g. --row sdpa:bf16 --good 9.12.0.46 --bad 9.19.0 ...)
-#   docker    start the carried Docker engine, import the host's root filesystem, run docker-matrix.yaml
-# Carried: .whl/ (jsonschema and the docker SDK, which the machine's Python lacks), .cudnn/batches/NN (deltas),
+#   docker-up start the carried Docker engine, import the host's root filesystem as gpu-host-root:ubuntu24.04
+#   docker    qualify docker-matrix.yaml (the docker backend, the same wheelhouse)
+# Carried: .whl/ (jsonschema and the docker SDK, which the machine's Python lacks), .lease/X/NN (the deltas),
 # .dev/ (the rebuild script), .gpu-docker/ (../shared/tools/docker-bundle.sh and gpu-docker-up.sh) for docker.
 # Everything lives in /var/tmp while the machine is held; each call returns the results as a tarball.
 set -uo pipefail
@@ -22,9 +24,12 @@ res=/var/tmp/sweep
 mkdir -p "$res"
 case $step in
   stage)
-    for batch in .cudnn/batches/*/; do
+    for batch in "${@:3}"; do
       /usr/bin/time -f "rebuild $batch: %e s" bash .dev/cudnn-rebuild.sh "$batch" /var/tmp/cudnn
     done ;;
+  smoke)  # one wheel cell and the bundled one, two rows, one round: the path works before the sweep runs
+    python3 -m harness run --matrix .dev/smoke.yaml --wheelhouse /var/tmp/wheelhouse --out "$res/smoke" 2>&1 |
+      tee -a "$res/smoke-output.txt" ;;
   wheels)
     /usr/bin/time -f "wheelhouse: %e s" python3 "$here/wheelhouse.py" /var/tmp/cudnn /var/tmp/wheelhouse ;;
   sweep)
@@ -32,15 +37,20 @@ case $step in
     timeout -s INT "$seconds" python3 -m harness qualify --matrix "$here/matrix.yaml" \
       --wheelhouse /var/tmp/wheelhouse --out "$res/results" --report-out "$res/report" "${@:3}" 2>&1 |
       tee -a "$res/qualify-output.txt" ;;
+  upper)
+    timeout -s INT "$seconds" python3 -m harness qualify --matrix "$here/matrix-upper.yaml" \
+      --wheelhouse /var/tmp/wheelhouse --out "$res/upper" --report-out "$res/upper-report" "${@:3}" 2>&1 |
+      tee -a "$res/upper-output.txt" ;;
   bisect)
     timeout -s INT "$seconds" python3 -m harness bisect --matrix "$here/matrix.yaml" \
       --wheelhouse /var/tmp/wheelhouse --results "$res/results" --out "$res/bisect" "${@:3}" 2>&1 |
       tee -a "$res/bisect-output.txt" ;;
-  docker)
+  docker-up)
     base=gpu-host-root:ubuntu24.04
     if ! python3 -c "import docker, sys; docker.from_env().images.get(sys.argv[1])" "$base" 2>/dev/null; then
       /usr/bin/time -f "docker up + import: %e s" bash .gpu-docker/gpu-docker-up.sh .gpu-docker/docker-bin.tar.xz "$base"
-    fi
+    fi ;;
+  docker)
     timeout -s INT "$seconds" python3 -m harness qualify --matrix "$here/docker-matrix.yaml" \
       --wheelhouse /var/tmp/wheelhouse --out "$res/docker" --report-out "$res/docker-report" "${@:3}" 2>&1 |
       tee -a "$res/docker-output.txt" ;;
