@@ -1,6 +1,7 @@
 """Issue 19: can fewer rounds give the same verdicts? Resampling committed H100 rounds of suite 0.5.
 
-    python -m benchmarks.early_verdicts [--trials 300] [--timed-prefix 0.5]
+    git archive ce74bb4 reports/qualify-cost/today | tar -x -C /tmp   # removed from the tree, in git there
+    python -m benchmarks.early_verdicts [--trials 300] [--timed-prefix 0.5] [--today DIR]
 
 Today a row's verdict needs 7 rounds (processes) per side: the exact Mann-Whitney U test on per-round
 medians cannot reach p < 0.002 with fewer. ``harness.report.stats.judge`` now judges fewer rounds (3 or
@@ -78,11 +79,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=300)
     parser.add_argument("--timed-prefix", type=float, help="round medians of the first S s of timed work")
+    parser.add_argument(
+        "--today",
+        type=Path,
+        default=Path("/tmp/reports/qualify-cost/today"),
+        help="session 26's qualify-cost/today results (git archive ce74bb4 reports/qualify-cost/today)",
+    )
     args = parser.parse_args()
     rng = random.Random(20261123)
     runs = [
         sorted((REPO / "reports" / "gpu-verdicts").glob("results-shard*")),
-        [REPO / "reports" / "qualify-cost" / "today"],
+        [args.today],
     ]
     rows, aa_sides = [], []
     for folders in runs:

@@ -2,8 +2,9 @@
 
     python -m benchmarks.stopping_rule [RESULTS_DIR ...]
 
-Reads committed H100 results (default: gpu-verdicts, 21 runs of 16 measurements, and gpu-suite-default-0.5,
-6 runs of the default profile; both suite 0.5) and prints, from what each result recorded:
+Reads committed H100 results (default: gpu-verdicts, 21 runs of 16 measurements; both suite 0.5; add
+gpu-suite-default-0.5's 6 runs of the default profile from git: ``git archive ce74bb4
+reports/gpu-suite-default-0.5/results | tar -x -C /tmp``) and prints, from what each result recorded:
 
 1. per run: the process's wall time, the suite's, the sampling loops', and the timed GPU work (the sum of
    the samples), each as a share of the process's;
@@ -30,10 +31,7 @@ import numpy as np
 from harness import jsonio
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT = [
-    *sorted((REPO / "reports" / "gpu-verdicts").glob("results-shard*")),
-    REPO / "reports" / "gpu-suite-default-0.5" / "results",
-]
+DEFAULT = sorted((REPO / "reports" / "gpu-verdicts").glob("results-shard*"))
 TARGET = 0.005  # harness.suite.measure.TARGET_REL_NOISE
 MIN_SAMPLES = 10
 BUDGETS_S = (0.25, 0.5, 1.0)

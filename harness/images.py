@@ -200,7 +200,7 @@ def _image_torch_wheel(
         download = ""
     else:
         index = f"--index-url {options.index_url} " if options.index_url else ""
-        if index and not _SAFE_URL.match(str(options.index_url)):
+        if index and not _SAFE_URL.fullmatch(str(options.index_url)):
             raise InputError(
                 [Problem("--index-url", "", f"{options.index_url!r} is not a plain http(s) URL")]
             )

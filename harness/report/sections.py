@@ -84,7 +84,7 @@ def _series_sections(view: View, analysis: Analysis) -> list[Section]:
         if series.changes
         else "No row changed between two neighbouring releases.",
         ("change",) if series.changes else (),
-        tuple((c.line(),) for c in series.changes),
+        tuple((c.line(series.ratios["knobs"].nunique() > 1),) for c in series.changes),
     )
     return [across, changes]
 

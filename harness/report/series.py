@@ -19,7 +19,7 @@ from harness.plan.releases import ReleaseAxis, release_axis
 from harness.report import verdicts
 from harness.report.frames import KEYS
 
-CHANGED = ("slower", "faster")
+CHANGED = ("slower", "faster", "failed")  # failed: ran at the earlier release, not at the later one
 
 
 @dataclass(frozen=True)
@@ -35,11 +35,12 @@ class Change:
     ratio: float | None  # after / before
     what_ran: str | None  # what ran differently, if anything
 
-    def line(self) -> str:
-        """``<row>: <release> -> <next release>, <what changed in what ran>, <ratio>``."""
+    def line(self, knobs_shown: bool = True) -> str:
+        """``<row>: <release> -> <next release>, <what changed in what ran>, <ratio>``; the knobs in the
+        row's name where a matrix has several knob sets."""
         ran = self.what_ran or "the same kernels"
         ratio = f"ratio {self.ratio:.3f} ({self.verdict})" if self.ratio is not None else self.verdict
-        knobs = f" [{self.knobs}]" if self.knobs else ""
+        knobs = f" [{self.knobs}]" if self.knobs and knobs_shown else ""
         return f"{self.workload} {self.dtype}{knobs}: {self.before} -> {self.after}, {ran}, {ratio}"
 
 
@@ -125,7 +126,13 @@ def build(
             frame, earlier.cell_id, (earlier.cell_id, later.cell_id), threshold_pct, alpha, samples
         )
         for row in pair.to_dict("records"):
-            if row["verdict"] in CHANGED or row.get("what_ran") == "changed":
+            ran_once = row["verdict"] == "missing" and str(row.get("reason")).startswith("no baseline")
+            if row["verdict"] in CHANGED or ran_once or row.get("what_ran") == "changed":
+                what = row.get("ran_change") if isinstance(row.get("ran_change"), str) else None
+                if row["verdict"] == "failed" or ran_once:  # ran on one side only: say why not
+                    failed_at = earlier.label if ran_once else later.label
+                    why = str(row.get("reason")).split(": ", 1)[-1]
+                    what = f"failed at {failed_at}: {why}"[:300]
                 changes.append(
                     Change(
                         row["workload"],
@@ -133,9 +140,9 @@ def build(
                         row["knobs"],
                         earlier.label,
                         later.label,
-                        str(row["verdict"]),
+                        "ran again" if ran_once else str(row["verdict"]),
                         _number(row.get("ratio")),
-                        row.get("ran_change") if isinstance(row.get("ran_change"), str) else None,
+                        what,
                     )
                 )
     order = {key: i for i, key in enumerate(rows)}

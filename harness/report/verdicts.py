@@ -201,7 +201,7 @@ def _change(a: pd.Series[Any], b: pd.Series[Any]) -> str:
         return f"attention backend {_recorded(a['attention_backend'])} -> {_recorded(b['attention_backend'])}"
     top = _recorded(a.get("top_kernel")), _recorded(b.get("top_kernel"))
     kernels = (
-        f"largest kernel: {short_kernel(top[0])} -> {short_kernel(top[1])}"
+        "largest kernel: " + _kernel_change(top[0], top[1])
         if top[0] != top[1] and isinstance(top[0], str) and isinstance(top[1], str)
         else None
     )
@@ -212,6 +212,16 @@ def _change(a: pd.Series[Any], b: pd.Series[Any]) -> str:
         return kernels
     before, after = set(str(a["ran"]).split(RAN_SEPARATOR)), set(str(b["ran"]).split(RAN_SEPARATOR))
     return f"other kernels: {len(after - before)} new, {len(before - after)} gone"
+
+
+def _kernel_change(a: str, b: str) -> str:
+    """``a -> b`` by their short names; where those are alike (long generated names cut at the same
+    place), from a little before the first character where the names differ."""
+    short = short_kernel(a), short_kernel(b)
+    if short[0] != short[1]:
+        return f"{short[0]} -> {short[1]}"
+    start = max(0, next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b))) - 24)
+    return f"…{a[start : start + 48]} -> …{b[start : start + 48]}"
 
 
 def _recorded(value: Any) -> Any:
