@@ -46,7 +46,7 @@ def document(
     return Document(title, header, tuple(s for s in sections if s is not None), extracts)
 
 
-_MARKS = {"slower": " ▼", "faster": " ▲", "same": " ↔"}
+_MARKS = {"slower": " ▼", "faster": " ▲", "same": " ↔", "failed": " ✗", "ran again": " ✓"}
 
 
 def _series_sections(view: View, analysis: Analysis) -> list[Section]:
@@ -74,7 +74,8 @@ def _series_sections(view: View, analysis: Analysis) -> list[Section]:
         "order. "
         "▼ / ▲ marks the release where the row became slower / faster than the release before it (the same "
         "statistics as every verdict, the earlier release as the baseline); ↔ where other kernels ran at "
-        "the same time." + (f" Off the axis, in the tables below: {', '.join(off)}." if off else "")
+        "the same time; ✗ / ✓ where the row stopped / started running."
+        + (f" Off the axis, in the tables below: {', '.join(off)}." if off else "")
     )
     across = Section(f"Across {axis} releases", intro, (*KEYS, *series.labels), tuple(rows))
     changes = Section(

@@ -220,7 +220,8 @@ def _kernel_change(a: str, b: str) -> str:
     short = short_kernel(a), short_kernel(b)
     if short[0] != short[1]:
         return f"{short[0]} -> {short[1]}"
-    start = max(0, next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b))) - 24)
+    common = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    start = max(0, common - 24)
     return f"…{a[start : start + 48]} -> …{b[start : start + 48]}"
 
 
