@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -224,14 +225,21 @@ def test_qualify_adds_rounds_only_for_the_rows_still_undecided(tmp_path, write_m
     out, report = tmp_path / "results", tmp_path / "report"
     done = run_cli("qualify", "--matrix", str(path), "--out", str(out), "--report-out", str(report))
     assert done.returncode in (0, 1), done.stdout + done.stderr
-    assert "round 4 of at most 4: 1 rows still undecided; running relu fp32 again in 2 cells" in done.stdout
+    # which rows are still undecided after 3 rounds depends on the host's noise: relu's 0.01 % always is,
+    # conv on a quiet host is not; round 4 runs exactly the rows qualify named
+    again = re.search(
+        r"round 4 of at most 4: \d+ rows still undecided; running (.+) again in 2 cells", done.stdout
+    )
+    assert again, done.stdout
+    rerun = {row.split()[0] for row in again.group(1).split(", ")}
+    assert "relu" in rerun and rerun <= {"relu", "conv2d_r50_3x3"}
     loaded = documents.load(out)
     rounds = {(d["cell"]["id"], d["run"]["round"]): d for d in loaded.documents}
     plan = matrix.load(path)
     assert set(rounds) == {(c.id, r) for c in plan.cells for r in (1, 2, 3, 4)}
     for (_cell, round_index), doc in rounds.items():
         measured = {m["workload"] for m in doc["measurements"]}
-        assert measured == ({"relu"} if round_index == 4 else {"relu", "conv2d_r50_3x3"})
+        assert measured == (rerun if round_index == 4 else {"relu", "conv2d_r50_3x3"})
         has_numerics = any("numerics" in m for m in doc["measurements"])
         assert has_numerics == (round_index == 1)
         assert all(set(m["phases_s"]) >= {"build", "sampling"} for m in doc["measurements"])
@@ -239,6 +247,7 @@ def test_qualify_adds_rounds_only_for_the_rows_still_undecided(tmp_path, write_m
     assert folder.stored_plan(out).rounds == 4  # the folder keeps the whole plan for later reports
     verdict = json.loads((report / "verdict.json").read_text())
     rows = {r["workload"]: r for r in verdict["comparisons"]}
-    assert (rows["conv2d_r50_3x3"]["rounds_baseline"], rows["conv2d_r50_3x3"]["verdict"]) == (3, "same")
-    assert "3+3 rounds, Welch's t on log medians" in rows["conv2d_r50_3x3"]["reason"]
+    if "conv2d_r50_3x3" not in rerun:  # decided in 3 rounds
+        assert (rows["conv2d_r50_3x3"]["rounds_baseline"], rows["conv2d_r50_3x3"]["verdict"]) == (3, "same")
+        assert "3+3 rounds, Welch's t on log medians" in rows["conv2d_r50_3x3"]["reason"]
     assert rows["relu"]["rounds_baseline"] == rows["relu"]["rounds_candidate"] == 4
