@@ -96,6 +96,19 @@ def install(
     command += [*source.arguments(), *requirements]
     say = progress or (lambda line: None)
     say(f"installing {' '.join(requirements)} from {source.describe()} with {'uv' if binary else 'pip'}")
+    code, tail = run_logged(command, log, INSTALL_TIMEOUT_S, f"installing {' '.join(requirements)}")
+    if code != 0:
+        missing = any(marker in line for line in tail for marker in _NOT_FOUND)
+        what = "cannot be found in" if missing else "could not be installed from"
+        raise InstallError(
+            f"{' '.join(requirements)} {what} {source.describe()} ({'uv' if binary else 'pip'} exited "
+            f"{code}; its log: {log}): " + " | ".join(line.strip() for line in tail[-4:])
+        )
+
+
+def run_logged(command: Sequence[str], log: Path, timeout_s: float, what: str) -> tuple[int, list[str]]:
+    """Run an installer's ``command`` with its output appended to ``log`` (after the command line); its exit
+    code and the log's last lines. Raises InstallError, naming ``what``, where it cannot run or times out."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("a") as out:
         out.write("$ " + " ".join(command) + "\n")
@@ -106,17 +119,10 @@ def install(
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                timeout=INSTALL_TIMEOUT_S,
+                timeout=timeout_s,
                 env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "UV_NO_PROGRESS": "1"},
                 check=False,
             )
         except (OSError, subprocess.SubprocessError) as exc:
-            raise InstallError(f"installing {' '.join(requirements)} failed: {exc}") from None
-    if done.returncode != 0:
-        tail = log.read_text(errors="replace").splitlines()[-12:]
-        missing = any(marker in line for line in tail for marker in _NOT_FOUND)
-        what = "cannot be found in" if missing else "could not be installed from"
-        raise InstallError(
-            f"{' '.join(requirements)} {what} {source.describe()} ({'uv' if binary else 'pip'} exited "
-            f"{done.returncode}; its log: {log}): " + " | ".join(line.strip() for line in tail[-4:])
-        )
+            raise InstallError(f"{what} failed: {exc}") from None
+    return done.returncode, log.read_text(errors="replace").splitlines()[-12:]

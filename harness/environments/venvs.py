@@ -117,14 +117,13 @@ def _create_venv(entry: Path, python: str, spec_base: str, log: Path) -> None:
         command = [binary, "venv", "--quiet", "--python", base, str(entry)]
     else:
         command = [base, "-m", "venv", str(entry)]
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("a") as out:
-        out.write("$ " + " ".join(command) + "\n")
-        out.flush()
-        done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=False, timeout=600)
-    if done.returncode != 0 or not (entry / "bin" / "python").exists():
-        tail = " | ".join(log.read_text(errors="replace").splitlines()[-3:])
-        raise packages.InstallError(f"could not create a virtual environment with Python {python}: {tail}")
+    code, tail = packages.run_logged(
+        command, log, 600, f"creating a virtual environment with Python {python}"
+    )
+    if code != 0 or not (entry / "bin" / "python").exists():
+        raise packages.InstallError(
+            f"could not create a virtual environment with Python {python}: " + " | ".join(tail[-3:])
+        )
 
 
 def _interpreter(version: str) -> str:
