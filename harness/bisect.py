@@ -68,7 +68,6 @@ def bisect(
     folders = [*reuse, out]
     judge = _Judge(plan, workload, dtype, folders, run, out, say)
     between = abs(hi - lo) + 1
-    step = 1 if hi > lo else -1
     good_probe, bad_probe = judge.probe(axis.releases[lo], None), judge.probe(axis.releases[hi], None)
     first = judge.more_rounds(axis.releases[lo], axis.releases[hi])
     if first.verdict not in ("slower", "faster"):
@@ -82,7 +81,7 @@ def bisect(
     direction, good_release = first.verdict, axis.releases[lo]
     probes = [dataclasses.replace(good_probe, verdict="good"), dataclasses.replace(bad_probe, verdict="bad")]
     while abs(hi - lo) > 1:
-        mid = lo + (hi - lo) // 2 if step > 0 else lo - (lo - hi) // 2
+        mid = (lo + hi) // 2  # strictly between while they are two or more apart, either way round
         release = axis.releases[mid]
         judge.probe(release, None)
         seen = judge.more_rounds(good_release, release)
@@ -171,17 +170,22 @@ class _Judge:
         self.plan, self.workload, self.dtype = plan, workload, dtype
         self.folders, self.run, self.out, self.say = folders, run, out, say
         self.measured: set[str] = set()
+        self._loaded: tuple[pd.DataFrame, dict[tuple[str, str, str, str], list[float]]] | None = None
 
     def ran(self, release: Release) -> bool:
         return release.cell_id in self.measured
 
     def _frame(self) -> tuple[pd.DataFrame, dict[tuple[str, str, str, str], list[float]]]:
-        loaded = documents.load_many([f for f in self.folders if f.is_dir()])
-        frame = frames.long_form(loaded)
-        if frame.empty:
-            return frame, {}
-        frame = frame[(frame["workload"] == self.workload) & (frame["dtype"] == self.dtype)]
-        return frame, frames.samples(loaded)
+        """The row's rounds in the folders, read again only after a probe ran."""
+        if self._loaded is None:
+            loaded = documents.load_many([f for f in self.folders if f.is_dir()])
+            frame = frames.long_form(loaded)
+            if frame.empty:
+                self._loaded = frame, {}
+            else:
+                row = frame[(frame["workload"] == self.workload) & (frame["dtype"] == self.dtype)]
+                self._loaded = row, frames.samples(loaded)
+        return self._loaded
 
     def _rounds(self, release: Release) -> int:
         frame, _ = self._frame()
@@ -208,6 +212,7 @@ class _Judge:
                 rounds=wanted,
             )
             self.run(probe_plan, self.out)
+            self._loaded = None
             self.measured.add(release.cell_id)
         return Probe(release, "", None, self._rounds(release), release.cell_id in self.measured)
 

@@ -35,14 +35,6 @@ def local(cells: Sequence[Cell]) -> list[CellProblem]:
     return found
 
 
-def _cpu_torch_cudnn(cell: Cell) -> CellProblem:
-    return CellProblem(
-        "cudnn",
-        f"cell {cell.id}: a CPU build of torch loads no cuDNN; pair it with cudnn: bundled or disabled "
-        "(rules: exclude)",
-    )
-
-
 def docker(cells: Sequence[Cell]) -> list[CellProblem]:
     """The docker backend builds an image per cell: concrete versions, a known or named base image."""
     found = []
@@ -77,7 +69,13 @@ def docker(cells: Sequence[Cell]) -> list[CellProblem]:
                 )
             )
         elif cell.torch.endswith("+cpu") and kind in ("wheel", "system"):
-            found.append(_cpu_torch_cudnn(cell))
+            found.append(
+                CellProblem(
+                    "cudnn",
+                    f"cell {cell.id}: a CPU build of torch loads no cuDNN; "
+                    "pair it with cudnn: bundled or disabled (rules: exclude)",
+                )
+            )
         if (
             kind == "system"
             and value != "image"
