@@ -118,16 +118,9 @@ def is_document(name: str) -> bool:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.chmod(tmp, FILE_MODE)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write ``text`` as UTF-8 whatever it holds: what UTF-8 cannot encode (a lone surrogate from a
+    file name that was not UTF-8) is written as its backslash escape, never a traceback."""
+    write_bytes_atomic(path, text.encode("utf-8", errors="backslashreplace"))
 
 
 def output_folder(path: Path, option: str) -> Path:
