@@ -5,6 +5,8 @@ one), gzip for names ending in ``.gz`` (result files: raw samples compress about
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import gzip
 import io
 import json
@@ -14,7 +16,7 @@ import stat
 import tempfile
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, Literal
 
 from harness.errors import InputError, Problem
 
@@ -121,6 +123,64 @@ def write_text_atomic(path: Path, text: str) -> None:
     """Write ``text`` as UTF-8 whatever it holds: what UTF-8 cannot encode (a lone surrogate from a
     file name that was not UTF-8) is written as its backslash escape, never a traceback."""
     write_bytes_atomic(path, text.encode("utf-8", errors="backslashreplace"))
+
+
+def _planted(path: Path, found: str, kept: str) -> InputError:
+    return InputError(
+        [
+            Problem(
+                str(path),
+                "",
+                f"is {found} where the harness keeps a {kept} of its own; remove it: nothing is written "
+                "through what was planted in an output folder",
+            )
+        ]
+    )
+
+
+def real_folder(path: Path) -> Path:
+    """``path`` as a folder inside an output folder, made here if missing: never a link, checked with
+    lstat where it is about to be used (a planted ``logs -> /etc`` would send writes, and sweeps, out)."""
+    with contextlib.suppress(FileExistsError):
+        path.mkdir()
+    mode = os.lstat(path).st_mode
+    if not stat.S_ISDIR(mode):
+        raise _planted(path, "a link" if stat.S_ISLNK(mode) else "a file", "folder")
+    return path
+
+
+def open_for_writing(path: Path, mode: Literal["w", "wb", "a", "ab", "a+"]) -> IO[Any]:
+    """``path`` opened to write (truncated, or appended to), refusing to follow a link planted there:
+    O_NOFOLLOW, so the check is the open itself. Permissions follow the umask."""
+    flags = os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # a planted FIFO must not block
+    flags |= os.O_RDWR if "+" in mode else os.O_WRONLY
+    flags |= os.O_APPEND if mode.startswith("a") else os.O_TRUNC
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _planted(path, "a link", "file") from None
+        if exc.errno == errno.ENXIO:
+            raise _planted(path, "something other than a file", "file") from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise _planted(path, "something other than a file", "file")
+    os.set_blocking(fd, True)
+    if "b" in mode:
+        return os.fdopen(fd, mode)
+    return os.fdopen(fd, mode, encoding="utf-8", errors="backslashreplace")
+
+
+def read_text_nofollow(path: Path, limit: int) -> str:
+    """The text of a harness-written file (a log), never through a link planted in its place."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        size = os.fstat(fd).st_size
+        f.seek(max(0, size - limit))
+        return f.read(limit).decode(errors="replace")
 
 
 def output_folder(path: Path, option: str) -> Path:

@@ -143,7 +143,7 @@ class DockerBackend:
         except docker.errors.ImageNotFound:
             pass
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile() as context, log_path.open("w") as log:
+        with tempfile.TemporaryFile() as context, jsonio.open_for_writing(log_path, "w") as log:
             _write_context(context, rendered)
             context.seek(0)
             try:
@@ -295,7 +295,7 @@ class DockerBackend:
             "identity": self.identity(cell, plan),
         }
         if build.error is not None:
-            jsonio.write_text_atomic(log_path, f"the image did not build: {build.error}\n")
+            folder.write_log(log_path, f"the image did not build: {build.error}\n")
             doc = failed_result(cell, plan, self.suite_version, "build", build.error, build.log_tail, started)
         else:
             try:
@@ -406,13 +406,13 @@ class DockerBackend:
         gpus: tuple[str, ...] = (),
     ) -> SuiteResult:
         run["command"] = command
-        log_path.parent.mkdir(parents=True, exist_ok=True)
+        jsonio.real_folder(log_path.parent)
         mode = gpu_access.checked_mode(self.gpu_access or plan.gpu_access)
         try:
             attachment = self._attachment(cell, plan, gpus, mode)
         except gpu_access.GpuAccessError as exc:
             run["gpu_access"] = {"mode": mode}
-            jsonio.write_text_atomic(log_path, f"{exc}\n")
+            folder.write_log(log_path, f"{exc}\n")
             return failed_result(cell, plan, self.suite_version, gpu_access.STAGE, str(exc), "", started)
         run["gpu_access"] = attachment.record
         # HOME: uid 10001 has no home; libraries that cache under ~ (torch's inductor) get the tmpfs
@@ -482,7 +482,7 @@ class DockerBackend:
         except docker.errors.APIError as exc:
             message = str(exc)
             explained = gpu_access.explain_engine_error(mode, str(exc.explanation or message))
-            jsonio.write_text_atomic(log_path, (explained or message) + "\n")
+            folder.write_log(log_path, (explained or message) + "\n")
             stage = gpu_access.STAGE if explained else "start"
             return failed_result(cell, plan, self.suite_version, stage, explained or message, "", started)
         finally:
@@ -506,7 +506,7 @@ class DockerBackend:
         """Wait for the container within the time limit, copying its output to the log as it comes."""
 
         def follow() -> None:
-            with folder.partial(log_path).open("wb") as log:
+            with folder.open_log(log_path, binary=True) as log:
                 for chunk in container.logs(stream=True, follow=True):
                     log.write(chunk)
                     log.flush()

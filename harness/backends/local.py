@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import harness
-from harness import jsonio, resources, suite_listing
+from harness import resources, suite_listing
 from harness.backends import cudnn_dirs
 from harness.backends.base import needs_gpu, suite_arguments
 from harness.backends.records import failed_result, finish_result, read_suite_result
@@ -154,7 +154,7 @@ class LocalBackend:
                 if gpus and needs_gpu(cell, plan):
                     env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
             except (LookupError, ValueError, BackendUnavailable) as exc:
-                jsonio.write_text_atomic(log_path, f"the cell could not be set up: {exc}\n")
+                folder.write_log(log_path, f"the cell could not be set up: {exc}\n")
                 doc = failed_result(cell, plan, self.suite_version, "realize", str(exc), "", started)
                 command: list[str] = []
                 env, exit_code = {}, None
@@ -241,10 +241,8 @@ class LocalBackend:
     ) -> tuple[int | None, bool]:
         """Run ``command`` with its output in ``log_path``, relaying new lines (after ``prefix``) as
         progress."""
-        log_path.parent.mkdir(parents=True, exist_ok=True)
         deadline = time.monotonic() + self.timeout_s
-        writing = folder.partial(log_path)
-        with writing.open("w") as log, writing.open() as follow:
+        with folder.open_log(log_path) as log, folder.partial(log_path).open(errors="replace") as follow:
             proc = subprocess.Popen(
                 command,
                 env={**os.environ, **env, "PYTHONUNBUFFERED": "1", lifeline.PARENT_ENV: str(os.getpid())},

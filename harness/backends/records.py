@@ -72,10 +72,7 @@ def _read_object(path: Path) -> object:
 
 
 def log_tail(log_path: Path) -> str:
-    try:
-        return log_path.read_text(errors="replace")[-LOG_TAIL_CHARS:]
-    except OSError:
-        return ""
+    return folder.log_tail(log_path, LOG_TAIL_CHARS)
 
 
 def finish_result(
@@ -89,9 +86,7 @@ def finish_result(
     if doc.get("status") != "ok" and shutil.disk_usage(result_path.parent).free < MIN_FREE_BYTES:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(result_path.parent))
     doc["cell"] = cell_record(cell)
-    partial_log = folder.partial(log_path)
-    if partial_log.exists():  # the log is complete now; under its final name it is never half of one
-        partial_log.replace(log_path)
+    folder.finish_log(log_path)
     failure = doc.get("failure")
     if failure and not failure.get("log_tail"):
         failure["log_tail"] = log_tail(log_path)

@@ -23,7 +23,7 @@ from harness.plan.model import Plan
 from harness.results import documents, folder
 from harness.suite.document import ResultDocument, RunRecord
 
-POD_RESULT = re.compile(r"^(?P<cell>[A-Za-z0-9][A-Za-z0-9._+-]{0,199})\.index(?P<index>[0-9]{1,4})\.json$")
+POD_RESULT = re.compile(r"(?P<cell>[A-Za-z0-9][A-Za-z0-9._+-]{0,199})\.index(?P<index>[0-9]{1,4})\.json")
 MAX_BYTES = 64 * 1024 * 1024  # far above a suite result; a bigger file is not one
 
 
@@ -48,7 +48,7 @@ def gather(
     with prepared(plan, out, say):
         for path in sorted(source.iterdir()):
             name = path.name
-            match = POD_RESULT.match(name)
+            match = POD_RESULT.fullmatch(name)
             if not match or not path.is_file() or path.is_symlink():
                 refused.append((name, "not a pod's result (<cell id>.index<N>.json, a plain file)"))
                 continue

@@ -63,7 +63,15 @@ def report(plan: Plan, dirs: list[Path], out: Path, policy: Policy, warn: Say) -
     for file, cell_id in analysis.outside:
         warn(f"not in the plan: {file} holds cell {cell_id}, which plan.json does not list; not compared")
     jsonio.output_folder(out, "--out")
-    return Report(analysis, loaded, render(view, analysis, loaded, out, dirs))
+    return Report(analysis, loaded, _written(view, analysis, loaded, out, dirs))
+
+
+def _written(
+    view: View, analysis: Analysis, loaded: documents.LoadedResults, out: Path, dirs: list[Path]
+) -> Rendered:
+    """The report written into ``out`` under its lock: two reports never mix their files in one folder."""
+    with folder.locked(out):
+        return render(view, analysis, loaded, out, dirs)
 
 
 @dataclass(frozen=True)
@@ -166,7 +174,7 @@ def compare(
         f"ad-hoc comparison, threshold {threshold_pct:g}%",
     )
     analysis = analyze(view, loaded, policy, group_of_file=group_of)
-    rendered = render(view, analysis, loaded, out, list(sides.values())) if out else None
+    rendered = _written(view, analysis, loaded, out, list(sides.values())) if out else None
     return Report(analysis, loaded, rendered)
 
 

@@ -63,10 +63,9 @@ def render(
 def _write_extracts(out_dir: Path, extracts: dict[str, tuple[str, int]], loaded: LoadedResults) -> None:
     """Each linked measurement as its own small file: the measurement as recorded, its raw samples left
     out (they are in the result file it names), with the cell and run it belongs to."""
-    folder = out_dir / sections.MEASUREMENTS
-    if folder.is_dir():  # an earlier render's links: this one writes its own
-        for stale in folder.glob(f"*{results_folder.MEASUREMENT_SUFFIX}"):
-            stale.unlink()
+    folder = jsonio.real_folder(out_dir / sections.MEASUREMENTS)  # a planted link is refused, not followed
+    for stale in folder.glob(f"*{results_folder.MEASUREMENT_SUFFIX}"):  # an earlier render's links
+        stale.unlink()
     documents_by_file = dict(zip(loaded.files, loaded.documents, strict=True))
     for href, (file, index) in extracts.items():
         doc = documents_by_file[file]
@@ -80,7 +79,6 @@ def _write_extracts(out_dir: Path, extracts: dict[str, tuple[str, int]], loaded:
             "round": doc["run"].get("round", 1),
             "measurement": measurement,
         }
-        (out_dir / href).parent.mkdir(parents=True, exist_ok=True)
         jsonio.write_atomic(out_dir / href, extract)
 
 

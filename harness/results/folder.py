@@ -15,10 +15,12 @@ import contextlib
 import fcntl
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, Any
 
 from harness import jsonio, schemas
 from harness.errors import BackendUnavailable, InputError, Problem
@@ -34,6 +36,7 @@ SUPERSEDED = "superseded"
 LOCK_FILE = ".lock"
 PARTIAL_SUFFIX = ".part"  # a log being written; renamed when its run finishes
 SCRATCH_PREFIX = ".cell-"
+PROBLEMS_BYTES = 16 * 1024  # what is read back of a quarantined document's problems
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,32 @@ def log_path(results_dir: Path, cell_id: str, round_index: int) -> Path:
 
 def partial(log: Path) -> Path:
     return log.with_name(log.name + PARTIAL_SUFFIX)
+
+
+def open_log(log: Path, binary: bool = False) -> IO[Any]:
+    """The run's log, opened to write under its partial name, in a real ``logs/`` folder (never a link)."""
+    jsonio.real_folder(log.parent)
+    return jsonio.open_for_writing(partial(log), "wb" if binary else "w")
+
+
+def write_log(log: Path, text: str) -> None:
+    """A whole log at once, where a run ended before it could start its command."""
+    jsonio.write_text_atomic(jsonio.real_folder(log.parent) / log.name, text)
+
+
+def finish_log(log: Path) -> None:
+    """The partial log under its final name: complete now, and never half of one (rename never follows a
+    link: one planted at the final name is replaced, not written through)."""
+    if partial(log).is_file() and not partial(log).is_symlink():
+        os.replace(partial(log), log)
+
+
+def log_tail(log: Path, limit: int) -> str:
+    """The end of a run's log, never read through a link planted in its place."""
+    try:
+        return jsonio.read_text_nofollow(log, limit)
+    except OSError:
+        return ""
 
 
 def scratch(results_dir: Path) -> Path:
@@ -102,7 +131,7 @@ def result_files(folder: Path, name_contains: str | None = None) -> list[Path]:
 def locked(results_dir: Path) -> Iterator[list[str]]:
     """Hold the folder's lock for a run; yield what was swept from runs that were killed."""
     results_dir.mkdir(parents=True, exist_ok=True)
-    with (results_dir / LOCK_FILE).open("a+") as lock:
+    with jsonio.open_for_writing(results_dir / LOCK_FILE, "a+") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -123,12 +152,16 @@ def locked(results_dir: Path) -> Iterator[list[str]]:
 
 
 def sweep(results_dir: Path) -> list[str]:
-    """Remove what an interrupted run left: temporary files, partial logs, scratch folders."""
+    """Remove what an interrupted run left: temporary files, partial logs, scratch folders. A link is
+    removed as the link; nothing is swept inside a ``logs`` that is not a real folder (it raises)."""
     swept = []
-    patterns = (".tmp-*", f"{LOGS}/.tmp-*", f"{LOGS}/*{PARTIAL_SUFFIX}", f"{SCRATCH_PREFIX}*")
+    patterns = [".tmp-*", f"{SCRATCH_PREFIX}*"]
+    if os.path.lexists(results_dir / LOGS):
+        jsonio.real_folder(results_dir / LOGS)
+        patterns += [f"{LOGS}/.tmp-*", f"{LOGS}/*{PARTIAL_SUFFIX}"]
     for pattern in patterns:
         for path in results_dir.glob(pattern):
-            if path.is_dir():
+            if stat.S_ISDIR(os.lstat(path).st_mode):
                 shutil.rmtree(path, ignore_errors=True)
             else:
                 path.unlink(missing_ok=True)
@@ -171,9 +204,12 @@ def quarantine(path: Path, problems: list[Problem]) -> Quarantined:
 
 def quarantined_earlier(results_dir: Path) -> list[Quarantined]:
     """What earlier runs or reports quarantined here, with their problems."""
+    folder = results_dir / QUARANTINE
+    if folder.is_symlink() or not folder.is_dir():
+        return []
     return [
-        Quarantined(p.name.removesuffix(".problems.txt"), tuple(p.read_text().splitlines()))
-        for p in sorted((results_dir / QUARANTINE).glob("*.problems.txt"))
+        Quarantined(p.name.removesuffix(".problems.txt"), tuple(log_tail(p, PROBLEMS_BYTES).splitlines()))
+        for p in sorted(folder.glob("*.problems.txt"))
     ]
 
 

@@ -1,0 +1,179 @@
+"""An output folder is untrusted input too (issue 31): links planted where the harness writes, truncates or
+deletes never make it touch anything outside the folder; two commands on one folder never mix it; what is
+written follows the umask.
+
+Each test here failed before its fix: the lock file, ``logs/`` and ``measurements/`` were followed.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.errors import InputError
+from harness.results import folder
+from tests.conftest import GPU_LOCAL_ROUNDS, REPO, harness_env, run_cli
+
+RELU = """\
+schema_version: 1
+name: planted
+backend: local
+axes: {torch: [installed], cudnn: [bundled]}
+suite: {workloads: [relu], dtypes: [fp32], time_budget_s: 0.02}
+baseline: {cudnn: bundled}
+rounds: 1
+"""
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """A folder outside every output folder, with a file the harness must never touch."""
+    victim = tmp_path / "outside"
+    victim.mkdir()
+    (victim / "precious.txt").write_text("keep me\n")
+    (victim / ".tmp-precious").write_text("keep me too\n")
+    (victim / "x.log.part").write_text("and me\n")
+    (victim / "old.measurement.json").write_text("{}\n")
+    return victim
+
+
+def _untouched(victim: Path) -> None:
+    assert sorted(p.name for p in victim.iterdir()) == [
+        ".tmp-precious",
+        "old.measurement.json",
+        "precious.txt",
+        "x.log.part",
+    ]
+    assert (victim / "precious.txt").read_text() == "keep me\n"
+    assert (victim / ".tmp-precious").read_text() == "keep me too\n"
+
+
+def _run(matrix: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    return run_cli("run", "--matrix", str(matrix), "--out", str(out))
+
+
+def test_a_lock_file_planted_as_a_link_is_refused_not_truncated(tmp_path, outside):
+    out = tmp_path / "results"
+    out.mkdir()
+    (out / folder.LOCK_FILE).symlink_to(outside / "precious.txt")
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text(RELU)
+    done = _run(matrix, out)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "is a link where the harness keeps a file of its own; remove it" in done.stderr
+    _untouched(outside)
+
+
+def test_a_logs_folder_planted_as_a_link_is_neither_swept_nor_written(tmp_path, outside):
+    out = tmp_path / "results"
+    out.mkdir()
+    (out / folder.LOGS).symlink_to(outside, target_is_directory=True)
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text(RELU)
+    done = _run(matrix, out)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"{out / folder.LOGS}: is a link where the harness keeps a folder of its own" in done.stderr
+    _untouched(outside)
+
+
+def test_links_planted_at_scratch_temporary_and_log_names_are_removed_as_links(tmp_path, outside):
+    out = tmp_path / "results"
+    (out / folder.LOGS).mkdir(parents=True)
+    (out / ".tmp-x.json").symlink_to(outside / ".tmp-precious")
+    (out / ".cell-x").symlink_to(outside, target_is_directory=True)
+    (out / folder.LOGS / "a.log.part").symlink_to(outside / "x.log.part")
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text(RELU)
+    first = _run(matrix, out)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert not any(p.is_symlink() for p in out.rglob("*"))
+    # the run's own log, planted as a link before a second run writes it: replaced, never written through
+    for log in (out / folder.LOGS).glob("*.log"):
+        log.unlink()
+        log.symlink_to(outside / "precious.txt")
+    second = run_cli("run", "--matrix", str(matrix), "--out", str(out), "--fresh")
+    assert second.returncode == 0, second.stdout + second.stderr
+    _untouched(outside)
+
+
+def test_the_log_and_the_lock_refuse_a_link_at_the_point_of_use(tmp_path, outside):
+    logs = tmp_path / folder.LOGS
+    logs.mkdir()
+    log = logs / "c.r1.log"
+    folder.partial(log).symlink_to(outside / "precious.txt")
+    with pytest.raises(InputError, match="is a link"):
+        folder.open_log(log)
+    fifo = logs / "d.r1.log.part"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match="something other than a file"):
+        folder.open_log(logs / "d.r1.log")  # would block forever if it opened the FIFO
+    log.with_name("e.r1.log").symlink_to(outside / "precious.txt")
+    assert folder.log_tail(log.with_name("e.r1.log"), 100) == ""  # a planted link is not read either
+    _untouched(outside)
+
+
+def test_a_report_never_sweeps_or_writes_a_measurements_link(tmp_path, outside):
+    out = tmp_path / "report"
+    out.mkdir()
+    (out / "measurements").symlink_to(outside, target_is_directory=True)
+    done = run_cli("report", "--results", str(GPU_LOCAL_ROUNDS), "--out", str(out))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "measurements: is a link where the harness keeps a folder of its own" in done.stderr
+    _untouched(outside)
+
+
+def test_a_report_into_a_folder_being_written_is_refused_with_a_message(tmp_path):
+    out = tmp_path / "report"
+    with folder.locked(out):  # what a run or another report holds while it writes
+        done = run_cli("report", "--results", str(GPU_LOCAL_ROUNDS), "--out", str(out))
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "is being written by pid" in done.stderr and "Traceback" not in done.stderr
+    assert not (out / "report.md").exists()
+    done = run_cli("report", "--results", str(GPU_LOCAL_ROUNDS), "--out", str(out))
+    assert done.returncode in (0, 1) and (out / "report.md").exists(), done.stderr
+
+
+def test_two_reports_into_one_folder_at_once_never_mix_it(tmp_path):
+    out = tmp_path / "report"
+    command = [sys.executable, "-m", "harness", "report", "--results", str(GPU_LOCAL_ROUNDS)]
+    procs = [
+        subprocess.Popen(
+            [*command, "--out", str(out)],
+            cwd=REPO,
+            env=harness_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outcomes = [(p.communicate(timeout=600)[1], p.returncode) for p in procs]
+    outcomes = [(code, err) for err, code in outcomes]
+    for code, err in outcomes:
+        assert code in (0, 1, 3) and "Traceback" not in err, err
+        if code == 3:
+            assert "is being written by" in err
+    assert any(code in (0, 1) for code, _ in outcomes)
+    assert not [p for p in out.iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_what_a_run_and_a_report_write_follows_the_umask_and_is_never_executable(tmp_path):
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text(RELU)
+    out, report = tmp_path / "results", tmp_path / "report"
+    harness = f"{sys.executable} -m harness"
+    script = (
+        f"umask 027 && {harness} run --matrix {matrix} --out {out} && "
+        f"{{ {harness} report --results {out} --out {report}; test $? -le 1; }}"
+    )
+    done = subprocess.run(["bash", "-c", script], cwd=REPO, env=harness_env(), capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    files = [p for p in [*out.rglob("*"), *report.rglob("*")] if p.is_file()]
+    assert len(files) > 5
+    modes = {str(p.relative_to(tmp_path)): stat.S_IMODE(p.stat().st_mode) for p in files}
+    assert not {name: oct(m) for name, m in modes.items() if m & 0o027 or m & 0o111}
