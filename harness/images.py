@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shlex
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,8 +26,14 @@ FACTS_FILE = "/opt/harness/image.json"  # written at build time by 'python -m ha
 LABEL_NS = "io.cudnn-harness"
 INDEX_URL = "https://download.pytorch.org/whl/{variant}"
 BUILD_DIR = "/tmp/harness-build"  # build stages only; never in the final image
-_SAFE = re.compile(r"^[A-Za-z0-9/][A-Za-z0-9_.:/@+-]*$")  # a second guard behind the matrix schema
-_SAFE_URL = re.compile(r"^https?://[A-Za-z0-9._~:/?#@!$&()*+,;=%-]+$")
+# Every value a Dockerfile gets is checked whole (fullmatch: Python's '$' lets a trailing newline through, and
+# a line break ends an instruction); the matrix schema checked them first, this is the guard at the file.
+_SAFE = re.compile(r"[A-Za-z0-9/][A-Za-z0-9_.:/@+-]*")
+_SAFE_FIX = "use the matrix's form: letters, digits and . _ : / @ + - (no spaces, quotes or line breaks)"
+# An index URL goes into RUN lines, quoted for the shell there; beyond that, only RFC 3986's characters less
+# those a shell or a Dockerfile reads even in quotes or that a URL need not hold as they are.
+INDEX_URL_FORM = re.compile(r"https?://[A-Za-z0-9._~:/?#\[\]@!&()*+,;=%-]+")
+INDEX_URL_FIX = "http(s)://host/path, with spaces, quotes, '$', '`', '\\' and non-ASCII percent-encoded"
 
 
 @dataclass(frozen=True)
@@ -53,8 +60,27 @@ class RenderedImage:
 def base_image(cell: Cell) -> str:
     if cell.base_image != "auto":
         return cell.base_image
-    variant = cell.torch.split("+")[1]
-    return CPU_BASE if variant == "cpu" else CUDA_BASES[variant]  # the docker rules refused any other
+    variant = cell.torch.partition("+")[2]
+    if variant != "cpu" and variant not in CUDA_BASES:  # the docker rules refused it: a library caller
+        raise InputError([Problem("matrix", "base_image", f"cell {cell.id}: no base image known for it")])
+    return CPU_BASE if variant == "cpu" else CUDA_BASES[variant]
+
+
+def _check(values: dict[str, str]) -> None:
+    bad = [
+        Problem("matrix", name, f"{value!r} cannot go into a Dockerfile: {_SAFE_FIX}")
+        for name, value in values.items()
+        if value and not _SAFE.fullmatch(value)
+    ]
+    if bad:
+        raise InputError(bad)
+
+
+def _index_url(url: str) -> str:
+    """``url`` as one word of a RUN line's shell command."""
+    if not INDEX_URL_FORM.fullmatch(url):
+        raise InputError([Problem("--index-url", "", f"{url!r} is not a plain http(s) URL: {INDEX_URL_FIX}")])
+    return shlex.quote(url)
 
 
 def render(
@@ -69,13 +95,21 @@ def render(
     ``image_python``: for a ``torch: image`` cell, the base image's Python that holds torch. ``final``: the
     last stage's template, ``cell`` (runs the suite) or ``repro`` (runs a reproducer; ``extra`` fills it).
     """
+    given = {"torch": cell.torch, "python": cell.python, "base_image": cell.base_image}
+    _check({**given, "cudnn_version": cell.cudnn.value or "", **(extra or {})})
     if cell.torch == "image":
         return _render_image_torch(cell, options, image_python)
-    if cell.torch == "installed" or cell.python == "installed":
+    if cell.torch == "installed" or cell.python == "installed" or "+" not in cell.torch:
         raise InputError(
-            [Problem("matrix", "axes", f"cell {cell.id}: docker cells need a concrete torch and python")]
+            [
+                Problem(
+                    "matrix",
+                    "axes",
+                    f"cell {cell.id}: docker cells need a concrete torch (VERSION+VARIANT) and python",
+                )
+            ]
         )
-    _version, variant = cell.torch.split("+")
+    _version, variant = cell.torch.split("+", 1)
     base = base_image(cell)
     site = f"/opt/venv/lib/python{cell.python}/site-packages"
     cuda_major = variant[2:-1] if variant.startswith("cu") else ""
@@ -87,9 +121,7 @@ def render(
         "cudnn_version": cell.cudnn.value or "",
         "site": site,
     }
-    for name, value in values.items():
-        if value and not _SAFE.match(value):
-            raise InputError([Problem("matrix", name, f"{value!r} cannot go into a Dockerfile")])
+    _check(values)
 
     context: dict[str, Path] = {}
     inputs = ""
@@ -99,9 +131,7 @@ def render(
         inputs += f"COPY wheelhouse/ {BUILD_DIR}/wheelhouse/\n"
         pip_source = f"--no-index --find-links {BUILD_DIR}/wheelhouse"
     else:
-        index = options.index_url or INDEX_URL.format(variant=variant)
-        if not _SAFE_URL.fullmatch(index):
-            raise InputError([Problem("--index-url", "", f"{index!r} is not a plain http(s) URL")])
+        index = _index_url(options.index_url or INDEX_URL.format(variant=variant))
         pip_source = f"--index-url {index} --extra-index-url https://pypi.org/simple"
     apt_options = ""
     if options.ca_bundle is not None:
@@ -155,9 +185,7 @@ def _render_image_torch(cell: Cell, options: BuildOptions, image_python: str) ->
     """A cell on a base that already holds torch (NGC PyTorch, in-house images): no torch layer is built."""
     base = cell.base_image
     values = {"base_image": base, "image_python": image_python, "cudnn_version": cell.cudnn.value or ""}
-    for name, value in values.items():
-        if value and not _SAFE.match(value):
-            raise InputError([Problem("matrix", name, f"{value!r} cannot go into a Dockerfile")])
+    _check(values)
     find_site = (
         f"site=$({image_python} -c 'import os, torch; "
         "print(os.path.dirname(os.path.dirname(os.path.realpath(torch.__file__))))')"
@@ -199,11 +227,7 @@ def _image_torch_wheel(
         fetch = f"COPY cudnn-wheel/ {wheels}/\n"
         download = ""
     else:
-        index = f"--index-url {options.index_url} " if options.index_url else ""
-        if index and not _SAFE_URL.fullmatch(str(options.index_url)):
-            raise InputError(
-                [Problem("--index-url", "", f"{options.index_url!r} is not a plain http(s) URL")]
-            )
+        index = f"--index-url {_index_url(options.index_url)} " if options.index_url else ""
         fetch = ""
         download = (
             f"{image_python} -m pip download --no-cache-dir --disable-pip-version-check --no-deps "
