@@ -18,7 +18,7 @@ from harness import __version__, images
 from harness.backends import gpu_access, registry
 from harness.console import NORMAL, QUIET, VERBOSE
 from harness.errors import InputError, Problem
-from harness.executors import k8s_jobs
+from harness.executors import k8s_jobs, slurm
 from harness.executors.launch import RunRequest, SlurmAsk
 from harness.plan.model import DEFAULT_ALPHA, DEFAULT_REGRESSION_PCT
 from harness.report import terminal
@@ -60,6 +60,27 @@ def memory(text: str) -> str:
     """An argparse type: a container memory limit as Docker reads it (16g, 512m, 1073741824)."""
     if not re.fullmatch(r"[1-9][0-9]{0,15}[bkmgBKMG]?", text):
         raise argparse.ArgumentTypeError(f"{text!r} is not a memory size such as 16g, 512m or 1073741824")
+    return text
+
+
+def slurm_setting(name: str) -> Callable[[str], str]:
+    """An argparse type: the Slurm setting ``name`` (partition, account, time), one plain token as an
+    '#SBATCH' line needs."""
+
+    def parse(text: str) -> str:
+        problem = slurm.setting_problem(name, text)
+        if problem:
+            raise argparse.ArgumentTypeError(problem)
+        return text
+
+    parse.__name__ = f"Slurm {name}"
+    return parse
+
+
+def index_url(text: str) -> str:
+    """An argparse type: a package index URL, which an image build writes into its Dockerfile's RUN lines."""
+    if not images.INDEX_URL_FORM.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a plain http(s) URL: {images.INDEX_URL_FIX}")
     return text
 
 
@@ -380,11 +401,19 @@ def _run_args(parser: argparse.ArgumentParser) -> None:
         help="memory limit per container, e.g. 16g (default: none); a cell past it fails as OOM",
     )
     _gpu_access_arg(docker)
-    slurm = parser.add_argument_group("slurm (--backend slurm)")
-    slurm.add_argument("--slurm-partition", help="partition (default: the matrix's slurm.partition)")
-    slurm.add_argument("--slurm-account", help="account to charge")
-    slurm.add_argument("--slurm-time", help="time limit per task, e.g. 30, 01:00:00 (default 01:00:00)")
-    slurm.add_argument(
+    queue = parser.add_argument_group("slurm (--backend slurm)")
+    queue.add_argument(
+        "--slurm-partition",
+        type=slurm_setting("partition"),
+        help="partition (default: the matrix's slurm.partition)",
+    )
+    queue.add_argument("--slurm-account", type=slurm_setting("account"), help="account to charge")
+    queue.add_argument(
+        "--slurm-time",
+        type=slurm_setting("time"),
+        help="time limit per task, e.g. 30, 01:00:00 (default 01:00:00)",
+    )
+    queue.add_argument(
         "--slurm-gpus", type=count, help="GPUs per task (default 1 for a GPU suite, 0 for device: cpu)"
     )
     k8s = parser.add_argument_group("kubernetes (--backend k8s)")
@@ -425,6 +454,7 @@ def _build_args(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> No
     )
     parser.add_argument(
         "--index-url",
+        type=index_url,
         help="package index (default: images: PyTorch's index for the CUDA variant; the local backend: "
         "the installer's default, PyPI)",
     )
@@ -464,7 +494,10 @@ def settings(args: argparse.Namespace, backend: str) -> registry.Settings:
 def run_request(args: argparse.Namespace, backend: str, out: Path) -> RunRequest:
     """What ``run`` and ``qualify`` ask: where, which cells, what to redo, on which GPUs or through Slurm."""
     mode = Mode.RERUN_FAILED if args.rerun_failed else (Mode.FRESH if args.fresh else Mode.RESUME)
-    slurm = None
+    ask = None
     if args.backend == "slurm":
-        slurm = SlurmAsk(args.slurm_partition, args.slurm_account, args.slurm_time, args.slurm_gpus)
-    return RunRequest(out, settings(args, backend), tuple(args.only or ()), mode, args.gpus, slurm)
+        found = slurm.results_dir_problems(out)  # before the folder is made
+        if found:
+            raise InputError(found)
+        ask = SlurmAsk(args.slurm_partition, args.slurm_account, args.slurm_time, args.slurm_gpus)
+    return RunRequest(out, settings(args, backend), tuple(args.only or ()), mode, args.gpus, ask)

@@ -41,7 +41,20 @@ from harness.suite.document import ResultDocument, SlurmRecord
 
 SLURM_DIR = "slurm"
 POLL_S = 2.0
-TIME_FORMAT = re.compile(r"^([0-9]+-)?[0-9]{1,2}(:[0-9]{2}){0,2}$")
+# An '#SBATCH' line cannot be quoted: sbatch splits it at whitespace, and a line break ends the comment and
+# starts a shell command. So every value written on one is checked whole (fullmatch: Python's '$' lets a
+# trailing newline through) against plain characters, and the paths (the results folder) go on sbatch's
+# command line instead.
+TIME_FORMAT = re.compile(r"([0-9]+-)?[0-9]{1,2}(:[0-9]{2}){0,2}")
+SETTINGS = {  # the matrix's slurm.NAME and --slurm-NAME: the pattern, and what it is in an error
+    "partition": (
+        re.compile(r"[A-Za-z0-9_.,-]{1,128}"),
+        "a partition name: letters, digits, '_', '.', '-' (several separated by ',')",
+    ),
+    "account": (re.compile(r"[A-Za-z0-9_.-]{1,128}"), "an account name: letters, digits, '_', '.', '-'"),
+    "time": (TIME_FORMAT, "a time limit in Slurm's format: minutes, HH:MM:SS or D-HH:MM:SS"),
+}
+DIRECTIVE = re.compile(r"[A-Za-z0-9_.,:+-]{1,256}")  # any '#SBATCH' value, checked again as it is written
 DEFAULT_TIME = "01:00:00"
 COMMANDS = ("sbatch", "squeue", "scontrol", "scancel")
 COMMAND_TIMEOUT_S = 120.0  # a Slurm controller that does not answer must not hang the run
@@ -58,15 +71,15 @@ class Request:
     cpus_per_task: int | None
 
     def sbatch_lines(self) -> list[str]:
-        lines = [f"#SBATCH --time={self.time}"]
+        lines = [directive("time", self.time)]
         if self.partition:
-            lines.append(f"#SBATCH --partition={self.partition}")
+            lines.append(directive("partition", self.partition))
         if self.account:
-            lines.append(f"#SBATCH --account={self.account}")
+            lines.append(directive("account", self.account))
         if self.gpus:
-            lines.append(f"#SBATCH --gres=gpu:{self.gpus}")
+            lines.append(directive("gres", f"gpu:{self.gpus}"))
         if self.cpus_per_task:
-            lines.append(f"#SBATCH --cpus-per-task={self.cpus_per_task}")
+            lines.append(directive("cpus-per-task", str(self.cpus_per_task)))
         return lines
 
     def describe(self) -> str:
@@ -86,16 +99,31 @@ def request(
     gpus: int | None,
     exclusive: bool,
 ) -> Request:
-    """The matrix's ``slurm:`` section with the command line's ``--slurm-*`` over it."""
+    """The matrix's ``slurm:`` section with the command line's ``--slurm-*`` over it; every value checked
+    here too, as plan.json's or a library caller's may not have been."""
     given = plan.slurm
-    limit = time_limit or given.get("time") or DEFAULT_TIME
+    asked = {"partition": partition, "account": account, "time": time_limit}
+    chosen: dict[str, str | None] = {}
     problems = []
-    if not TIME_FORMAT.match(limit):
-        problems.append(Problem("--slurm-time", limit, "use Slurm's format: minutes, HH:MM:SS or D-HH:MM:SS"))
+    for name, option in asked.items():
+        value = option or given.get(name) or (DEFAULT_TIME if name == "time" else None)
+        why = None if value is None else setting_problem(name, value)
+        if why:
+            where = (
+                Problem(f"--slurm-{name}", "", why)
+                if option
+                else Problem(_source(plan), f"slurm.{name}", why)
+            )
+            problems.append(where)
+        chosen[name] = value
     on_gpu = any(needs_gpu(cell, plan) for cell in plan.cells)
     count = gpus if gpus is not None else given.get("gpus", 1 if on_gpu else 0)
-    if count < 0:
-        problems.append(Problem("--slurm-gpus", str(count), "must be 0 or more"))
+    if not _whole(count, 0):
+        problems.append(Problem("--slurm-gpus", "", f"{count!r} is not a whole number of GPUs, 0 or more"))
+        count = 0
+    cpus = given.get("cpus_per_task")
+    if cpus is not None and not _whole(cpus, 1):
+        problems.append(Problem(_source(plan), "slurm.cpus_per_task", f"{cpus!r} is not a whole number >= 1"))
     if exclusive and count < 2:
         problems.append(
             Problem(
@@ -106,13 +134,51 @@ def request(
         )
     if problems:
         raise InputError(problems)
-    return Request(
-        partition or given.get("partition"),
-        account or given.get("account"),
-        limit,
-        count,
-        given.get("cpus_per_task"),
-    )
+    return Request(chosen["partition"], chosen["account"], str(chosen["time"]), count, cpus)
+
+
+def setting_problem(name: str, value: object) -> str | None:
+    """Why ``value`` cannot be the Slurm setting ``name`` (partition, account, time), with the fix; None if
+    it can."""
+    pattern, what = SETTINGS[name]
+    if isinstance(value, str) and pattern.fullmatch(value):
+        return None
+    return f"{value!r} is not {what}; an '#SBATCH' line takes no spaces, quotes or line breaks"
+
+
+def results_dir_problems(results_dir: Path) -> list[Problem]:
+    """What Slurm cannot carry of the results folder's path: a backslash in ``--output`` turns off its %A
+    and %a (every task would write one file), and a line break or another unprintable character splits
+    squeue's one line per job, where a later run finds an array still writing here."""
+    path = str(results_dir.resolve())
+    bad = sorted({c for c in path if c == "\\" or not c.isprintable()})
+    if not bad:
+        return []
+    return [
+        Problem(
+            "--out",
+            "",
+            f"{path!r} holds {', '.join(map(ascii, bad))}, which Slurm cannot carry in a job's output path "
+            "and comment; name a results folder whose path has none",
+        )
+    ]
+
+
+def directive(option: str, value: str) -> str:
+    """One '#SBATCH --option=value' line, ``value`` checked again here, the last place before the file."""
+    if not DIRECTIVE.fullmatch(value):
+        raise InputError(
+            [Problem("slurm", option, f"{value!r} cannot go on an '#SBATCH' line: use plain characters")]
+        )
+    return f"#SBATCH --{option}={value}"
+
+
+def _whole(value: object, least: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
+def _source(plan: Plan) -> str:
+    return plan.source or "matrix"
 
 
 def available() -> None:
@@ -151,6 +217,9 @@ class Submission:
             req,
             say,
         )
+        found = results_dir_problems(results_dir)
+        if found:
+            raise InputError(found)
         self.identity = registry.identity(settings, plan)
 
     def run(self, cells: tuple[Cell, ...], mode: resume.Mode) -> list[CellOutcome]:
@@ -193,7 +262,11 @@ class Submission:
         )
         script = slurm_dir / f"array-{stamp}.sh"
         jsonio.write_text_atomic(script, self._script(tasks_file, len(tasks)))
-        done = _slurm("sbatch", "--parsable", str(script))
+        # the results folder on sbatch's argv, whatever it holds ('%' doubled: --output expands %A, %a)
+        logs = str((self.results_dir / SLURM_DIR / "logs").resolve()).replace("%", "%%")
+        done = _slurm(
+            "sbatch", "--parsable", f"--output={logs}/%A_%a.out", f"--comment={self._comment()}", str(script)
+        )
         if done.returncode != 0:
             raise BackendUnavailable(f"sbatch refused the array ({script}): {done.stderr.strip()[-1000:]}")
         job = done.stdout.strip().split(";")[0]
@@ -236,14 +309,13 @@ class Submission:
         return "\n".join(
             [
                 "#!/bin/bash",
-                f"#SBATCH --job-name=harness-{self.plan.name}",
-                f"#SBATCH --array=0-{count - 1}",
-                f"#SBATCH --output={out / SLURM_DIR / 'logs'}/%A_%a.out",
+                directive("job-name", f"harness-{self.plan.name}"),
+                directive("array", f"0-{count - 1}"),
                 "#SBATCH --requeue",  # a pre-empted task goes back in the queue instead of being lost
-                f"#SBATCH --comment={self._comment()}",  # how a later run finds an array still writing here
                 *self.request.sbatch_lines(),
                 "# written by 'python -m harness run --backend slurm'; one task per (cell, round) in the "
-                "tasks file",
+                "tasks file; sbatch's command line adds --output=RESULTS/slurm/logs/%A_%a.out and "
+                "--comment=harness:RESULTS (how a later run finds an array still writing into RESULTS)",
                 f"export PYTHONPATH={shlex.quote(str(resources.suite_root()))}${{PYTHONPATH:+:$PYTHONPATH}}",
                 f"cd {shlex.quote(os.getcwd())}",
                 "exec " + " ".join(map(shlex.quote, command)) + ' --index "$SLURM_ARRAY_TASK_ID"',
