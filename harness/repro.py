@@ -288,4 +288,7 @@ def _cell(value: Any) -> str:
 
 
 def _docstring_safe(text: str) -> str:
-    return text.replace("\\", "/").replace('"""', "'''")
+    """``text`` as the first line of repro.py's docstring: nothing that escapes (a backslash), ends the
+    docstring (three double quotes), breaks the line or cannot be Python source at all (NUL)."""
+    printable = "".join(c if c.isprintable() else " " for c in text)
+    return printable.replace("\\", "/").replace('"""', "'''")
