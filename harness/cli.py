@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TextIO
@@ -19,7 +20,7 @@ from tabulate import tabulate
 
 from harness import arguments, jsonio, suite_listing
 from harness.backends import gpu_access, registry
-from harness.console import NORMAL, Console
+from harness.console import NORMAL, Console, InertStream
 from harness.errors import BackendUnavailable, HarnessError, InputError
 from harness.executors import launch
 from harness.executors.runs import CellOutcome
@@ -35,6 +36,7 @@ DESCRIPTION = (
 )
 CONSOLE = Console()  # main() makes the one for its command line (-q, -v)
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INFRASTRUCTURE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_PIPE = 141  # the shell's code for a writer whose reader left (128 + SIGPIPE)
 # qualify's first rounds for every row; later rounds (up to the matrix's) only for the undecided ones
 FIRST_ROUNDS = 3
 # the release gate's outcomes (report, compare, qualify); the report and verdict.json record the code
@@ -47,6 +49,22 @@ GATE_EXIT: dict[Outcome, int] = {
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command's exit code. Everything it prints passes through ``InertStream``: result text never
+    drives the terminal; a reader that leaves (``| head``) ends it quietly, as it ends Unix tools."""
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = InertStream(sys.stdout), InertStream(sys.stderr)
+    try:
+        code = _command(argv)
+        sys.stdout.flush()  # here, where a reader that left is caught, not at the interpreter's exit
+        return code
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), streams[0].fileno())  # nothing more to flush at exit
+        return EXIT_PIPE
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+def _command(argv: list[str] | None) -> int:
     global CONSOLE
     args = arguments.parser(DESCRIPTION).parse_args(argv)
     CONSOLE = Console(getattr(args, "verbosity", NORMAL))

@@ -8,6 +8,8 @@ happened. Only the CLI makes one; library code takes plain callables.
 from __future__ import annotations
 
 import datetime as dt
+import io
+import re
 import sys
 from typing import TextIO
 
@@ -23,6 +25,41 @@ from rich.progress import (
 )
 
 QUIET, NORMAL, VERBOSE = -1, 0, 1
+# what a terminal acts on rather than shows: C0 and C1 controls (ESC, BEL, a carriage return), DEL and
+# the bidirectional overrides that reorder what is shown; a tab and a line break stay
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def inert(text: str) -> str:
+    """``text`` as a terminal shows it without acting on it: each control character as its escape."""
+    return _CONTROLS.sub(
+        lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text
+    )
+
+
+class InertStream(io.TextIOBase):
+    """A text stream that writes through :func:`inert`: what the command line prints (result text
+    included) never drives the terminal. ``raw`` is the stream beneath, for the progress bar's drawing."""
+
+    def __init__(self, raw: TextIO) -> None:
+        self.raw = raw
+
+    def write(self, text: str) -> int:
+        self.raw.write(inert(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self.raw.flush()
+
+    def isatty(self) -> bool:
+        return self.raw.isatty()
+
+    def fileno(self) -> int:
+        return self.raw.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self.raw, "encoding", "utf-8")
 
 
 class Console:
@@ -58,7 +95,7 @@ class Console:
                 TimeElapsedColumn(),
                 TextColumn("left"),
                 TimeRemainingColumn(),
-                console=RichConsole(file=self.stream),
+                console=RichConsole(file=getattr(self.stream, "raw", self.stream)),
                 transient=True,
             )
             self._bar.start()
@@ -75,7 +112,7 @@ class Console:
 
     def _print(self, line: str) -> None:
         if self._bar is not None:
-            self._bar.console.print(line, markup=False, highlight=False)
+            self._bar.console.print(inert(line), markup=False, highlight=False)
         elif self.stream.isatty():
             print(line, file=self.stream, flush=True)
         else:

@@ -11,15 +11,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# what a Problem keeps of each part: a refusal of a hostile document never echoes a megabyte of it
+LIMITS = {"source": 400, "field": 200, "message": 600}
+
+
+def bounded(text: str, limit: int) -> str:
+    """``text``, cut to ``limit`` characters with how much was left out."""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit} characters more)"
+
 
 @dataclass(frozen=True)
 class Problem:
-    """One thing wrong with one input, located as precisely as we can."""
+    """One thing wrong with one input, located as precisely as we can, each part of bounded size."""
 
     source: str
     field: str
     message: str
     line: int | None = None
+
+    def __post_init__(self) -> None:
+        for name, limit in LIMITS.items():
+            object.__setattr__(self, name, bounded(str(getattr(self, name)), limit))
 
     def __str__(self) -> str:
         where = f"{self.source}:{self.line}" if self.line else self.source

@@ -7,6 +7,7 @@ installed harness finds them without the repository.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
@@ -37,14 +38,16 @@ def suite_root() -> Path:
     In a checkout that is the repository. Installed, the package sits in site-packages beside everything
     else this Python has, which must not reach the cell's Python (its own torch and numpy come first):
     the suite (it needs only torch and the standard library) is copied into a cache folder named by its
-    content."""
+    content. A copy found there is checked against that content before it is used, and made again when
+    it differs (damaged, edited, or holding files the suite does not have): never run as found."""
     if not _installed():
         return CHECKOUT
     from harness.suite import source_sha256
 
+    expected = source_sha256()
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "cudnn-harness"
-    root = cache / f"suite-{source_sha256()[:16]}"
-    if not (root / "harness" / "suite" / "__main__.py").is_file():
+    root = cache / f"suite-{expected[:16]}"
+    if not _intact(root, expected):
         staging = cache / f".staging-{os.getpid()}"
         shutil.rmtree(staging, ignore_errors=True)
         (staging / "harness").mkdir(parents=True)
@@ -52,11 +55,48 @@ def suite_root() -> Path:
         shutil.copytree(
             PACKAGE / "suite", staging / "harness" / "suite", ignore=shutil.ignore_patterns("__pycache__")
         )
+        if root.is_symlink() or root.exists():
+            aside = cache / f".damaged-{os.getpid()}"
+            with contextlib.suppress(OSError):
+                os.rename(root, aside)
+            shutil.rmtree(aside, ignore_errors=True)
         try:
             staging.rename(root)
         except OSError:  # another process staged the same content first
             shutil.rmtree(staging, ignore_errors=True)
+        if not _intact(root, expected):
+            raise FileNotFoundError(f"{root} does not hold the suite as copied; remove it and run again")
     return root
+
+
+def _intact(root: Path, expected: str) -> bool:
+    """Whether ``root`` holds exactly this suite: its sources' hash, the package's ``__init__.py``, and
+    nothing else but the bytecode Python caches (which is removed: a stale .pyc could shadow a source)."""
+    package = root / "harness"
+    if root.is_symlink() or package.is_symlink() or not (package / "suite").is_dir():
+        return False
+    for cached in [p for p in _files(package) if "__pycache__" in p.parts]:
+        cached.unlink(missing_ok=True)
+    files = {p.relative_to(package).as_posix() for p in _files(package)}
+    wanted = {"__init__.py"} | {
+        f"suite/{p.relative_to(PACKAGE / 'suite').as_posix()}" for p in (PACKAGE / "suite").rglob("*.py")
+    }
+    from harness.suite import source_sha256
+
+    return (
+        files == wanted
+        and (package / "__init__.py").read_bytes() == (PACKAGE / "__init__.py").read_bytes()
+        and source_sha256(package / "suite") == expected
+    )
+
+
+def _files(root: Path) -> list[Path]:
+    """Every file and link under ``root`` (a planted folder chain of any depth: no recursion, no links)."""
+    return [
+        Path(d) / n
+        for d, dirs, files in os.walk(root)
+        for n in [*files, *(x for x in dirs if os.path.islink(Path(d) / x))]
+    ]
 
 
 def _installed() -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import itertools
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -71,6 +72,10 @@ _EcmaValidator = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
 )
 
 
+MAX_PROBLEMS = 20  # listed per document; the rest are counted
+MAX_ERRORS_READ = 1000  # the validator is not asked for more: a million faults cost no time
+
+
 def problems(
     name: str,
     document: Any,
@@ -79,7 +84,8 @@ def problems(
 ) -> list[Problem]:
     """Every violation of schema ``name`` in ``document``, one Problem each, in document order."""
     found = []
-    for error in sorted(validator(name).iter_errors(document), key=lambda e: [str(p) for p in e.path]):
+    errors = list(itertools.islice(validator(name).iter_errors(document), MAX_ERRORS_READ + 1))
+    for error in sorted(errors[:MAX_ERRORS_READ], key=lambda e: [str(p) for p in e.path]):
         path = list(error.absolute_path)
         if error.validator == "additionalProperties" and isinstance(error.instance, dict):
             known = sorted(error.schema.get("properties", {})) if isinstance(error.schema, dict) else []
@@ -89,7 +95,11 @@ def problems(
             continue
         line = line_of(path) if line_of else None
         found.append(Problem(source, field_name(path), _message(error), line))
-    return sorted(found, key=lambda p: p.line or 0)
+    found = sorted(found, key=lambda p: p.line or 0)
+    if len(found) > MAX_PROBLEMS:  # a hostile document's thousand faults are told as the first few
+        more = f"{len(found) - MAX_PROBLEMS}" if len(errors) <= MAX_ERRORS_READ else "many"
+        found = [*found[:MAX_PROBLEMS], Problem(source, "", f"and {more} more problems, not listed")]
+    return found
 
 
 def _unknown(key: str, known: list[str]) -> str:
@@ -130,13 +140,23 @@ def _message(error: ValidationError) -> str:
             + f"expected {expected}"
         )
     if error.validator in ("pattern", "not", "format"):
-        return f"{value} is not allowed; expected {allowed or error.message}"
+        return f"{value} is not allowed; expected {allowed or _shortened(error)}"
     if error.validator == "enum":
         return f"{value} is not allowed; expected one of {', '.join(map(repr, schema.get('enum', ())))}"
     if error.validator == "const":
         return f"{value} is not allowed; expected {error.validator_value!r}"
+    message = _shortened(error)
     if allowed and error.validator not in ("required", "minItems", "uniqueItems"):
-        return f"{error.message} ({allowed})"
+        return f"{message} ({allowed})"
+    return message
+
+
+def _shortened(error: ValidationError) -> str:
+    """jsonschema's message with the value it starts with shortened: '[1, 2, ...] is too long', never the
+    megabyte of a hostile array before the words that say what is wrong."""
+    whole = repr(error.instance)
+    if error.message.startswith(whole):
+        return _short(error.instance) + error.message[len(whole) :]
     return error.message
 
 

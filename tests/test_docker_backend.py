@@ -152,6 +152,25 @@ def test_rerun_runs_only_what_the_harness_would_and_never_overwrites(ran, engine
         jsonio.write_atomic(forged, {**doc, "run": {**doc["run"], field: value}})
         done = run_cli("rerun", str(forged), "--out", str(tmp_path / "out"), timeout=300)
         assert done.returncode == 2 and says in done.stderr and "Traceback" not in done.stderr, done.stderr
+    # ids an engine would choke on, and a cell the plan lacks: refused before anything is written to --out
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "plan.json").write_text('{"not": "touched"}')
+    for forgery, says in (
+        (
+            {"run": {**doc["run"], "image": {**doc["run"]["image"], "id": "sha256:../../x"}}},
+            "is not an image id",
+        ),
+        ({"run": {**doc["run"], "image": {**doc["run"]["image"], "id": "a b\n"}}}, "is not an image id"),
+        ({"cell": {**doc["cell"], "python": "3.9"}}, "cell"),
+    ):
+        jsonio.write_atomic(forged_dir / result.name, {**doc, **forgery})
+        for out in (tmp_path / "fresh", other):
+            done = run_cli("rerun", str(forged_dir / result.name), "--out", str(out), timeout=300)
+            assert done.returncode == 2 and says in done.stderr and "Traceback" not in done.stderr, (
+                done.stderr
+            )
+    assert not (tmp_path / "fresh").exists() and (other / "plan.json").read_text() == '{"not": "touched"}'
     again = run_cli("rerun", str(result), "--out", str(tmp_path / "twice"), timeout=600)
     assert again.returncode == 0, again.stdout + again.stderr
     again = run_cli("rerun", str(result), "--out", str(tmp_path / "twice"), timeout=600)

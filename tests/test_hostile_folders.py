@@ -177,3 +177,30 @@ def test_what_a_run_and_a_report_write_follows_the_umask_and_is_never_executable
     assert len(files) > 5
     modes = {str(p.relative_to(tmp_path)): stat.S_IMODE(p.stat().st_mode) for p in files}
     assert not {name: oct(m) for name, m in modes.items() if m & 0o027 or m & 0o111}
+
+
+def test_an_installed_harness_never_runs_a_suite_copy_as_found(tmp_path, monkeypatch):
+    from harness import resources
+
+    monkeypatch.setattr(resources, "_installed", lambda: True)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    resources.suite_root.cache_clear()
+    root = resources.suite_root()
+    main = root / "harness" / "suite" / "__main__.py"
+    assert root.parent == tmp_path / "cudnn-harness" and main.is_file()
+    original = main.read_bytes()
+    for damage in (
+        lambda: main.write_text("import os; os.system('touch /tmp/pwned')\n"),  # edited
+        lambda: main.unlink(),  # damaged
+        lambda: (root / "harness" / "suite" / "sitecustomize.py").write_text("x = 1\n"),  # a file added
+        lambda: (root / "harness" / "__init__.py").write_text("import os\n"),
+    ):
+        damage()
+        resources.suite_root.cache_clear()
+        assert resources.suite_root() == root
+        assert main.read_bytes() == original
+        assert not (root / "harness" / "suite" / "sitecustomize.py").exists()
+        assert (root / "harness" / "__init__.py").read_bytes() == (
+            resources.PACKAGE / "__init__.py"
+        ).read_bytes()
+    resources.suite_root.cache_clear()

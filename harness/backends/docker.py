@@ -14,6 +14,7 @@ import contextlib
 import datetime as dt
 import io
 import json
+import re
 import shutil
 import signal
 import tarfile
@@ -30,7 +31,7 @@ from harness import images, jsonio, suite_listing
 from harness.backends import gpu_access
 from harness.backends.base import needs_gpu, suite_arguments
 from harness.backends.records import failed_result, finish_result, log_tail, read_suite_result
-from harness.errors import BackendUnavailable, InputError, Problem, RunStopped
+from harness.errors import BackendUnavailable, InputError, Problem, RunStopped, bounded
 from harness.plan.model import Cell, Plan
 from harness.results import folder, resume
 from harness.suite.document import GpuAccessMode, Identity, ResultDocument, RunRecord, SuiteResult
@@ -86,6 +87,9 @@ def build_all(
         )
         built.append(build)
     return built
+
+
+_IMAGE_ID = re.compile(r"sha256:[0-9a-f]{64}")  # what an engine names a built image by
 
 
 class DockerBackend:
@@ -343,15 +347,42 @@ class DockerBackend:
         one of the plan's, the image one this harness built for that cell (its label says so), and the
         command the one re-derived from the plan; anything else is refused (InputError).
         """
+        cell, image_id, command = self.rerun_command(previous, plan, str(result_path.name))
+        started = dt.datetime.now(dt.timezone.utc)
+        t0 = time.monotonic()
+        run: RunRecord = {
+            **previous["run"],
+            "exit_code": None,
+            "log": log_path.name,
+            "rerun_of": previous["started_at"],
+        }
+        with _engine_errors("the cell was running"):
+            doc = self._run_container(cell, plan, image_id, command, run, log_path, started)
+        run["wall_s"] = time.monotonic() - t0
+        return finish_result(doc, cell, run, result_path, log_path)
+
+    def rerun_command(self, previous: ResultDocument, plan: Plan, source: str) -> tuple[Cell, str, list[str]]:
+        """The cell, image id and command a re-run of ``previous`` would run, each checked as ``rerun``
+        says; InputError for a result that is not one of this plan's and this harness's images."""
         cell = Cell.from_json(previous["cell"])
-        image_id = previous["run"]["image"]["id"]
-        source = str(result_path.name)
-        if cell.id not in {c.id for c in plan.cells}:
+        image_id = previous["run"].get("image", {}).get("id", "")
+        if cell not in plan.cells:
             raise InputError(
                 [Problem(source, "cell", f"{cell.id} is not a cell of the plan beside the result")]
             )
+        if not _IMAGE_ID.fullmatch(image_id):
+            raise InputError(
+                [
+                    Problem(
+                        source,
+                        "run.image.id",
+                        f"{bounded(image_id, 80)!r} is not an image id (sha256:<64 hex>)",
+                    )
+                ]
+            )
         try:
-            image = self.client.images.get(image_id)
+            with _engine_errors("the image was looked up"):
+                image = self.client.images.get(image_id)
         except docker.errors.ImageNotFound:
             raise BackendUnavailable(
                 f"image {image_id} is gone from this engine; rebuild it with "
@@ -381,18 +412,7 @@ class DockerBackend:
                     )
                 ]
             )
-        started = dt.datetime.now(dt.timezone.utc)
-        t0 = time.monotonic()
-        run: RunRecord = {
-            **previous["run"],
-            "exit_code": None,
-            "log": log_path.name,
-            "rerun_of": previous["started_at"],
-        }
-        with _engine_errors("the cell was running"):
-            doc = self._run_container(cell, plan, image_id, command, run, log_path, started)
-        run["wall_s"] = time.monotonic() - t0
-        return finish_result(doc, cell, run, result_path, log_path)
+        return cell, image_id, command
 
     def _run_container(
         self,

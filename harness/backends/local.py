@@ -30,7 +30,7 @@ from harness.backends import cudnn_dirs
 from harness.backends.base import needs_gpu, suite_arguments
 from harness.backends.records import failed_result, finish_result, read_suite_result
 from harness.environments import cache, cudnn_releases, packages, venvs
-from harness.errors import BackendUnavailable
+from harness.errors import BackendUnavailable, InputError, bounded
 from harness.plan.model import Cell, Plan
 from harness.results import folder, resume
 from harness.suite import lifeline
@@ -69,11 +69,16 @@ class LocalBackend:
             raise BackendUnavailable(f"{python}: no such interpreter")
         try:
             out = subprocess.run(
-                [python, str(_PROBE)], capture_output=True, text=True, timeout=60, check=True
+                [python, str(_PROBE)],
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=60,
+                check=True,
             ).stdout
         except (OSError, subprocess.SubprocessError) as exc:
             raise BackendUnavailable(f"{python} does not run: {exc}") from None
-        info: dict[str, Any] = json.loads(out)
+        info = _probe_answer(python, out)
         if info["torch_dir"] is None:
             raise BackendUnavailable(
                 f"{python} has no torch; install it there (pip install torch) "
@@ -82,8 +87,12 @@ class LocalBackend:
         try:
             listed = suite_listing.listing(python)
             info["suite_version"], info["suite_source"] = listed["suite_version"], listed["source_sha256"]
+            if not isinstance(info["suite_version"], str) or not isinstance(info["suite_source"], str):
+                raise TypeError("no suite version")
         except subprocess.CalledProcessError as exc:
             raise BackendUnavailable(f"{python} cannot run the suite: {exc.stderr.strip()[-500:]}") from None
+        except (ValueError, KeyError, TypeError) as exc:
+            raise InputError.one(python, "", f"{_NOT_PYTHON} (its suite listing: {exc})") from None
         self._interpreters[python] = info
         return info
 
@@ -269,6 +278,28 @@ class LocalBackend:
     def _relay(self, follow: TextIO, prefix: str) -> None:
         for line in follow.readlines():
             self.progress(prefix + line.rstrip())
+
+
+_NOT_PYTHON = "does not answer as a Python interpreter does; name a python executable"
+_PROBE_FIELDS = ("python", "torch_version", "torch_cuda", "torch_dir", "cudnn_wheel")
+
+
+def _probe_answer(python: str, out: str) -> dict[str, Any]:
+    """What the probe printed, as the one JSON object it prints; InputError naming ``python`` for
+    anything else (a wrapper that prints garbage, a probe cut short)."""
+    lines = out.strip().splitlines()
+    try:
+        info = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        info = None
+    if (
+        not isinstance(info, dict)
+        or set(info) != set(_PROBE_FIELDS)
+        or not isinstance(info["python"], str)
+        or not all(isinstance(info[k], (str, type(None))) for k in _PROBE_FIELDS)
+    ):
+        raise InputError.one(python, "", f"{_NOT_PYTHON} (it printed {bounded(out.strip(), 120)!r})")
+    return info
 
 
 def _same_build(wanted: str, have: str | None) -> bool:

@@ -57,6 +57,7 @@ def merged_plan(dirs: list[Path]) -> Plan:
 def report(plan: Plan, dirs: list[Path], out: Path, policy: Policy, warn: Say) -> Report:
     """Every valid result of ``dirs`` against ``plan``'s baseline, written into ``out``."""
     loaded = documents.load_many(dirs)
+    _refuse_refused_cells(plan, dirs, loaded)
     _refuse_incomparable(dirs, loaded, warn)
     view = View.from_plan(plan)
     analysis = analyze(view, loaded, policy)
@@ -72,6 +73,29 @@ def _written(
     """The report written into ``out`` under its lock: two reports never mix their files in one folder."""
     with folder.locked(out):
         return render(view, analysis, loaded, out, dirs)
+
+
+def _refuse_refused_cells(plan: Plan, dirs: list[Path], loaded: documents.LoadedResults) -> None:
+    """A cell whose every result this load refused (quarantined as invalid) has no run to judge because
+    its input was bad, not because it failed to run: InputError naming each refused file, not a verdict."""
+    have = {d["cell"]["id"] for d in loaded.documents}
+    found = [
+        Problem(f"{folder.QUARANTINE}/{q.name}", "", f"refused as invalid: {'; '.join(q.problems[:2])}")
+        for cell in plan.cells
+        if cell.id not in have
+        for q in loaded.quarantined
+        if q.name.startswith(f"{cell.id}.r")
+    ]
+    if found:
+        found.append(
+            Problem(
+                ", ".join(map(str, dirs)),
+                "",
+                "a cell has no valid result left, so nothing is judged; put the runs' own results back "
+                "in place of the refused files, or run those cells again",
+            )
+        )
+        raise InputError(found)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from harness.report.model import Analysis, View
 
@@ -15,6 +16,7 @@ MAX_DISTRIBUTIONS = 24  # round-median plots for the rows with the largest chang
 DPI = 150  # readable text when the page scales the image down
 CLIP = 1.25  # the heatmap's colors saturate at x1.25 either way: a 5 % change is a fifth of the scale
 CMAP = "PuOr_r"  # ColorBrewer's purple-orange: diverging and readable with red-green color blindness
+MAX_SERIES = 12  # charts across releases: the workloads with the largest changes
 MARKS = {"slower": "▼", "faster": "▲", "inconclusive": "?", "failed": "✗", "missing": "–"}
 
 
@@ -41,7 +43,12 @@ def _series(analysis: Analysis) -> list[tuple[str, str]]:
     labels = series.labels
     began = {(c.workload, c.dtype, c.knobs, c.after): c.verdict for c in series.changes}
     out = []
-    for workload, rows in series.ratios.groupby("workload", sort=False):
+    ratios = series.ratios
+    change = np.log(ratios[list(labels)].apply(pd.to_numeric, errors="coerce")).abs().max(axis=1)
+    # each workload's largest change from the baseline orders the charts and picks those drawn
+    largest = change.groupby(ratios["workload"]).max().sort_values(ascending=False, na_position="last")
+    kept = set(largest.index[:MAX_SERIES])  # a hostile folder of 10,000 workloads draws 12 charts, not 10,000
+    for workload, rows in ratios[ratios["workload"].isin(kept)].groupby("workload", sort=False):
         figure, axes = plt.subplots(figsize=(max(4.0, 0.42 * len(labels) + 1.5), 2.6))
         axes.axhline(1.0, color="#555555", linewidth=1)
         for row in rows.to_dict("records"):

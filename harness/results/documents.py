@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import jsonio, schemas
-from harness.errors import Problem
+from harness.errors import InputError, Problem
 from harness.plan.model import Cell
 from harness.results import folder
 from harness.results.folder import MAX_BYTES, Quarantined
@@ -53,15 +53,31 @@ def run_key(document: ResultDocument) -> tuple[str, str, str]:
 
 
 def unique(documents: list[ResultDocument], files: list[str]) -> LoadedResults:
-    """The documents with every repeated run left out (the first file keeps it) and said."""
-    seen: dict[tuple[str, str, str], str] = {}
+    """The documents with every repeated run left out (the first file keeps it) and said. Two files that
+    claim one run (its cell, start and finish) but differ in content contradict each other: InputError
+    naming both, since neither can be believed over the other."""
+    seen: dict[tuple[str, str, str], tuple[str, ResultDocument]] = {}
     kept_docs, kept_files, duplicates = [], [], []
     for document, file in zip(documents, files, strict=True):
         key = run_key(document)
         if key in seen:
-            duplicates.append(Duplicate(file, seen[key]))
+            first, earlier = seen[key]
+            if document != earlier:
+                differ = sorted(k for k in {*document, *earlier} if document.get(k) != earlier.get(k))
+                raise InputError(
+                    [
+                        Problem(
+                            file,
+                            ", ".join(differ),
+                            f"claims the same run as {first} (cell {key[0]}, started {key[1]}, finished "
+                            f"{key[2]}) but differs from it; one of them was altered: remove the one "
+                            "that is not the run's own result",
+                        )
+                    ]
+                )
+            duplicates.append(Duplicate(file, first))
             continue
-        seen[key] = file
+        seen[key] = (file, document)
         kept_docs.append(document)
         kept_files.append(file)
     return LoadedResults(tuple(kept_docs), tuple(kept_files), (), tuple(duplicates))

@@ -36,6 +36,7 @@ SUPERSEDED = "superseded"
 LOCK_FILE = ".lock"
 PARTIAL_SUFFIX = ".part"  # a log being written; renamed when its run finishes
 SCRATCH_PREFIX = ".cell-"
+MAX_DEPTH = 8  # how far below a results folder shards are looked for
 PROBLEMS_BYTES = 16 * 1024  # what is read back of a quarantined document's problems
 
 
@@ -119,7 +120,7 @@ def result_files(folder: Path, name_contains: str | None = None) -> list[Path]:
     not."""
     return sorted(
         path
-        for path in folder.rglob("*.json*")
+        for path in jsonio.files_under(folder, MAX_DEPTH)
         if is_result_file(path)
         and QUARANTINE not in path.parts
         and SUPERSEDED not in path.parts

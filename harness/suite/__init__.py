@@ -14,14 +14,15 @@ SUITE_VERSION = "0.10"  # what reports compare: results of two versions are neve
 RESULT_SCHEMA_VERSION = 1
 
 
-def source_sha256() -> str:
-    """The hash of this suite's source (every ``.py`` under ``harness/suite/``, by relative path).
+def source_sha256(root: Path | None = None) -> str:
+    """The hash of this suite's source (every ``.py`` under ``harness/suite/``, by relative path), or of
+    a copy of it in ``root``.
 
     What resume keys on: a suite whose code changed in any way (a workload added to a profile, a builder
     edited) gives another hash, so its earlier results are never kept as if it had made them, whether
     or not ``SUITE_VERSION`` was bumped.
     """
-    root = Path(__file__).resolve().parent
+    root = root or Path(__file__).resolve().parent
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
         digest.update(path.relative_to(root).as_posix().encode() + b"\0")
