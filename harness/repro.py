@@ -203,7 +203,7 @@ def _write_script(path: Path, row: dict[str, Any], sources: dict[str, str]) -> P
         "SOURCES: dict[str, str] = {}  # filled in", f"SOURCES: dict[str, str] = {sources!r}  #", 1
     )
     jsonio.write_text_atomic(path, text)
-    path.chmod(0o755)
+    path.chmod(jsonio.FILE_MODE | (jsonio.FILE_MODE & 0o444) >> 2)  # runnable where readable, per the umask
     return path
 
 
