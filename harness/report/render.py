@@ -1,5 +1,6 @@
 """Write a report's files: report.md, report.html, results.csv, verdicts.csv, verdict.json, and for CI
-systems summary.md and junit.xml."""
+systems summary.md and junit.xml; every text file through ``jsonio.write_text_atomic`` (UTF-8 whatever the
+text holds) and every CSV through ``csvsafe``."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness import jsonio, schemas
-from harness.report import digest, html, markdown, plots, sections, verdicts
+from harness.report import csvsafe, digest, html, markdown, plots, sections, verdicts
 from harness.report.model import Analysis, Rendered, View
 from harness.results import folder as results_folder
 from harness.results.documents import LoadedResults
@@ -28,10 +29,10 @@ def render(
     html_file = out_dir / "report.html"
     jsonio.write_text_atomic(html_file, html.page(document, plots.plots(view, analysis)))
     csv = out_dir / "results.csv"
-    jsonio.write_text_atomic(csv, analysis.frame.to_csv(index=False))
+    jsonio.write_text_atomic(csv, csvsafe.to_csv(analysis.frame))
     jsonio.write_text_atomic(out_dir / "verdicts.csv", verdicts_csv(analysis.timing))
     if analysis.series is not None:  # the release axis: ratios per release, and where each change began
-        jsonio.write_text_atomic(out_dir / "series.csv", analysis.series.ratios.to_csv(index=False))
+        jsonio.write_text_atomic(out_dir / "series.csv", csvsafe.to_csv(analysis.series.ratios))
         jsonio.write_text_atomic(out_dir / "changes.csv", analysis.series.changes_csv())
     jsonio.write_text_atomic(out_dir / "summary.md", digest.summary(view, analysis))
     jsonio.write_text_atomic(out_dir / "junit.xml", digest.junit(view, analysis))
@@ -88,5 +89,4 @@ def verdicts_csv(timing: pd.DataFrame) -> str:
     for column in ("baseline_files", "candidate_files"):
         if column in table:
             table[column] = [json.dumps(list(files)) for files in table[column]]
-    text: str = table.to_csv(index=False)
-    return text
+    return csvsafe.to_csv(table)

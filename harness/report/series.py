@@ -16,7 +16,7 @@ import pandas as pd
 
 from harness.plan.model import Cell
 from harness.plan.releases import ReleaseAxis, release_axis
-from harness.report import verdicts
+from harness.report import csvsafe, verdicts
 from harness.report.frames import KEYS
 
 CHANGED = ("slower", "faster", "failed")  # failed: ran at the earlier release, not at the later one
@@ -86,10 +86,9 @@ class Series:
         }
 
     def changes_csv(self) -> str:
-        text: str = pd.DataFrame(
-            [c.__dict__ for c in self.changes], columns=list(Change.__dataclass_fields__)
-        ).to_csv(index=False)
-        return text
+        return csvsafe.to_csv(
+            pd.DataFrame([c.__dict__ for c in self.changes], columns=list(Change.__dataclass_fields__))
+        )
 
 
 def build(

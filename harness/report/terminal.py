@@ -10,7 +10,7 @@ from typing import Any, Literal
 import pandas as pd
 from tabulate import tabulate
 
-from harness.report import stats
+from harness.report import csvsafe, stats
 
 Format = Literal["table", "md", "csv", "json"]
 Sort = Literal["name", "ratio"]
@@ -49,8 +49,7 @@ def comparison(
     if fmt == "json":
         return json.dumps(records, indent=1)
     if fmt == "csv":
-        text: str = pd.DataFrame(records, columns=COLUMNS).to_csv(index=False)
-        return text
+        return csvsafe.to_csv(pd.DataFrame(records, columns=COLUMNS))
     table = [_row(r) for r in records]
     shown: str = tabulate(
         table, headers=HEADERS, disable_numparse=True, tablefmt="github" if fmt == "md" else "simple"
