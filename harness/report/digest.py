@@ -4,6 +4,7 @@ inconclusive and missing ones as skipped)."""
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
@@ -12,6 +13,9 @@ from harness.report.model import Analysis, View
 
 SUMMARY_LIMIT = 64 * 1024  # GitHub's step summary takes up to 1 MiB; a PR comment is best far smaller
 ORDER = {"slower": 0, "failed": 1, "missing": 2, "inconclusive": 3, "faster": 4}
+# XML 1.0 allows only these characters (its section 2.2): one other (a NUL, an ESC, U+FFFE, a lone
+# surrogate) anywhere in a result's text and a CI system refuses the whole file
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def summary(view: View, analysis: Analysis) -> str:
@@ -100,4 +104,5 @@ def junit(view: View, analysis: Analysis) -> str:
         ET.SubElement(case, "error", message=run)
     ET.indent(suites)
     text: str = ET.tostring(suites, encoding="unicode", xml_declaration=True)
-    return text + "\n"
+    # markup is ASCII: a character XML forbids can only be in a value, written as its Python escape
+    return _NOT_XML.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text) + "\n"
