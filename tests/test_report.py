@@ -216,7 +216,8 @@ def test_table_cells_can_never_break_a_markdown_table():
     )
     header, _rule, row = text.splitlines()
     assert row.count("|") - row.count("\\|") == header.count("|") - header.count("\\|") == 5
-    assert "line<br>break" in row and "(f%20%281%29.json)" not in row and "f%20(1%29.json" in row
+    # both parentheses encoded: CommonMark takes a target with an unbalanced "(" for text, not a link
+    assert "line<br>break" in row and "(f%20%281%29.json)" in row
 
 
 def test_a_damaged_plan_file_is_bad_input_not_a_traceback(tmp_path):

@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from harness.report import stats
+from harness.report import markdown, stats
 from harness.report.model import Analysis, Section, Value, View
 
 # Spread that makes a number shaky: pyperf warns from a 10 % standard deviation within a run; between the
@@ -207,7 +207,8 @@ def scorecard(view: View, analysis: Analysis) -> Section | None:
         )
     return Section(
         "Scorecard",
-        f"Against **{view.labels.get(view.baseline, view.baseline)}**. failed: failed or missing rows; "
+        f"Against **{markdown.inline(view.labels.get(view.baseline, view.baseline))}**. failed: failed or "
+        "missing rows; "
         "geomean: of the time ratios, candidate / baseline (above 1 is slower); other kernels: rows that "
         "did not run the baseline's.",
         (

@@ -152,13 +152,45 @@ def _sort_key(value: Any) -> float | None:
     return None
 
 
+# What the report's prose holds (``markdown.inline``, ``code`` and ``fenced`` write it): a fenced block at a
+# line's start, a backslash escape, a code span, **, <br>, a blank line; anything else is text.
+_PROSE = re.compile(r"(?m:^(`{3,})\n)|\\([!-/:-@\[-`{-~])|(`+)|\*\*|<br>|\n\n")
+
+
 def _markdownish(text: str) -> str:
-    """The few Markdown marks the report's prose uses: **bold**, `code`, a fenced block."""
-    escaped = _e(text)
-    escaped = re.sub(r"```\n(.*?)\n```", lambda m: f"<pre>{m.group(1)}</pre>", escaped, flags=re.S)
-    escaped = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", escaped)
-    escaped = re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
-    return escaped.replace("\n\n", "<br><br>")
+    """The Markdown of the report's prose as HTML: **bold**, code spans, fenced blocks, line breaks and
+    backslash escapes, as GitHub reads them (so a value's ``\\*`` is a star, not bold), and nothing else."""
+    out, bold, i = [], False, 0
+    for m in _PROSE.finditer(text):
+        if m.start() < i:  # inside a code span or block already written
+            continue
+        out.append(_e(text[i : m.start()]))
+        i = m.end()
+        fence, escaped, run = m.group(1), m.group(2), m.group(3)
+        if fence:  # a fenced block: its lines as they are, up to a fence at least as long
+            end = re.compile(f"(?m)^{fence}`*[ \t]*$").search(text, i)
+            block = text[i : end.start() if end else len(text)].removesuffix("\n")
+            out.append(f"<pre>{_e(block)}</pre>")
+            i = end.end() if end else len(text)
+        elif escaped:
+            out.append(_e(escaped))
+        elif run:
+            end = re.compile(f"(?<!`){run}(?!`)").search(text, i)
+            if end:  # a code span: its text as it is, one space stripped from each end of a padded one
+                body = text[i : end.start()]
+                if body[:1] == body[-1:] == " " and body.strip(" "):
+                    body = body[1:-1]
+                out.append(f"<code>{_e(body)}</code>")
+                i = end.end()
+            else:
+                out.append(_e(run))
+        elif m.group() == "**":
+            out.append("</b>" if bold else "<b>")
+            bold = not bold
+        else:
+            out.append("<br>" if m.group() == "<br>" else "<br><br>")
+    out.append(_e(text[i:]) + ("</b>" if bold else ""))
+    return "".join(out)
 
 
 def _e(text: str) -> str:

@@ -57,6 +57,8 @@ class View:
 
     @classmethod
     def from_plan(cls, plan: Plan) -> View:
+        from harness.report import markdown  # not above: markdown reads this module's classes
+
         return cls(
             name=plan.name,
             baseline=plan.baseline_id,
@@ -65,7 +67,7 @@ class View:
             default_pct=plan.regression_pct,
             alpha=plan.alpha,
             rounds=plan.rounds,
-            note=f"matrix `{plan.source}` (sha256 `{plan.matrix_sha256[:12]}`), "
+            note=f"matrix {markdown.code(plan.source)} (sha256 `{plan.matrix_sha256[:12]}`), "
             f"suite profile `{plan.suite['profile']}`",
             per_workload_pct=plan.per_workload_pct,
             cells=plan.cells,

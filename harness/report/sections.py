@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from harness.report import answer, frames, stats
+from harness.report import answer, frames, markdown, stats
 from harness.report.frames import KEYS
 from harness.report.model import VERDICT_ORDER, Analysis, Document, Kind, Section, Value, View, verdict
 from harness.report.verdicts import change_kind
@@ -42,7 +42,8 @@ def document(
         _environment(view, analysis, letters),
     ]
     title = f"{view.name}: {len(view.groups)} groups against {view.labels.get(view.baseline, view.baseline)}"
-    header = answer.environment_line(view, analysis) + "\n\n" + answer.outcome_line(analysis)
+    environment = markdown.inline(answer.environment_line(view, analysis), markdown.MAX_LINE)
+    header = environment + "\n\n" + answer.outcome_line(analysis)
     return Document(title, header, tuple(s for s in sections if s is not None), extracts)
 
 
@@ -68,10 +69,10 @@ def _series_sections(view: View, analysis: Analysis) -> list[Section]:
             cells.append(Value(f"{ratio:.3f}{mark}", float(ratio), "number"))
         rows.append(tuple(cells))
     axis = "cuDNN" if series.axis.axis == "cudnn" else "torch"
-    off = [view.labels.get(c, c) for c in series.axis.off_axis]
+    off = [markdown.inline(view.labels.get(c, c)) for c in series.axis.off_axis]
     intro = (
-        f"Each row's time as a ratio to the baseline ({series.baseline_label}), the {axis} releases in "
-        "order. "
+        f"Each row's time as a ratio to the baseline ({markdown.inline(series.baseline_label)}), the {axis} "
+        "releases in order. "
         "▼ / ▲ marks the release where the row became slower / faster than the release before it (the same "
         "statistics as every verdict, the earlier release as the baseline); ↔ where other kernels ran at "
         "the same time; ✗ / ✓ where the row stopped / started running."
@@ -96,7 +97,7 @@ def _method(view: View, analysis: Analysis, loaded: LoadedResults, sources: list
     intro = "\n".join(
         [
             f"Rendered {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC by `python -m harness` from "
-            + ", ".join(f"`{s}`" for s in sources)
+            + ", ".join(markdown.code(str(s)) for s in sources)
             + f" ({len(loaded.documents)} valid result files, {len(loaded.quarantined)} quarantined"
             + (f", {len(loaded.duplicates)} duplicates counted once" if loaded.duplicates else "")
             + f"); {view.note}.",
@@ -116,9 +117,7 @@ def _method(view: View, analysis: Analysis, loaded: LoadedResults, sources: list
             "process-to-process "
             "variation.",
             "",
-            "```",
-            *gate.lines,
-            "```",
+            markdown.fenced("\n".join(gate.lines)),
         ]
     )
     return Section("Method, sources and the gate's summary", intro, collapsed=True)
@@ -141,7 +140,8 @@ def _time(
     """A duration that links to the measurement it came from (its own small file), else its result file."""
     if file and extracts is not None and measurement is not None and bool(pd.notna(measurement)):
         name = Path(file).name.removesuffix(".gz").removesuffix(".json")
-        digest = hashlib.sha256(file.encode()).hexdigest()[:8]  # shards hold files of the same name
+        # shards hold files of the same name; a name that is not UTF-8 hashes as the bytes it was
+        digest = hashlib.sha256(file.encode(errors="surrogateescape")).hexdigest()[:8]
         href = f"{MEASUREMENTS}/{name}-{digest}-m{int(measurement)}{folder.MEASUREMENT_SUFFIX}"
         extracts[href] = (file, int(measurement))
         return Value(_duration(seconds), seconds, "duration", href)
@@ -289,7 +289,8 @@ def _verdict_sections(
             )
         )
     legend = "; ".join(
-        f"**{letters[g]}** = {view.labels.get(g, g)}" + (" (baseline)" if g == view.baseline else "")
+        f"**{letters[g]}** = {markdown.inline(view.labels.get(g, g))}"
+        + (" (baseline)" if g == view.baseline else "")
         for g in view.groups
     )
     section = Section(
@@ -297,7 +298,11 @@ def _verdict_sections(
         legend
         + ". Times are the median over rounds of each round's median time per call (the lower median, so "
         "the number is one result file's own value: it links to that file)."
-        + (f" Every row ran with knobs `{judged['knobs'].iloc[0]}`." if one_knob_set else ""),
+        + (
+            f" Every row ran with knobs {markdown.code(str(judged['knobs'].iloc[0]))}."
+            if one_knob_set
+            else ""
+        ),
         (
             "workload",
             "dtype",
