@@ -12,6 +12,7 @@ from harness.report import answer, markdown, stats
 from harness.report.model import Analysis, View
 
 SUMMARY_LIMIT = 64 * 1024  # GitHub's step summary takes up to 1 MiB; a PR comment is best far smaller
+ROOM = 200  # bytes kept free under SUMMARY_LIMIT
 ORDER = {"slower": 0, "failed": 1, "missing": 2, "inconclusive": 3, "faster": 4}
 # XML 1.0 allows only these characters (its section 2.2): one other (a NUL, an ESC, U+FFFE, a lone
 # surrogate) anywhere in a result's text and a CI system refuses the whole file
@@ -19,33 +20,50 @@ _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def summary(view: View, analysis: Analysis) -> str:
-    """The answer and every changed row, largest change first, cut to fit SUMMARY_LIMIT."""
+    """The answer and every changed row, largest change first, under SUMMARY_LIMIT bytes whatever the
+    results hold: a line of prose at most ``markdown.MAX_LINE`` characters (the environment one line), and
+    the scorecard and the changed rows cut to the rows that fit."""
+    line = markdown.MAX_LINE
+    baseline = view.labels.get(view.baseline, view.baseline)
     parts = [
-        f"### {view.name}: against {view.labels.get(view.baseline, view.baseline)}",
+        "### " + markdown.inline(f"{view.name}: against {baseline}", line - 4),
         "",
-        answer.environment_line(view, analysis),
+        markdown.inline(answer.environment_line(view, analysis), line),
         "",
         answer.outcome_line(analysis),
+        *(f"- {markdown.inline(sentence, line - 2)}" for sentence in answer.validity(view, analysis)),
     ]
-    for sentence in answer.validity(view, analysis):
-        parts.append(f"- {sentence}")
     card = answer.scorecard(view, analysis)
-    if card is not None:
-        parts += ["", markdown.table([list(r) for r in card.rows], list(card.headers))]
     rows = _changed(view, analysis)
+    room = SUMMARY_LIMIT - ROOM - _size(parts)
+    if card is not None:
+        shown = _rows([list(r) for r in card.rows], list(card.headers), room // 2 if rows else room)
+        parts += ["", *shown]
     if rows:
-        parts += ["", f"**{len(rows)} rows are not `same`** (largest change first):", ""]
         head = ["workload", "dtype", "vs", "verdict", "ratio", "99% interval", "what ran"]
-        text = "\n".join(parts)
-        shown = len(rows)
-        while shown:
-            table = markdown.table(rows[:shown], head)
-            more = f"\n\n... and {len(rows) - shown} more in report.md" if shown < len(rows) else ""
-            if len((text + "\n" + table + more).encode()) < SUMMARY_LIMIT - 200:
-                return text + "\n" + table + more + "\n"
-            shown = shown * 3 // 4
-        return text + f"\n{len(rows)} rows: see report.md\n"
+        parts += ["", f"**{len(rows)} rows are not `same`** (largest change first):", ""]
+        parts += _rows(rows, head, SUMMARY_LIMIT - ROOM - _size(parts))
     return "\n".join(parts) + "\n"
+
+
+def _rows(rows: list[list[Any]], head: list[str], room: int) -> list[str]:
+    """A table of as many of ``rows`` as fit in ``room`` bytes, then how many more report.md lists."""
+    lines = markdown.table([], head).split("\n")
+    used = _size([*lines, "", f"... and {len(rows)} more in report.md"])
+    for row in rows:
+        line = markdown.table([row], head).split("\n")[-1]
+        used += _size([line])
+        if used > room:
+            break
+        lines.append(line)
+    shown = len(lines) - 2
+    if not shown:
+        return [f"{len(rows)} rows: see report.md"]
+    return lines + (["", f"... and {len(rows) - shown} more in report.md"] if shown < len(rows) else [])
+
+
+def _size(lines: list[str]) -> int:
+    return sum(len(line.encode(errors="backslashreplace")) + 1 for line in lines)
 
 
 def _changed(view: View, analysis: Analysis) -> list[list[Any]]:
