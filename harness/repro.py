@@ -21,7 +21,7 @@ import pandas as pd
 from harness import images, jsonio
 from harness.errors import InputError, Problem
 from harness.plan.model import DEFAULT_SUITE, Cell, Plan
-from harness.report import stats
+from harness.report import markdown, stats
 from harness.report.analysis import analyze
 from harness.report.frames import knob_label
 from harness.report.model import View
@@ -235,19 +235,21 @@ def _readme(
     view: View,
     backend: str,
 ) -> str:
+    text, code = markdown.inline, markdown.code  # what results hold is shown: it never makes Markdown
     lines = [
-        f"# {title}",
+        f"# {text(title)}",
         "",
-        f"From the report of matrix `{view.name}`: {row['verdict']}, time ratio (candidate / baseline) "
+        f"From the report of matrix {code(view.name)}: {row['verdict']}, time ratio (candidate / baseline) "
         f"{row['ratio']:.3f}, 99% interval [{row['ci_low']:.3f}, {row['ci_high']:.3f}], "
         f"p = {row['p_value']:.2g}, {row['rounds_baseline']}+{row['rounds_candidate']} rounds"
-        + (f"; what ran: {row['what_ran']}" if isinstance(row.get("what_ran"), str) else "")
-        + (f" ({row['ran_change']})" if isinstance(row.get("ran_change"), str) else "")
+        + (f"; what ran: {text(row['what_ran'])}" if isinstance(row.get("what_ran"), str) else "")
+        + (f" ({text(row['ran_change'])})" if isinstance(row.get("ran_change"), str) else "")
         + ".",
         "",
-        f"Workload `{script_row['workload']}` ({CATALOG[script_row['workload']].description}), dtype "
-        f"{script_row['dtype']}, knobs {json.dumps(script_row['knobs'])}, profile `{script_row['profile']}` "
-        f"on {script_row['device']}; shapes {json.dumps(_measurement(docs['baseline'], row).get('params'))}; "
+        f"Workload {code(script_row['workload'])} ({CATALOG[script_row['workload']].description}), dtype "
+        f"{text(script_row['dtype'])}, knobs {text(json.dumps(script_row['knobs']))}, profile "
+        f"{code(str(script_row['profile']))} on {text(str(script_row['device']))}; shapes "
+        f"{text(json.dumps(_measurement(docs['baseline'], row).get('params')))}; "
         "inputs from fixed seeds; each sample one call timed with CUDA events after an L2 flush, behind "
         f"a calibrated GPU sleep that hides its launch, for up to {script_row['time_budget_s']:g} s and at "
         f"least {script_row['min_time_s']:g} s (harness/suite/measure.py, carried verbatim in repro.py).",
@@ -259,7 +261,7 @@ def _readme(
     lines += ["| | baseline | candidate |", "|---|---|---|"]
     for key in sides["baseline"]:
         values = [_cell(sides[side][key]) for side in ("baseline", "candidate")]
-        lines.append(f"| {key.replace('_', ' ')} | {values[0]} | {values[1]} |")
+        lines.append(f"| {_cell(key.replace('_', ' '))} | {values[0]} | {values[1]} |")
     lines += ["", "## Run it", ""]
     if backend == "docker":
         lines += [
@@ -283,8 +285,8 @@ def _readme(
 
 
 def _cell(value: Any) -> str:
-    text = "<br>".join(map(str, value)) if isinstance(value, list) else str(value)
-    return text.replace("|", "\\|").replace("\n", " ")
+    """A value as a table cell: a list one item a line."""
+    return markdown.inline("\n".join(map(str, value)) if isinstance(value, list) else str(value), cell=True)
 
 
 def _docstring_safe(text: str) -> str:
