@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import io
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ CLIP = 1.25  # the heatmap's colors saturate at x1.25 either way: a 5 % change i
 CMAP = "PuOr_r"  # ColorBrewer's purple-orange: diverging and readable with red-green color blindness
 MAX_SERIES = 12  # charts across releases: the workloads with the largest changes
 MARKS = {"slower": "▼", "faster": "▲", "inconclusive": "?", "failed": "✗", "missing": "–"}
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")
 
 
 def plots(view: View, analysis: Analysis) -> list[tuple[str, str]]:
@@ -53,7 +55,7 @@ def _series(analysis: Analysis) -> list[tuple[str, str]]:
         axes.axhline(1.0, color="#555555", linewidth=1)
         for row in rows.to_dict("records"):
             values = [float(row[label]) if row[label] is not None else math.nan for label in labels]
-            name = f"{row['dtype']}" + (f" {row['knobs']}" if rows["knobs"].nunique() > 1 else "")
+            name = _text(f"{row['dtype']}" + (f" {row['knobs']}" if rows["knobs"].nunique() > 1 else ""))
             (line,) = axes.plot(range(len(labels)), values, "o-", markersize=3, linewidth=1.2, label=name)
             for i, label in enumerate(labels):
                 key = (str(workload), str(row["dtype"]), str(row["knobs"]), label)
@@ -68,13 +70,19 @@ def _series(analysis: Analysis) -> list[tuple[str, str]]:
                         fontsize=8,
                         color=line.get_color(),
                     )
-        axes.set_xticks(range(len(labels)), labels, rotation=45, ha="right", fontsize=7)
+        axes.set_xticks(range(len(labels)), [_text(x) for x in labels], rotation=45, ha="right", fontsize=7)
         axes.tick_params(axis="y", labelsize=7)
-        axes.set_ylabel(f"time / {series.baseline_label}", fontsize=7)
-        axes.set_title(f"{workload} across releases", fontsize=9)
+        axes.set_ylabel(_text(f"time / {series.baseline_label}"), fontsize=7)
+        axes.set_title(_text(f"{workload} across releases"), fontsize=9)
         axes.legend(fontsize=7, frameon=False)
         out.append((f"across releases: {workload}", _png(figure)))
     return out
+
+
+def _text(text: object) -> str:
+    """Text from results as matplotlib shows it: a "$" is a dollar (two would start a formula, whose
+    parse error fails the whole plot), a control character or lone surrogate U+FFFD."""
+    return _CONTROL.sub("\ufffd", str(text)).replace("$", r"\$")
 
 
 def _png(figure: Any) -> str:
@@ -104,8 +112,8 @@ def _heatmap(view: View, timing: Any, letters: dict[str, str]) -> tuple[str, str
     shade = np.clip(np.log2(values), -limit, limit)
     figure, axes = plt.subplots(figsize=(2.6 + 1.2 * len(groups), 1.4 + 0.26 * len(ratios)))
     image = axes.imshow(shade, cmap=CMAP, norm=TwoSlopeNorm(0, -limit, limit), aspect="auto")
-    axes.set_xticks(range(len(groups)), [letters.get(g, g) for g in groups], fontsize=9)
-    axes.set_yticks(range(len(ratios)), list(ratios.index), fontsize=8)
+    axes.set_xticks(range(len(groups)), [_text(letters.get(g, g)) for g in groups], fontsize=9)
+    axes.set_yticks(range(len(ratios)), [_text(r) for r in ratios.index], fontsize=8)
     for (i, j), value in np.ndenumerate(values):
         if math.isfinite(value):
             mark = MARKS.get(str(marks.iat[i, j]), "")
@@ -171,12 +179,12 @@ def _distributions(view: View, analysis: Analysis, letters: dict[str, str]) -> l
         axes.xaxis.set_minor_formatter(FuncFormatter(lambda value, _: ""))
         axes.set_yticks(
             range(len(medians)),
-            [f"{letters.get(g, g)} ({len(v)} rounds)" for g, v in medians.items()],
+            [_text(f"{letters.get(g, g)} ({len(v)} rounds)") for g, v in medians.items()],
             fontsize=8,
         )
         axes.set_ylim(-0.6, len(medians) - 0.4)
         axes.set_xlabel("round median, µs per call (log scale)", fontsize=8)
         axes.tick_params(axis="x", labelsize=8)
-        axes.set_title(f"{key[0]} {key[1]}", fontsize=9)
+        axes.set_title(_text(f"{key[0]} {key[1]}"), fontsize=9)
         out.append((f"round medians: {key[0]} {key[1]} {key[2]}", _png(figure)))
     return out
