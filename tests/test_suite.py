@@ -85,10 +85,12 @@ def test_measure_on_cpu_keeps_raw_samples_and_says_why_it_stopped():
     assert sum(short["samples_s"]) >= share.SHORT_LOOP_S
     # at the first sample past SHARE_CHECK_S, when the loop has a share of its own; not the 0.5 s budget
     assert measure.SHARE_CHECK_S <= short["sampling_wall_s"] < 0.4
-    # a floor under the matrix's min_time_s is no floor: the matrix's lengths hold
-    ask = _last_ask(0.005, 0.3, 0.0)
-    kept = measure.measure(lambda: time.sleep(next(noisy)), measure.Timer("cpu"), 0.3, 0.01, ask=ask)
-    assert "timed_floor_s" not in kept and kept["stop_reason"] in ("time_budget", "noise_target")
+    # a floor under the matrix's min_time_s rules too (suite 0.11): the loop stops at it, not at the
+    # matrix's lengths, though never before SHORT_LOOP_S of timed work
+    ask = _last_ask(0.005, 2.0, 0.0)
+    kept = measure.measure(lambda: time.sleep(next(noisy)), measure.Timer("cpu"), 2.0, 1.0, ask=ask)
+    assert kept["stop_reason"] == "timed_floor" and kept["timed_floor_s"] < share.SHORT_LOOP_S
+    assert share.SHORT_LOOP_S <= sum(kept["samples_s"]) < 0.3
 
 
 class _PowerLimitedGpu:

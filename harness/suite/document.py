@@ -91,6 +91,7 @@ class Measurement(TypedDict):
     timer: NotRequired[Timer]
     graph_capture_error: NotRequired[str | None]
     l2_flushed: NotRequired[bool]
+    batch: NotRequired[int]  # calls per sample, back to back in one graph replay (suite 0.11)
     unit: NotRequired[Literal["s"]]
     first_call_s: NotRequired[float]
     warmup_calls: NotRequired[int]

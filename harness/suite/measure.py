@@ -43,7 +43,7 @@ import itertools
 import math
 import statistics
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import closing, contextmanager
 from typing import Any
 
@@ -58,13 +58,15 @@ MAX_SAMPLES = 20000  # 2000 until suite 0.6: a 40 us kernel then stopped at 0.08
 SAMPLES_LIMIT = 100000  # the result schema's: past MAX_SAMPLES only while min_time_s is not yet in
 TARGET_REL_NOISE = 0.005  # nvbench's default stdrel target
 WARMUP_MIN_CALLS = 3
-WARMUP_MIN_S = 0.05
+WARMUP_MIN_S = 0.02  # 0.05 until suite 0.11: 7.7 s of a default-profile process
 L2_FLUSH_BYTES = 256 * 1024 * 1024  # where torch does not say the L2's size: at least 2x any current GPU's
 HARD_TIMEOUT_S = 15.0
 BLOCK_STEP_S = 10e-6  # the sleep grows by at least this where a sample found the GPU idle
 IDLE_WINDOW = 100
 HOST_READ_S = 100e-6  # generous: the host's reading of one sample, its clock query and bookkeeping
-FIT_SLEEP_S = 0.01  # GPU sleep while the enqueue time is measured (0.1 s, 0.3 s a measurement, until 0.6)
+# GPU sleep while the enqueue time is measured (0.1 s until 0.6, 0.01 s until 0.11): a replay enqueues in
+# tens of microseconds, and a call that takes longer than half of it is measured again under BLOCK_MAX_S
+FIT_SLEEP_S = 0.002
 BLOCK_MAX_S = 0.1  # longest: a call whose enqueue takes longer is host-bound beyond what we can hide
 BLOCK_MARGIN = 1.5  # the sleep covers 1.5x the measured enqueue time
 SHARE_CHECK_S = 0.2  # a loop this long has a timed share of its own for its process's ask (share.ShareAsk)
@@ -74,8 +76,15 @@ REST_MAX = 3.0  # at most 3x a sample's time (a quarter of the loop timed); then
 # growing every 20 ms took each rest to REST_MAX on our H100
 # (reports/qualify-cost/session-28/lease-2-suite-0.8-rest-every-20ms)
 REST_EVERY_S = 0.2
-HOST_BLOCK_MIN_S = 0.01  # host-time metric: each block of calls lasts at least this long
+HOST_BLOCK_MIN_S = 0.005  # host-time metric: each block of calls lasts at least this long (0.01 until 0.11)
 HOST_BLOCKS = 3
+# Graphs taken in turn (suite 0.11): where a call's outputs and workspaces lie moved its median by up to
+# 2.7 % between two measurements of one process on our H100, and which addresses a call gets depends on
+# what ran before it in its process. Samples taken in turn from GRAPHS captures of the call (each with
+# its own outputs and workspaces) average that out: between processes, |ratio - 1| p95 1.10 % against
+# 1.49 % on the 15 noisiest rows (reports/quiet-cheap-h100/, benchmarks/aa_sources.py --study rotation).
+GRAPHS = 4
+GRAPHS_BYTES = 16 * 1024**3  # at most this much memory for the captures' own (GPU memory free: half)
 
 
 class Timer:
@@ -124,7 +133,7 @@ class Timer:
             times.append(float(self._start.elapsed_time(self._end)) / 1e3)
         return statistics.median(times)
 
-    def fit_block(self, fn: Callable[[], Any], call_s: float = 0.0) -> float:
+    def fit_block(self, fn: Callable[[], Any], call_s: float = 0.0, flush: bool = True) -> float:
         """Size the GPU sleep before each sample from ``fn``'s host enqueue time; return that time.
 
         A fixed sleep hides the launch of a single kernel, but a call that enqueues hundreds of
@@ -140,7 +149,8 @@ class Timer:
         enqueue_s = self._enqueue_time(fn, FIT_SLEEP_S)
         if enqueue_s > FIT_SLEEP_S / 2:  # a host-bound call: measure it again under a longer sleep
             enqueue_s = self._enqueue_time(fn, BLOCK_MAX_S)
-        block_s = min(BLOCK_MAX_S, max(0.0, BLOCK_MARGIN * enqueue_s - self.flush_s - call_s))
+        flush_s = self.flush_s if flush else 0.0
+        block_s = min(BLOCK_MAX_S, max(0.0, BLOCK_MARGIN * enqueue_s - flush_s - call_s))
         self.block_cycles = int(block_s * self.sleep_cycles_per_s)
         # a sleep longer than the host's whole turn (its enqueue and its reading of a sample) hides nothing
         limit_s = min(BLOCK_MAX_S, BLOCK_MARGIN * (enqueue_s + HOST_READ_S))
@@ -234,7 +244,7 @@ class Timer:
         fn()
         end.record()
 
-    def samples(self, fn: Callable[[], Any]) -> Generator[float, None, None]:
+    def samples(self, fn: Callable[[], Any], flush: bool = True) -> Generator[float, None, None]:
         """Cold samples of ``fn``, endlessly; on a GPU the next one is queued before the last is read.
 
         What the caller does with a sample (its clock query, the stopping rule) overlaps the next
@@ -249,13 +259,13 @@ class Timer:
         self._reset_rest()
         if not self.cuda:
             while True:
-                yield self.time_call(fn)
+                yield self.time_call(fn, flush)
         previous: tuple[Any, Any, bool] | None = None
         idle_in_window = 0
         try:
             for index in itertools.count():
                 start, end = self._pairs[index % 2]
-                self._enqueue(fn, start, end)
+                self._enqueue(fn, start, end, flush)
                 clean = previous is not None and not previous[1].query()
                 if previous is not None:
                     previous[1].synchronize()
@@ -294,8 +304,9 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def capture(fn: Callable[[], Any]) -> tuple[Callable[[], Any] | None, str | None]:
-    """One call of ``fn`` recorded as a CUDA graph: its replay, or None and why it could not be recorded.
+def capture(fn: Callable[[], Any], calls: int = 1) -> tuple[Callable[[], Any] | None, str | None]:
+    """``calls`` back-to-back calls of ``fn`` recorded as one CUDA graph: its replay, or None and why it
+    could not be recorded.
 
     The caller has warmed ``fn`` up (autotuning, lazy loading and allocations are done), as capture
     requires; one more call on the capture stream warms that stream, as PyTorch's docs ask.
@@ -308,7 +319,8 @@ def capture(fn: Callable[[], Any]) -> tuple[Callable[[], Any] | None, str | None
             fn()
         torch.cuda.current_stream().wait_stream(stream)
         with torch.cuda.graph(graph, stream=stream, capture_error_mode="thread_local"):
-            fn()
+            for _ in range(calls):
+                fn()
         torch.cuda.synchronize()
     except Exception as exc:  # any refusal means: time the call eagerly
         # ending a broken capture raises "operation failed due to a previous error during capture";
@@ -319,6 +331,38 @@ def capture(fn: Callable[[], Any]) -> tuple[Callable[[], Any] | None, str | None
     return graph.replay, None
 
 
+def graphs_that_fit(wanted: int, call_bytes: int, free_bytes: int | None = None) -> int:
+    """How many of ``wanted`` graphs to capture of a call that allocates ``call_bytes`` beyond its inputs:
+    their memory stays under ``GRAPHS_BYTES`` and half the GPU's free memory, one graph at least."""
+    if free_bytes is None:
+        free_bytes = torch.cuda.mem_get_info()[0] if torch.cuda.is_available() else GRAPHS_BYTES * 2
+    room = min(GRAPHS_BYTES, free_bytes // 2)
+    return max(1, min(wanted, room // max(call_bytes, 1)))
+
+
+def _relocate(tensors: Sequence[Any], held: list[Any]) -> None:
+    """Move each GPU tensor of ``tensors`` to a copy at other addresses, in place (the calls that close over
+    it use the copy from now on); the storage it leaves is held in ``held`` for the graphs recorded on it."""
+    with torch.inference_mode(False):  # a copy made under inference mode could not become a tensor's data
+        for tensor in tensors:
+            if isinstance(tensor, torch.Tensor) and tensor.is_cuda:
+                held.append(tensor.data)
+                tensor.data = tensor.data.clone()
+
+
+def _rotation(replays: list[Callable[[], Any]], held: list[Any]) -> Callable[[], Any]:
+    """One replay a call, taking the graphs in turn; ``held`` lives as long as they do."""
+    if len(replays) == 1:
+        return replays[0]
+    turn = itertools.cycle(replays)
+
+    def replay() -> Any:
+        _ = held
+        return next(turn)()
+
+    return replay
+
+
 def measure(
     fn: Callable[[], Any],
     timer: Timer,
@@ -327,6 +371,10 @@ def measure(
     gpu: Any = None,
     graph: bool = True,
     ask: ShareAsk | None = None,
+    batch: int = 1,
+    flush: bool | None = None,
+    graphs: int = 1,
+    relocate: Sequence[Any] = (),
 ) -> dict[str, Any]:
     """First-call time, warm-up, then samples until a stopping rule fires.
 
@@ -342,11 +390,25 @@ def measure(
     does not make round medians agree more closely. Once the loop has run ``SHARE_CHECK_S``, the floor
     is the one its own timed share asks for; a loop under ``ask.min_loop_share`` timed stops at
     ``SHORT_LOOP_S`` of timed work instead (``short_loop``); a loop whose GPU rests keeps the lengths
-    above.
+    above. From suite 0.11 the floor rules both ways: a loop stops at it (but not before ``SHORT_LOOP_S``
+    of timed work) also where it lies under ``min_time_s``, the length where no share is asked.
+
+    ``graphs`` (suite 0.11): on a GPU, capture that many graphs of the call, each with its own outputs and
+    workspaces, and take them in turn, one a sample (fewer where their memory would pass
+    ``GRAPHS_BYTES`` or half the GPU's free memory); ``relocate``: tensors the call closes over, moved
+    to other addresses before each capture after the first (``benchmarks/aa_sources.py``; the suite
+    moves none). ``batch``: calls per sample, back to back in one graph, each sample the replay's time
+    over ``batch``; ``flush``: whether the L2 is flushed before each sample (default: where the sample
+    is one call). The suite times one call a sample, flushed: hot batches were noisier between
+    processes on our H100 (reports/quiet-cheap-h100/). A call that cannot be recorded is timed
+    eagerly, one call a sample.
     """
     phases = Phases()
+    base_bytes = 0
     if timer.cuda:
         torch.cuda.synchronize()
+        base_bytes = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
     first_call_s = timer.time_call(fn, flush=False)  # includes autotuning and lazy loading
     phases.done("first_call")
 
@@ -356,14 +418,24 @@ def measure(
         warmup_calls += 1
     phases.done("warmup")
     timed, capture_error = fn, None
+    calls, replays = 1, []
+    held: list[Any] = []  # the storages that graphs recorded before their tensors moved
     if timer.cuda and graph:
-        replay, capture_error = capture(fn)
-        if replay is not None:
-            timed = replay
+        graphs = graphs_that_fit(graphs, batch * (torch.cuda.max_memory_allocated() - base_bytes))
+        for index in range(graphs):
+            if index:
+                _relocate(relocate, held)
+            replay, capture_error = capture(fn, batch)
+            if replay is None:
+                break
+            replays.append(replay)
             # the first replays upload the graph
-            call_s = min(timer.time_call(timed, flush=False) for _ in range(WARMUP_MIN_CALLS))
+            call_s = min(timer.time_call(replay, flush=False) for _ in range(WARMUP_MIN_CALLS))
+        if replays:
+            timed, calls, capture_error = _rotation(replays, held), batch, None
         phases.done("graph_capture")
-    enqueue_s = timer.fit_block(timed, call_s) if timer.cuda else None
+    flushed = timer.cuda and (calls == 1 if flush is None else flush)
+    enqueue_s = timer.fit_block(timed, call_s, flushed) if timer.cuda else None
     phases.done("block_fit")
 
     samples: list[float] = []
@@ -375,18 +447,18 @@ def measure(
     dropped_s = 0.0  # the sampling time of the samples the power limit slowed
     stop_reason = "max_samples"
     floor_s, floor_budget_s = ask.at(ask.loop_share) if ask is not None else (0.0, time_budget_s)
-    short = raised = False  # under ask.min_loop_share timed / a floor above min_time_s in force
-    with _gc_paused(), closing(timer.samples(timed)) as stream:
+    short = raised = False  # under ask.min_loop_share timed / a floor in force (above min_time_s until 0.11)
+    with _gc_paused(), closing(timer.samples(timed, flushed)) as stream:
         for raw in stream:
-            # whole nanoseconds: far finer than CUDA events resolve (about 0.5 us), and it halves the files
-            sample = round(raw, 9)
+            # whole nanoseconds: finer than CUDA events resolve (32 ns on our H100), and it halves the files
+            sample = round(raw / calls, 9)
             clock = gpu.sm_clock_mhz() if clocked else None  # while the next sample runs
             if clock is not None and gpu.min_sm_mhz is not None and clock < gpu.min_sm_mhz:
                 throttled += 1
                 time.sleep(0.05)  # let the clock recover, as nvbench does
             elif clock is not None and timer.can_rest_longer and gpu.power_capped(clock):
                 power_capped += 1  # under the power limit's clock: rest the GPU longer between samples
-                timer.rest_longer(sample)
+                timer.rest_longer(raw)
                 dropped_s += time.perf_counter() - last
                 ask, short = None, False
             else:
@@ -396,10 +468,11 @@ def measure(
             last = time.perf_counter()
             elapsed = last - start
             loop_s = elapsed - dropped_s
+            work = noise.total * calls  # the GPU's timed work: every call of every kept sample
             if ask is not None and loop_s >= SHARE_CHECK_S:  # the loop's own share from now on
-                short = noise.total < ask.min_loop_share * loop_s
-                floor_s, floor_budget_s = ask.at(noise.total / loop_s)
-            raised = ask is not None and not short and floor_s > min_time_s
+                short = work < ask.min_loop_share * loop_s
+                floor_s, floor_budget_s = ask.at(work / loop_s)
+            raised = ask is not None and not short
             budget_s = floor_budget_s if raised else time_budget_s
             if elapsed >= max(HARD_TIMEOUT_S, budget_s):
                 stop_reason = "timeout"  # nvbench's 15 s: even with fewer samples than the minimum
@@ -407,13 +480,13 @@ def measure(
             if len(samples) >= MIN_SAMPLES and loop_s >= budget_s:
                 stop_reason = "time_budget"
                 break
-            if raised and noise.total >= floor_s and len(samples) >= MIN_SAMPLES:
+            if raised and work >= max(floor_s, SHORT_LOOP_S) and len(samples) >= MIN_SAMPLES:
                 stop_reason = "timed_floor"
                 break
-            if short and noise.total >= SHORT_LOOP_S and len(samples) >= MIN_SAMPLES:
+            if short and work >= SHORT_LOOP_S and len(samples) >= MIN_SAMPLES:
                 stop_reason = "short_loop"
                 break
-            enough = noise.total >= (floor_s if raised else min_time_s)
+            enough = work >= (max(floor_s, SHORT_LOOP_S) if raised else min_time_s)
             if len(samples) >= MIN_SAMPLES and enough and noise.rel_stdev() < TARGET_REL_NOISE:
                 stop_reason = "noise_target"
                 break
@@ -430,7 +503,9 @@ def measure(
     return {
         "timer": "cuda_graph" if timed is not fn else timer.name,
         "graph_capture_error": capture_error,
-        "l2_flushed": timer.cuda,
+        "batch": calls,
+        "graphs": len(replays) if timed is not fn else 1,
+        "l2_flushed": flushed,
         "launch_latency_hidden": timer.hide_launch_latency,
         "unit": "s",
         "first_call_s": first_call_s,

@@ -46,10 +46,19 @@ def digest(outputs: list[torch.Tensor]) -> str:
     return h.hexdigest()
 
 
+def outputs(reference: Callable[[], Any]) -> list[torch.Tensor]:
+    """What one call of ``reference`` returns, detached: a reference computed once for several checks."""
+    return [t.detach() for t in tensors(reference())]
+
+
 def check(
-    fn: Callable[[], Any], reference: Callable[[], Any] | None, dtype: str, tf32: bool = False
+    fn: Callable[[], Any],
+    reference: Callable[[], Any] | list[torch.Tensor] | None,
+    dtype: str,
+    tf32: bool = False,
 ) -> Numerics:
-    """Run ``fn`` twice and ``reference`` once; compare against the tolerance of the precision it ran in."""
+    """Run ``fn`` twice and compare with ``reference`` (a call run once here, or its ``outputs``) against
+    the tolerance of the precision it ran in."""
     first = [t.detach().clone() for t in tensors(fn())]
     second = tensors(fn())
     found: Numerics = {
@@ -62,7 +71,7 @@ def check(
     }
     if reference is None:
         return found
-    expected = [t.detach() for t in tensors(reference())]
+    expected = reference if isinstance(reference, list) else outputs(reference)
     if len(expected) != len(first) or any(a.shape != b.shape for a, b in zip(first, expected, strict=True)):
         found["reference_error"] = "the fp64 reference has other outputs"
         return found

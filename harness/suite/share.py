@@ -37,7 +37,9 @@ from typing import NamedTuple
 
 OUTSIDE_S = 1.3  # a process's wall time outside the suite's clock: 0.9 to 1.4 s on our H100 (start, exit)
 # until a measurement of this process says otherwise (H100, suite 0.6, reports/qualify-cost):
-FIXED_S = 0.3  # a measurement's wall time outside its sampling loop: inputs, first call, warm-up, host time
+# a measurement's wall time outside its sampling loop and its records: inputs, first call, warm-up, capture,
+# host time (0.3 s with the records until suite 0.11)
+FIXED_S = 0.15
 LOOP_SHARE = 0.75  # a sampling loop's timed share; the rest is L2 flushes, GPU sleeps and dropped samples
 # at most this much timed work asked of one measurement: the last row a process can lengthen makes up
 # for the rows before it that could not be (a cold first process asked 11 s of it in session 29)
@@ -106,7 +108,8 @@ class TimedShare:
         self.timed_s = 0.0  # the samples' sum, over the measurements done
         self._loop_timed_s = 0.0  # the samples' sum of the loops worth lengthening (``add``)
         self._loop_s = 0.0  # those loops' wall time
-        self._fixed_s = 0.0  # the measurements' wall time outside their sampling loops
+        self._fixed_s = 0.0  # the measurements' wall time outside their sampling loops and records
+        self.records_s = 0.0  # the records beside the timing (what ran, numerics, peak memory): not paid back
 
     @property
     def min_loop_share(self) -> float:
@@ -129,16 +132,21 @@ class TimedShare:
         owed_s = 0.0
         if self.left > 0:
             fixed = self._fixed_s / self.done if self.done else FIXED_S
-            untimed = OUTSIDE_S + self.clock() - self.started - self.timed_s + fixed * self.left
+            spent = self.clock() - self.started - self.timed_s - self.records_s
+            untimed = OUTSIDE_S + spent + fixed * self.left
             owed_s = (ratio * untimed - self.timed_s) / self.left  # solve timed = ratio * untimed
         return ShareAsk(owed_s, ratio, self.loop_share, time_budget_s, self.min_loop_share, self.left == 1)
 
-    def add(self, timed_s: float, loop_s: float, wall_s: float, rested: bool = False) -> None:
-        """One measurement done: its samples' sum, its sampling loop's wall time and its own. ``rested``:
-        its loop rested the GPU for the power limit (suite 0.8). Such a loop, or one under
-        ``min_loop_share``, is never lengthened, so its share says nothing of the loops that will be;
-        its time counts all the same."""
+    def add(
+        self, timed_s: float, loop_s: float, wall_s: float, rested: bool = False, records_s: float = 0.0
+    ) -> None:
+        """One measurement done: its timed work, its sampling loop's wall time and its own less its
+        records (``records_s``: what ran, numerics, peak memory, which sampling does not pay back from
+        suite 0.11). ``rested``: its loop rested the GPU for the power limit (suite 0.8). Such a loop, or
+        one under ``min_loop_share``, is never lengthened, so its share says nothing of the loops that
+        will be; its time counts all the same."""
         self.left, self.done = self.left - 1, self.done + 1
+        self.records_s += records_s
         self.timed_s += timed_s
         if not rested and loop_s > 0 and timed_s >= self.min_loop_share * loop_s:
             self._loop_timed_s += timed_s
