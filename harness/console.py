@@ -11,18 +11,10 @@ import datetime as dt
 import io
 import re
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from rich.console import Console as RichConsole
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+if TYPE_CHECKING:  # rich is loaded where a bar is drawn: '--help' and pipes never pay for it
+    from rich.progress import Progress, TaskID
 
 QUIET, NORMAL, VERBOSE = -1, 0, 1
 # what a terminal acts on rather than shows: C0 and C1 controls (ESC, BEL, a carriage return), DEL and
@@ -88,6 +80,16 @@ class Console:
         if not self.live or total <= 0:
             return
         if self._bar is None:
+            from rich.console import Console as RichConsole
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
             self._bar = Progress(
                 TextColumn("runs"),
                 BarColumn(),

@@ -5,17 +5,14 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Literal
+from typing import Any
 
 import pandas as pd
 from tabulate import tabulate
 
 from harness.report import csvsafe, stats
+from harness.report.choices import Format, Sort
 
-Format = Literal["table", "md", "csv", "json"]
-Sort = Literal["name", "ratio"]
-FORMATS: tuple[Format, ...] = ("table", "md", "csv", "json")
-SORTS: tuple[Sort, ...] = ("name", "ratio")
 HEADERS = ["workload", "dtype", "knobs", "A -> B", "change", "99% interval", "p", "verdict"]
 COLUMNS = [
     "workload",
