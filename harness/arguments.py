@@ -2,6 +2,9 @@
 
 argparse turns an ``ArgumentTypeError`` into one ``error: argument --x: ...`` line and exit 2, so a
 ``--timeout-s nan`` is refused before anything runs instead of failing every run it would have timed.
+
+Building the parser loads no heavy library (scipy, pandas, jsonschema, rich, docker...): ``--help``
+answers at once. What a command needs beyond its arguments is imported where it is used.
 """
 
 from __future__ import annotations
@@ -10,21 +13,24 @@ import argparse
 import difflib
 import math
 import re
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from harness import __version__, images
 from harness.backends import gpu_access, registry
 from harness.console import NORMAL, QUIET, VERBOSE
 from harness.errors import InputError, Problem
-from harness.executors import k8s_jobs, slurm
-from harness.executors.launch import RunRequest, SlurmAsk
 from harness.plan.model import DEFAULT_ALPHA, DEFAULT_REGRESSION_PCT
-from harness.report import terminal
-from harness.results.resume import Mode
+from harness.report import choices
+
+if TYPE_CHECKING:
+    from harness.executors import k8s_jobs
+    from harness.executors.launch import RunRequest
 
 DEFAULT_MATRIX = Path("matrix.yaml")
+PROG = "harness"  # the installed command; 'python -m harness' names itself (__main__)
 
 
 def number(what: str, above: float, at_most: float) -> Callable[[str], float]:
@@ -68,6 +74,8 @@ def slurm_setting(name: str) -> Callable[[str], str]:
     '#SBATCH' line needs."""
 
     def parse(text: str) -> str:
+        from harness.executors import slurm
+
         problem = slurm.setting_problem(name, text)
         if problem:
             raise argparse.ArgumentTypeError(problem)
@@ -111,6 +119,24 @@ class _Help(argparse.RawDescriptionHelpFormatter):
         return f"{text} (default: {default})"
 
 
+class _Version(argparse.Action):
+    """``--version``: the suite's and the schemas' versions, read only when asked for."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> NoReturn:
+        from harness.report.verdicts import VERDICT_SCHEMA_VERSION
+        from harness.suite import RESULT_SCHEMA_VERSION, SUITE_VERSION
+
+        parser._print_message(
+            f"harness {__version__}, suite {SUITE_VERSION}, result schema {RESULT_SCHEMA_VERSION}, "
+            f"verdict schema {VERDICT_SCHEMA_VERSION}\n",
+            sys.stdout,
+        )
+        parser.exit()
+
+
 class _Parser(argparse.ArgumentParser):
     """No abbreviated options (``--gpu`` is not ``--gpus``), defaults shown, and "did you mean" for a
     mistyped subcommand."""
@@ -132,19 +158,15 @@ class _Parser(argparse.ArgumentParser):
         super().error(message)
 
 
-def parser(description: str) -> argparse.ArgumentParser:
-    """Every subcommand's arguments; ``args.command`` names the subcommand."""
-    from harness.report.verdicts import VERDICT_SCHEMA_VERSION
-    from harness.suite import RESULT_SCHEMA_VERSION, SUITE_VERSION
-
-    parser = _Parser(prog="python -m harness", description=description, epilog=EXIT_CODES)
+def parser(description: str, prog: str = PROG) -> argparse.ArgumentParser:
+    """Every subcommand's arguments; ``args.command`` names the subcommand. ``prog`` is how the command
+    is called in its usage lines and examples."""
+    parser = _Parser(prog=prog, description=description, epilog=EXIT_CODES)
     parser.add_argument(
-        "--version",
-        action="version",
-        version=f"harness {__version__}, suite {SUITE_VERSION}, result schema {RESULT_SCHEMA_VERSION}, "
-        f"verdict schema {VERDICT_SCHEMA_VERSION}",
+        "--version", action=_Version, help="print the harness, suite and schema versions and exit"
     )
     commands = (
+        "init",
         "plan",
         "validate",
         "run",
@@ -159,19 +181,47 @@ def parser(description: str) -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="{" + ",".join(commands) + "}")
 
-    plan = sub.add_parser("plan", help="validate a matrix and list its cells (no side effects)")
+    def command(
+        name: str, summary: str, example: str, more: str = "", codes: bool = False
+    ) -> argparse.ArgumentParser:
+        """A subcommand whose help says what it does in one line and shows an example to copy."""
+        shown = f"example: %(prog)s {example}".rstrip()  # argparse writes the subcommand's own prog
+        epilog = "\n\n".join(part for part in (more, shown, EXIT_CODES if codes else "") if part)
+        return sub.add_parser(name, help=summary, description=summary, epilog=epilog)
+
+    init = command(
+        "init",
+        "write a starter matrix.yaml, every key explained in a comment",
+        "",
+        more="The starter runs anywhere (no GPU or Docker engine needed); edit it, then 'plan' lists its "
+        "cells\nand 'qualify' runs and judges them.",
+    )
+    init.add_argument(
+        "--matrix", type=Path, default=DEFAULT_MATRIX, help="where to write it (default: matrix.yaml)"
+    )
+    init.add_argument("--force", action="store_true", help="replace a file already there")
+
+    plan = command("plan", "validate a matrix and list its cells (no side effects)", "--matrix matrix.yaml")
     _matrix_arg(plan)
     plan.add_argument("--json", action="store_true", help="print the plan as JSON")
 
-    validate = sub.add_parser("validate", help="check result documents against schemas/result.schema.json")
+    validate = command(
+        "validate",
+        "check result documents against schemas/result.schema.json",
+        "results/smoke/torch-installed_cudnn-bundled_2ecb882014.r1.json.gz",
+    )
     validate.add_argument("files", nargs="+", type=Path, help="result files (.json or .json.gz)")
 
-    run = sub.add_parser("run", help="run the suite in every cell of a matrix")
+    run = command(
+        "run", "run the suite in every cell of a matrix", "--matrix matrix.yaml --out results/smoke"
+    )
     _matrix_arg(run)
     _run_args(run)
     _verbosity_args(run)
 
-    imgs = sub.add_parser("images", help="render and build one image per cell (docker backend)")
+    imgs = command(
+        "images", "render and build one image per cell (docker backend)", "--matrix sweep.yaml --dry-run"
+    )
     _matrix_arg(imgs)
     _build_args(imgs)
     _verbosity_args(imgs)
@@ -183,16 +233,21 @@ def parser(description: str) -> argparse.ArgumentParser:
     task.add_argument("--tasks", type=Path, required=True)
     task.add_argument("--index", type=int, required=True)
 
-    rerun = sub.add_parser("rerun", help="run the exact image a docker result came from again")
+    rerun = command(
+        "rerun",
+        "run the exact image a docker result came from again",
+        "results/sweep/torch2.11.0-cu130_cudnn-bundled_6d1f1e3a2b.r1.json.gz --out results/rerun",
+    )
     rerun.add_argument("result", type=Path, help="a docker result file (.json.gz) whose image runs again")
     rerun.add_argument("--out", type=Path, help="results folder for the new result (default: results/rerun)")
     rerun.add_argument("--timeout-s", type=TIMEOUT, default=3600.0, help="time limit for the run")
     rerun.add_argument("--gpus", default="all", help="GPU ids the container gets, e.g. 0,1, or 'all'")
     _gpu_access_arg(rerun)
 
-    gather = sub.add_parser(
+    gather = command(
         "gather",
-        help="collect what Kubernetes pods wrote (a copy of the results volume) into a results folder",
+        "collect what Kubernetes pods wrote (a copy of the results volume) into a results folder",
+        "--matrix sweep.yaml --from volume-copy --out results/sweep",
     )
     _matrix_arg(gather)
     gather.add_argument(
@@ -202,8 +257,11 @@ def parser(description: str) -> argparse.ArgumentParser:
     gather.add_argument("--k8s-registry", help="registry the cell images were pushed to, as given to run")
     _build_args(gather)
 
-    rep = sub.add_parser(
-        "report", help="validate and merge results into reports/, with verdicts", epilog=EXIT_CODES
+    rep = command(
+        "report",
+        "validate and merge results into reports/, with verdicts",
+        "--results results/smoke",
+        codes=True,
     )
     rep.add_argument(
         "--results",
@@ -216,10 +274,11 @@ def parser(description: str) -> argparse.ArgumentParser:
     rep.add_argument("--out", type=Path, help="report folder (default: reports/<plan name>)")
     _strict_arg(rep)
 
-    cmp = sub.add_parser(
+    cmp = command(
         "compare",
-        help="ad-hoc comparison of two runs (result files or folders): A is the baseline",
-        epilog=EXIT_CODES,
+        "ad-hoc comparison of two runs (result files or folders): A is the baseline",
+        "results/before/torch-installed_cudnn-bundled_2ecb882014.r1.json.gz results/after --only bundled",
+        codes=True,
     )
     cmp.add_argument("a", type=Path, metavar="A", help="baseline: a result file or a results folder")
     cmp.add_argument("b", type=Path, metavar="B", help="candidate: a result file or a results folder")
@@ -241,27 +300,31 @@ def parser(description: str) -> argparse.ArgumentParser:
         help="significance level of the Mann-Whitney U test",
     )
     cmp.add_argument(
-        "--out", type=Path, help="also write the full report (Markdown, HTML, CSV, verdict.json) here"
+        "--out",
+        type=Path,
+        help="also write the full report (Markdown, HTML, CSV, verdict.json) here",
     )
     cmp.add_argument(
         "--only-changed", action="store_true", help="print only the rows whose verdict is not 'same'"
     )
     cmp.add_argument(
         "--sort",
-        choices=terminal.SORTS,
+        choices=choices.SORTS,
         default="name",
         help="row order: the report's, or the largest change first",
     )
     cmp.add_argument(
         "--format",
-        choices=terminal.FORMATS,
+        choices=choices.FORMATS,
         default="table",
         help="what to print: a table, Markdown, CSV or JSON",
     )
     _strict_arg(cmp)
 
-    repro = sub.add_parser(
-        "repro", help="write a standalone reproducer (script, README, Dockerfiles) of one report row"
+    repro = command(
+        "repro",
+        "write a standalone reproducer (script, README, Dockerfiles) of one report row",
+        "--results results/smoke --workload conv2d_r50_3x3 --dtype bf16",
     )
     repro.add_argument(
         "--results", type=Path, action="append", required=True, help="results folder (repeatable)"
@@ -279,10 +342,11 @@ def parser(description: str) -> argparse.ArgumentParser:
     )
     _build_args(repro)  # for docker cells' Dockerfiles
 
-    qualify = sub.add_parser(
+    qualify = command(
         "qualify",
-        help="plan + run + report: exit 0 no regression, 1 a regression, 3 a run could not complete",
-        epilog=EXIT_CODES,
+        "plan + run + report: exit 0 no regression, 1 a regression, 3 a run could not complete",
+        "--matrix matrix.yaml",
+        codes=True,
     )
     _matrix_arg(qualify)
     _run_args(qualify)
@@ -296,14 +360,13 @@ def parser(description: str) -> argparse.ArgumentParser:
     )
     _strict_arg(qualify)
 
-    bisect = sub.add_parser(
+    bisect = command(
         "bisect",
-        help="find the first release where one row changed, measuring as few releases as it can",
-        description="Binary search along the matrix's release axis (cuDNN {wheel: X} releases, or torch "
-        "versions) between a good and a bad release, for one row; results already in --results are "
-        "reused. Example: python -m harness bisect --matrix sweep.yaml --row conv2d_r50_3x3:bf16 "
-        "--good 9.12.0.46 --bad 9.28.1.4",
-        epilog=EXIT_CODES,
+        "find the first release where one row changed, measuring as few releases as it can",
+        "--matrix sweep.yaml --row conv2d_r50_3x3:bf16 --good 9.12.0.46 --bad 9.28.1.4",
+        more="A binary search along the matrix's release axis (cuDNN {wheel: X} releases, or torch "
+        "versions)\nbetween a good and a bad release, for one row; results already in --results are reused.",
+        codes=True,
     )
     _matrix_arg(bisect)
     bisect.add_argument("--row", required=True, metavar="WORKLOAD:DTYPE", help="the row, e.g. sdpa:bf16")
@@ -462,6 +525,8 @@ def _build_args(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> No
 
 def k8s_target(args: argparse.Namespace) -> k8s_jobs.Target:
     """Where --backend k8s sends its Jobs."""
+    from harness.executors import k8s_jobs
+
     return k8s_jobs.Target(args.k8s_registry, args.k8s_namespace, args.k8s_results_claim, args.timeout_s)
 
 
@@ -493,6 +558,10 @@ def settings(args: argparse.Namespace, backend: str) -> registry.Settings:
 
 def run_request(args: argparse.Namespace, backend: str, out: Path) -> RunRequest:
     """What ``run`` and ``qualify`` ask: where, which cells, what to redo, on which GPUs or through Slurm."""
+    from harness.executors import slurm
+    from harness.executors.launch import RunRequest, SlurmAsk
+    from harness.results.resume import Mode
+
     mode = Mode.RERUN_FAILED if args.rerun_failed else (Mode.FRESH if args.fresh else Mode.RESUME)
     ask = None
     if args.backend == "slurm":

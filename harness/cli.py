@@ -1,8 +1,12 @@
-"""``python -m harness plan|run|validate|report|qualify``: the one place that prints and picks exit codes.
+"""``harness init|plan|run|validate|report|compare|qualify|...``: the one place that prints and picks exit
+codes.
 
 Exit codes: 0 fine (qualify/report/compare: no regression), 1 a regression (or, for run, a failed
 cell), 2 bad input, 3 an infrastructure failure (runs that could not complete, or this machine
 cannot run what was asked), 130 interrupted. A regression outranks an infrastructure failure.
+
+Each command imports what it needs (pandas, scipy, jsonschema...) when it runs, so that ``--help`` and
+a mistyped command answer at once.
 """
 
 from __future__ import annotations
@@ -11,24 +15,21 @@ import argparse
 import dataclasses
 import json
 import os
+import shlex
 import sys
 from pathlib import Path
-from typing import TextIO
-
-import yaml
-from tabulate import tabulate
+from typing import TYPE_CHECKING, TextIO
 
 from harness import arguments, jsonio, suite_listing
 from harness.backends import gpu_access, registry
 from harness.console import NORMAL, Console, InertStream
 from harness.errors import BackendUnavailable, HarnessError, InputError
-from harness.executors import launch
-from harness.executors.runs import CellOutcome
-from harness.plan import matrix
-from harness.plan.model import Plan
-from harness.report import folders, terminal
-from harness.report.verdicts import Outcome, Policy
-from harness.results import documents, folder
+
+if TYPE_CHECKING:
+    from harness.executors.runs import CellOutcome
+    from harness.plan.model import Plan
+    from harness.report import folders
+    from harness.report.verdicts import Outcome, Policy
 
 DESCRIPTION = (
     "Which PyTorch x cuDNN combination should we ship, and what changes if we switch? Plan a version "
@@ -48,13 +49,14 @@ GATE_EXIT: dict[Outcome, int] = {
 }
 
 
-def main(argv: list[str] | None = None) -> int:
-    """The command's exit code. Everything it prints passes through ``InertStream``: result text never
-    drives the terminal; a reader that leaves (``| head``) ends it quietly, as it ends Unix tools."""
+def main(argv: list[str] | None = None, prog: str = arguments.PROG) -> int:
+    """The command's exit code (the installed ``harness`` script calls this; ``python -m harness`` passes
+    its own ``prog``). Everything it prints passes through ``InertStream``: result text never drives the
+    terminal; a reader that leaves (``| head``) ends it quietly, as it ends Unix tools."""
     streams = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = InertStream(sys.stdout), InertStream(sys.stderr)
     try:
-        code = _command(argv)
+        code = _command(argv, prog)
         sys.stdout.flush()  # here, where a reader that left is caught, not at the interpreter's exit
         return code
     except BrokenPipeError:
@@ -64,9 +66,10 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout, sys.stderr = streams
 
 
-def _command(argv: list[str] | None) -> int:
+def _command(argv: list[str] | None, prog: str) -> int:
     global CONSOLE
-    args = arguments.parser(DESCRIPTION).parse_args(argv)
+    args = arguments.parser(DESCRIPTION, prog).parse_args(argv)
+    args.prog = prog  # what the next steps a command suggests are called with
     CONSOLE = Console(getattr(args, "verbosity", NORMAL))
     try:
         return COMMANDS[args.command](args)
@@ -102,10 +105,25 @@ def _warn(line: str) -> None:
 
 def _load_plan(path: Path, backend: str | None = None) -> Plan:
     """The matrix, checked for the backend that will realize its cells (the command line's, else its own)."""
+    from harness.plan import matrix
+
     return matrix.load(path, suite_listing.workload_ids(), registry.cell_problems, backend)
 
 
+def _init(args: argparse.Namespace) -> int:
+    from harness.plan import starter
+
+    path = shlex.quote(str(starter.write(args.matrix, args.force)))
+    print(
+        f"wrote {path}; edit it, then '{args.prog} plan --matrix {path}' lists its cells and "
+        f"'{args.prog} qualify --matrix {path}' runs and judges them"
+    )
+    return EXIT_OK
+
+
 def _plan(args: argparse.Namespace) -> int:
+    from tabulate import tabulate
+
     plan = _load_plan(args.matrix)
     if args.json:
         print(json.dumps(plan.to_json(), indent=2))
@@ -123,6 +141,8 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from harness.results import documents
+
     bad = 0
     for path in args.files:
         _, problems = documents.check(path)
@@ -142,6 +162,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _run_plan(plan: Plan, args: argparse.Namespace, out: Path) -> list[CellOutcome]:
+    from harness.executors import launch
+
     return launch.run(plan, arguments.run_request(args, plan.backend, out), _say, _progress, CONSOLE.runs)
 
 
@@ -157,7 +179,9 @@ def _k8s(args: argparse.Namespace) -> int:
     """Print one Indexed Job per cell (--dry-run), or submit them where a cluster is configured."""
     if args.backend != "k8s":
         raise InputError.one("--dry-run", "", "only --backend k8s has a dry run")
-    from harness.executors import k8s_jobs
+    import yaml
+
+    from harness.executors import k8s_jobs, launch
 
     plan = _load_plan(args.matrix, "docker")
     cells = launch.select(plan, tuple(args.only or ()))
@@ -183,6 +207,8 @@ def _slurm_task(args: argparse.Namespace) -> int:
 
 
 def _images(args: argparse.Namespace) -> int:
+    from tabulate import tabulate
+
     from harness import images
 
     plan = _load_plan(args.matrix, "docker")
@@ -236,12 +262,16 @@ def _gather(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
+    from harness.report import folders
+
     dirs = args.results or [Path("results") / _load_plan(args.matrix).name]
     plan = folders.merged_plan(dirs)
     return _said(folders.report(plan, dirs, args.out or Path("reports") / plan.name, _policy(args), _warn))
 
 
 def _policy(args: argparse.Namespace) -> Policy:
+    from harness.report.verdicts import Policy
+
     return Policy(GATE_EXIT, strict=args.strict)
 
 
@@ -261,6 +291,8 @@ def _said(report: folders.Report, stream: TextIO | None = None) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    from harness.report import folders, terminal
+
     report = folders.compare(
         args.a, args.b, args.only, args.threshold_pct, args.alpha, _policy(args), args.out, _warn
     )
@@ -271,6 +303,8 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _repro(args: argparse.Namespace) -> int:
     from harness import repro
+    from harness.report import folders
+    from harness.report.verdicts import Policy
 
     plan = folders.merged_plan(args.results)
     out = args.out or Path("repro") / f"{args.workload}-{args.dtype}"
@@ -293,6 +327,9 @@ def _repro(args: argparse.Namespace) -> int:
 
 
 def _qualify(args: argparse.Namespace) -> int:
+    from harness.report import folders
+    from harness.results import folder
+
     if args.backend == "k8s" or args.dry_run:
         raise InputError.one(
             "--backend", "", "qualify runs and judges; 'run --backend k8s --dry-run' prints the Jobs"
@@ -356,6 +393,7 @@ def _bisect(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {
+    "init": _init,
     "plan": _plan,
     "validate": _validate,
     "run": _run,

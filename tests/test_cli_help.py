@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 import pty
 import re
+import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+import tomllib
 
-from harness import __version__
+from harness import __version__, arguments
 from harness.suite import SUITE_VERSION
 from tests.conftest import REPO, harness_env, run_cli
 
@@ -19,7 +22,7 @@ def test_help_lists_the_commands_people_use_and_the_exit_codes():
     done = run_cli("--help")
     assert done.returncode == 0
     assert "SUPPRESS" not in done.stdout and "slurm-task" not in done.stdout
-    for command in ("plan", "run", "report", "compare", "repro", "qualify"):
+    for command in ("init", "plan", "run", "report", "compare", "repro", "qualify"):
         assert f"\n    {command} " in done.stdout
     assert "exit codes:" in done.stdout and "3    an infrastructure failure" in done.stdout
 
@@ -42,6 +45,82 @@ def test_every_option_says_what_it_does_and_run_groups_them_by_backend():
     ):
         assert group in text
     assert "(default: 0.002)" in run_cli("compare", "--help").stdout
+
+
+HEAVY = ("scipy", "pandas", "matplotlib", "docker", "jsonschema", "rich", "torch", "numpy")
+COMMANDS = ("init", "plan", "validate", "run", "images", "rerun", "gather", "report", "compare", "repro")
+COMMANDS += ("qualify", "bisect")
+
+
+def test_help_and_every_commands_help_load_no_heavy_library():
+    # the parser is built and every help printed in one fresh interpreter; then what did it import?
+    script = f"""
+import contextlib, io, sys
+from harness import cli
+for command in [[], *([c] for c in {COMMANDS!r})]:
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
+        cli.main([*command, "--help"])
+print(sorted({{m.split(".")[0] for m in sys.modules}} & set({HEAVY!r})))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=harness_env(), capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", f"--help imports {done.stdout.strip()}"
+
+
+def test_python_m_harness_help_imports_no_scipy_pandas_or_matplotlib():
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "harness", "report", "--help"],
+        env=harness_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0 and "usage:" in done.stdout, done.stderr[-2000:]
+    imported = {line.split("|")[-1].strip().split(".")[0] for line in done.stderr.splitlines()}
+    assert not imported & {"scipy", "pandas", "matplotlib"}, imported & set(HEAVY)
+
+
+def test_the_installed_command_calls_itself_harness_and_python_m_says_python_m():
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {"harness": "harness.cli:main"}
+    # what the installed script runs: the entry point, with the command line's arguments
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys; from harness.cli import main; sys.exit(main())", "--help"],
+        env=harness_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0 and done.stdout.startswith("usage: harness [-h]"), done.stdout[:200]
+    assert run_cli("report", "--help").stdout.startswith("usage: python -m harness report ")
+    installed = Path(sys.executable).with_name("harness")  # where the test environment installed it
+    if installed.exists():
+        done = subprocess.run(
+            [str(installed), "compare", "--help"], env=harness_env(), capture_output=True, text=True
+        )
+        assert done.stdout.startswith("usage: harness compare "), done.stdout[:200]
+        assert "example: harness compare " in done.stdout
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_says_what_it_does_in_one_line_and_shows_an_example_that_parses(command):
+    text = run_cli(command, "--help").stdout
+    paragraphs = text.split("\n\n")
+    usage = next(i for i, p in enumerate(paragraphs) if p.startswith("usage: "))
+    description = paragraphs[usage + 1]
+    assert "\n" not in description and not description.startswith(("options:", "positional")), text
+    assert len(description) <= 110, description  # one line on a terminal
+    examples = [line for line in text.splitlines() if line.startswith("example: ")]
+    assert len(examples) == 1, text
+    example = examples[0].removeprefix("example: ")
+    assert example.startswith(f"python -m harness {command}"), example
+    # the example is a command line the parser takes (nothing runs: parsing only)
+    args = arguments.parser("", "python -m harness").parse_args(
+        shlex.split(example.removeprefix("python -m harness"))
+    )
+    assert args.command == command
 
 
 def test_the_version_names_the_suite_and_schemas():

@@ -1,0 +1,97 @@
+"""``harness init``: a first ``matrix.yaml``, every key explained where it is set.
+
+The wheel ships no matrix, so the starter lives here, in the package: the repository's own smoke matrix
+(it runs anywhere: no GPU or Docker engine needed) with a comment on each key and the optional keys
+shown commented out. tests/test_cli_first_run.py checks that it loads as the repository's does.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness import jsonio
+from harness.errors import InputError, Problem
+
+STARTER = """\
+# A version matrix: which PyTorch x cuDNN combinations to measure, and how to judge them.
+# This one runs anywhere (no GPU or Docker engine needed): cuDNN as torch ships it against cuDNN
+# disabled, on the torch of the Python that runs the harness. On a GPU machine it runs on the GPU.
+#   harness plan --matrix matrix.yaml      lists the cells, runs nothing
+#   harness qualify --matrix matrix.yaml   runs every cell and judges it against the baseline
+
+schema_version: 1            # the matrix format; this harness reads 1
+name: smoke                  # names results/<name>/ and reports/<name>/ (a-z, 0-9, '_', '.', '-')
+# One line on what the matrix asks, shown with its plan and reports.
+description: cuDNN as torch ships it against cuDNN disabled, on whatever torch and device are here.
+
+# local: the suite runs in a Python on this host (torch: installed, or a version in an environment of
+# its own); docker: one image per cell (torch: VERSION+VARIANT such as '2.11.0+cu130', python: '3.12').
+backend: local
+
+# The axes: every combination of their values is a cell (each cell is one environment).
+axes:
+  torch: [installed]         # installed | VERSION (PyPI) | VERSION+cpu / +cu130 (PyTorch's index) | image
+  cudnn: [bundled, disabled] # bundled | disabled | {wheel: '9.12.0.46'} | {system: auto | VERSION | /dir}
+  # base_image: [auto]       # docker: the nvidia/cuda image matching the torch build, or an image reference
+  # python: [installed]      # installed (local) or '3.12' (in quotes: YAML reads 3.10 as 3.1)
+
+# Run knobs vary inside each run of a cell (they never cost an image): true, false or both.
+knobs:
+  cudnn_benchmark: [false]   # torch.backends.cudnn.benchmark: let cuDNN's autotuner pick algorithms
+  # deterministic: [false]   # torch.backends.cudnn.deterministic
+  # tf32: [false]            # TF32 matmuls and convolutions on Ampere and later
+
+# What runs in each cell ('python -m harness.suite list' names every workload).
+suite:
+  profile: smoke             # smoke (small shapes, seconds) | default | full: the workloads and shapes
+  device: auto               # auto (the GPU where there is one) | cuda | cpu
+  dtypes: [fp32, bf16]       # fp32 | tf32 | bf16 | fp16
+  time_budget_s: 0.2         # at most this long sampling each measurement
+  # workloads: [conv2d_r50_3x3, sdpa]   # only these, instead of the profile's
+  # numerics: true           # check each result against an fp64 reference
+  # what_ran: true           # record the operators and kernels that ran (one profiled call)
+
+# Independent processes per cell, interleaved (A B B A ...). Three keep a first run short; below 7 per
+# side a row is judged by Welch's t test, and qualify adds rounds, up to this many, to undecided rows.
+rounds: 3
+
+# The cell every other cell is judged against: axis values that match exactly one cell.
+baseline: {cudnn: bundled}
+
+# When a difference is a verdict: slower or faster beyond the threshold, else same or inconclusive.
+thresholds:
+  regression_pct: 5          # a row is slower or faster only beyond this change (%)
+  # alpha: 0.002             # significance level of the Mann-Whitney U test (needs 7 rounds a side)
+  # per_workload: {sdpa: 10} # a threshold of its own for a noisy workload
+
+# Cells to leave out of the product, or to add to it (a cell: torch, cudnn, base_image, python).
+# rules:
+#   exclude:
+#     - {torch: '2.13.0+cpu', cudnn: {wheel: '9.12.0.46'}}
+#   include:
+#     - {torch: '2.11.0+cu130', cudnn: {wheel: '9.14.0.64'}, python: '3.12'}
+
+# slurm: {partition: gpu, time: '01:00:00', gpus: 1}   # how 'run --backend slurm' asks for each task
+# docker: {gpu_access: toolkit}                        # toolkit | cdi | devices
+"""
+
+
+def write(path: Path, force: bool) -> Path:
+    """The starter written to ``path``: refused where a file is already there, unless ``force``."""
+    if (path.exists() or path.is_symlink()) and not force:
+        raise InputError(
+            [
+                Problem(
+                    str(path),
+                    "--matrix",
+                    "already exists; pass --force to replace it, or --matrix NEW.yaml to write another",
+                )
+            ]
+        )
+    if path.is_dir():
+        raise InputError([Problem(str(path), "--matrix", "is a folder; name a file, e.g. DIR/matrix.yaml")])
+    try:  # replaces a link itself (--force), never the file it points at
+        jsonio.write_text_atomic(path, STARTER)
+    except OSError as exc:
+        raise InputError([Problem(str(path), "--matrix", f"cannot write: {exc.strerror or exc}")]) from None
+    return path
