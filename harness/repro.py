@@ -10,7 +10,9 @@ the cell's torch and cuDNN and runs the script.
 from __future__ import annotations
 
 import ast
+import difflib
 import json
+import shlex
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,19 +109,53 @@ def _the_row(
     ]
     if len(rows) == 1:
         return {str(k): v for k, v in rows[0].items()}
-    rows_of = [f"{r['group']} [{r['knobs']}]" for r in rows] or [
-        f"{r['workload']} {r['dtype']} {r['group']} [{r['knobs']}]" for r in judged.to_dict("records")
-    ][:20]
-    why = "matches several rows" if rows else "matches no row with a ratio"
-    raise InputError(
-        [
-            Problem(
-                "--workload/--dtype/--candidate/--knobs",
-                f"{workload} {dtype}",
-                f"{why}; name one with --candidate (a cell id) and --knobs: " + "; ".join(rows_of),
-            )
+    if rows:
+        why = "matches several rows; name one with --candidate (a cell id) and --knobs: " + "; ".join(
+            f"{r['group']} [{r['knobs']}]" for r in rows[:20]
+        )
+    else:
+        have = [
+            {str(k): v for k, v in r.items()}
+            for r in judged.to_dict("records")
+            if stats.finite(r.get("ratio"))
         ]
-    )
+        why = "matches no row with a ratio; " + _nearest(have, view, workload, dtype, candidate, knobs)
+    raise InputError([Problem("--workload/--dtype/--candidate/--knobs", f"{workload} {dtype}", why)])
+
+
+def _nearest(
+    have: list[dict[str, Any]],
+    view: View,
+    workload: str,
+    dtype: str,
+    candidate: str | None,
+    knobs: str | None,
+) -> str:
+    """The first part of the asked row that no row has, and the nearest value the rows left have for it."""
+    if not have:
+        return "the results hold none (a row needs ok runs of its cell and of the baseline)"
+    for option, asked, part in (
+        ("--workload", workload, "workload"),
+        ("--dtype", dtype, "dtype"),
+        ("--knobs", knobs, "knobs"),
+    ):
+        values = sorted({str(r[part]) for r in have})
+        if asked is not None and asked not in values:
+            return _meant(option, asked, values)
+        have = [r for r in have if asked is None or r[part] == asked]
+    names = {str(r["group"]): view.labels.get(str(r["group"]), "") for r in have}
+    words = {w for g, label in names.items() for w in (g, label, *g.split("_"), *label.split())}
+    shown = [f"{g} ({label})" for g, label in sorted(names.items())]
+    return _meant("--candidate", str(candidate), sorted(words - {""}), shown)
+
+
+def _meant(option: str, asked: str, values: list[str], shown: list[str] | None = None) -> str:
+    close = difflib.get_close_matches(asked, values, n=1)
+    if close:
+        return f"did you mean {option} {shlex.quote(close[0])}?"
+    listed = shown or values
+    more = f" and {len(listed) - 10} more" if len(listed) > 10 else ""
+    return f"no row has {option} {shlex.quote(asked)}; the rows have: {', '.join(listed[:10])}{more}"
 
 
 def _first_ok(entries: list[tuple[ResultDocument, str]], group: str) -> ResultDocument:

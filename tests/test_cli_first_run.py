@@ -3,10 +3,11 @@ told at once, a mistyped report row answered with the nearest one."""
 
 from __future__ import annotations
 
+import pytest
 import yaml
 
 from harness.plan import starter
-from tests.conftest import REPO, run_cli
+from tests.conftest import GPU_REPORT, REPO, run_cli
 
 
 def test_init_writes_a_commented_starter_that_plans_as_the_repositorys_matrix(tmp_path):
@@ -50,3 +51,23 @@ def test_init_refuses_a_folder_and_replaces_a_link_not_what_it_points_at(tmp_pat
     assert run_cli("init", "--force", cwd=tmp_path).returncode == 0
     assert target.read_text() == "keep me\n" and not link.is_symlink()
     assert link.read_text() == starter.STARTER
+
+
+@pytest.mark.parametrize(
+    ("row", "says"),
+    [
+        (("--workload", "conv2d_r50_3x33", "--dtype", "bf16"), "did you mean --workload conv2d_r50_3x3?"),
+        (("--workload", "conv2d_r50_3x3", "--dtype", "bf61"), "did you mean --dtype bf16?"),
+        (
+            ("--workload", "sdpa", "--dtype", "bf16", "--knobs", "benchmark=0 deterministic=0 tf32=1"),
+            "did you mean --knobs 'benchmark=0 deterministic=0 tf32=0'?",
+        ),
+        (("--workload", "sdpa", "--dtype", "bf16", "--candidate", "dissabled"), "--candidate disabled?"),
+    ],
+)
+def test_repro_of_a_mistyped_row_suggests_the_nearest_instead_of_listing_every_row(tmp_path, row, says):
+    out = tmp_path / "repro"
+    done = run_cli("repro", "--results", str(GPU_REPORT / "results"), *row, "--out", str(out))
+    assert done.returncode == 2 and says in done.stderr, done.stderr
+    assert len(done.stderr.splitlines()) == 1 and "torch2.11.0" not in done.stderr  # no list of rows
+    assert not out.exists() or not any(out.iterdir())
