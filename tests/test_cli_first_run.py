@@ -71,3 +71,82 @@ def test_repro_of_a_mistyped_row_suggests_the_nearest_instead_of_listing_every_r
     assert done.returncode == 2 and says in done.stderr, done.stderr
     assert len(done.stderr.splitlines()) == 1 and "torch2.11.0" not in done.stderr  # no list of rows
     assert not out.exists() or not any(out.iterdir())
+
+
+def errors(done) -> list[str]:
+    return [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+
+
+def test_three_independent_mistakes_in_a_matrix_are_three_errors_in_one_run(write_matrix):
+    path = write_matrix("""
+schema_version: 1
+name: three
+backend: local
+axes: {torch: [installed], cudnn: [bundled, disabled], base_image: ['nvidia/cuda:12.8.0-runtime-ubuntu24.04']}
+suite: {workloads: [relu, conv2d_r50_3x33], dtypes: [fp32]}
+rounds: 0
+baseline: {cudnn: bundled}
+""")
+    done = run_cli("plan", "--matrix", str(path))
+    assert done.returncode == 2
+    lines = errors(done)
+    assert len(lines) == 3, done.stderr
+    assert f"{path}:4: axes.base_image:" in lines[0] and "needs backend: docker" in lines[0]
+    assert f"{path}:5: suite.workloads[1]:" in lines[1] and "did you mean 'conv2d_r50_3x3'" in lines[1]
+    assert f"{path}:6: rounds:" in lines[2] and "less than the minimum of 1" in lines[2]
+
+
+def test_a_broken_part_is_told_once_and_what_does_not_depend_on_it_still_checked(write_matrix):
+    # the cudnn axis is wrong, so no cell (nor the baseline among them) can be made; the workloads still can
+    path = write_matrix("""
+schema_version: 1
+name: parts
+axes: {torch: [installed], cudnn: [bundeld]}
+suite: {workloads: [rleu], dtypes: [fp32]}
+thresholds: {per_workload: {sdpaa: 10}, regression_pct: -1}
+baseline: {cudnn: bundled}
+""")
+    done = run_cli("plan", "--matrix", str(path))
+    lines = errors(done)
+    assert done.returncode == 2 and len(lines) == 4, done.stderr
+    assert "axes.cudnn[0]: 'bundeld' is not allowed; did you mean 'bundled'?" in lines[0]
+    assert "suite.workloads[0]: unknown workload 'rleu'; did you mean 'relu'?" in lines[1]
+    assert {"thresholds.per_workload.sdpaa", "thresholds.regression_pct"} == {
+        line.split(": ")[2] for line in lines[2:]
+    }
+    assert "baseline" not in done.stderr
+
+
+def test_every_yaml_fault_of_a_matrix_is_told_at_once(write_matrix):
+    path = write_matrix("""
+schema_version: 1
+name: twice
+name: again
+axes: {torch: [installed], cudnn: [bundled]}
+suite: {time_budget_s: .inf}
+1: one
+baseline: {cudnn: bundled}
+baseline: {cudnn: disabled}
+""")
+    done = run_cli("plan", "--matrix", str(path))
+    lines = errors(done)
+    assert done.returncode == 2 and len(lines) == 4, done.stderr
+    assert f"{path}:3: invalid YAML: duplicate key 'name' (first defined on line 2)" in lines[0]
+    assert f"{path}:5: invalid YAML: '.inf' is not a finite number" in lines[1]
+    assert f"{path}:6: invalid YAML: key '1' is not text" in lines[2]
+    assert f"{path}:8: invalid YAML: duplicate key 'baseline'" in lines[3]
+
+
+def test_a_matrix_with_a_thousand_mistakes_lists_the_first_twenty(write_matrix):
+    names = ", ".join(f"nosuch{i}" for i in range(1000))
+    path = write_matrix(f"""
+schema_version: 1
+name: many
+axes: {{torch: [installed], cudnn: [bundled]}}
+suite: {{workloads: [{names}]}}
+baseline: {{cudnn: bundled}}
+""")
+    done = run_cli("plan", "--matrix", str(path))
+    lines = errors(done)
+    assert done.returncode == 2 and len(lines) == 21, done.stderr[-500:]
+    assert lines[-1].endswith("and 980 more problems, not listed")

@@ -51,26 +51,111 @@ def load(
     data, line_of = yamlfile.load(path)
     source = str(path)
     found = schemas.problems("matrix", data, source, line_of)
-    if found:
+    if not isinstance(data, dict) or any(p.field == "" for p in found):  # nothing more can be read safely
         raise InputError(found)
+
+    def sound(*parts: str) -> bool:
+        """Whether the later checks may read these parts ("axes", "suite.workloads"): no schema problem
+        in them or in what holds them. A problem elsewhere is told with theirs, so that a matrix's every
+        independent mistake is reported in one pass."""
+        return not any(
+            bad == part or bad.startswith((f"{part}.", f"{part}[")) or part.startswith(f"{bad}.")
+            for part in parts
+            for bad in (p.field for p in found)
+        )
 
     def problem(json_path: list[Any], message: str) -> Problem:
         return Problem(source, schemas.field_name(json_path), message, line_of(json_path))
 
-    found = []
+    cells = _cells(data, problem, found) if "axes" in data and sound("axes", "rules") else None
+    if cells is not None:
+        if backend or sound("backend"):
+            for unrealizable in (
+                cell_rules(backend or data.get("backend", "local"), cells) if cell_rules else ()
+            ):
+                where: list[Any] = ["axes", unrealizable.axis] if unrealizable.axis else ["axes"]
+                found.append(problem(where, unrealizable.message))
+        if "baseline" in data and sound("baseline"):
+            baseline = [c for c in cells if c.matches(data["baseline"])]
+            if len(baseline) != 1:
+                which = ", ".join(c.id for c in baseline[:5]) if baseline else "none"
+                which += f" and {len(baseline) - 5} more" if len(baseline) > 5 else ""
+                found.append(problem(["baseline"], f"must match exactly one cell; matches {which}"))
+
+    if known_workloads is not None:
+        known = set(known_workloads)
+        if sound("suite.workloads"):
+            for i, name in enumerate(data.get("suite", {}).get("workloads", [])):
+                if name not in known:
+                    found.append(
+                        problem(
+                            ["suite", "workloads", i],
+                            f"unknown workload {name!r}; {_meant(name, known)}known: "
+                            + ", ".join(sorted(known)),
+                        )
+                    )
+        if sound("thresholds.per_workload"):
+            for name in data.get("thresholds", {}).get("per_workload", {}):
+                if name not in known:
+                    found.append(
+                        problem(
+                            ["thresholds", "per_workload", name],
+                            f"unknown workload {name!r}; {_meant(name, known)}see 'python -m harness.suite "
+                            "list'",
+                        )
+                    )
+    if found:
+        found = sorted(found, key=lambda p: p.line or 0)
+        if len(found) > schemas.MAX_PROBLEMS:  # a hostile matrix's thousand faults are told as the first few
+            more = Problem(source, "", f"and {len(found) - schemas.MAX_PROBLEMS} more problems, not listed")
+            found = [*found[: schemas.MAX_PROBLEMS], more]
+        raise InputError(found)
+    assert cells is not None  # no problem: the axes and rules were sound
+    baseline_id = next(c.id for c in cells if c.matches(data["baseline"]))
+    suite = {**DEFAULT_SUITE, **data.get("suite", {})}
+    thresholds = data.get("thresholds", {})
+    backend = backend or data.get("backend", "local")
+
+    knobs = data.get("knobs", {})
+    knob_sets = tuple(
+        dict(zip(KNOBS, values, strict=True))
+        for values in itertools.product(*(knobs.get(k, [False]) for k in KNOBS))
+    )
+    return Plan(
+        name=data["name"],
+        backend=backend,
+        cells=tuple(cells),
+        baseline_id=baseline_id,
+        knob_sets=knob_sets,
+        suite=suite,
+        regression_pct=float(thresholds.get("regression_pct", DEFAULT_REGRESSION_PCT)),
+        per_workload_pct={k: float(v) for k, v in thresholds.get("per_workload", {}).items()},
+        matrix_sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+        source=source,
+        rounds=int(data.get("rounds", DEFAULT_ROUNDS)),
+        alpha=float(thresholds.get("alpha", DEFAULT_ALPHA)),
+        slurm=dict(data.get("slurm", {})),
+        docker=dict(data.get("docker", {})),
+    )
+
+
+def _cells(
+    data: dict[str, Any], problem: Callable[[list[Any], str], Problem], found: list[Problem]
+) -> list[Cell] | None:
+    """The axes' product with the rules applied; None where it would be too large to make (said in
+    ``found``, as is every rule that does nothing)."""
     axes = {axis: data["axes"].get(axis, [AXIS_DEFAULTS.get(axis)]) for axis in AXES}
     expanded = math.prod(len(values) for values in axes.values())
     if expanded > MAX_CELLS:
         sizes = " x ".join(f"{len(axes[a])} {a}" for a in AXES)
-        raise InputError(
-            [
-                problem(
-                    ["axes"],
-                    f"expands to {expanded} cells ({sizes}); at most {MAX_CELLS}: split "
-                    "the matrix into several, or list fewer values per axis",
-                )
-            ]
+        found.append(
+            problem(
+                ["axes"],
+                f"expands to {expanded} cells ({sizes}); at most {MAX_CELLS}: split "
+                "the matrix into several, or list fewer values per axis",
+            )
         )
+        return None
     cells = [
         Cell(torch=t, cudnn=CudnnSource.from_json(c), base_image=b, python=p)
         for t, c, b, p in itertools.product(*(axes[a] for a in AXES))
@@ -93,62 +178,7 @@ def load(
         found.append(problem(["rules"], "the rules leave no cell to run"))
     if len(cells) > MAX_CELLS:
         found.append(problem(["rules", "include"], f"the matrix has {len(cells)} cells; at most {MAX_CELLS}"))
-
-    backend = backend or data.get("backend", "local")
-    for unrealizable in cell_rules(backend, cells) if cell_rules else ():
-        where: list[Any] = ["axes", unrealizable.axis] if unrealizable.axis else ["axes"]
-        found.append(problem(where, unrealizable.message))
-
-    baseline = [c for c in cells if c.matches(data["baseline"])]
-    if len(baseline) != 1:
-        which = ", ".join(c.id for c in baseline[:5]) if baseline else "none"
-        which += f" and {len(baseline) - 5} more" if len(baseline) > 5 else ""
-        found.append(problem(["baseline"], f"must match exactly one cell; matches {which}"))
-
-    suite = {**DEFAULT_SUITE, **data.get("suite", {})}
-    thresholds = data.get("thresholds", {})
-    if known_workloads is not None:
-        known = set(known_workloads)
-        for i, name in enumerate(suite.get("workloads", [])):
-            if name not in known:
-                found.append(
-                    problem(
-                        ["suite", "workloads", i],
-                        f"unknown workload {name!r}; {_meant(name, known)}known: " + ", ".join(sorted(known)),
-                    )
-                )
-        for name in thresholds.get("per_workload", {}):
-            if name not in known:
-                found.append(
-                    problem(
-                        ["thresholds", "per_workload", name],
-                        f"unknown workload {name!r}; {_meant(name, known)}see 'python -m harness.suite list'",
-                    )
-                )
-    if found:
-        raise InputError(found)
-
-    knobs = data.get("knobs", {})
-    knob_sets = tuple(
-        dict(zip(KNOBS, values, strict=True))
-        for values in itertools.product(*(knobs.get(k, [False]) for k in KNOBS))
-    )
-    return Plan(
-        name=data["name"],
-        backend=backend,
-        cells=tuple(cells),
-        baseline_id=baseline[0].id,
-        knob_sets=knob_sets,
-        suite=suite,
-        regression_pct=float(thresholds.get("regression_pct", DEFAULT_REGRESSION_PCT)),
-        per_workload_pct={k: float(v) for k, v in thresholds.get("per_workload", {}).items()},
-        matrix_sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
-        source=source,
-        rounds=int(data.get("rounds", DEFAULT_ROUNDS)),
-        alpha=float(thresholds.get("alpha", DEFAULT_ALPHA)),
-        slurm=dict(data.get("slurm", {})),
-        docker=dict(data.get("docker", {})),
-    )
+    return cells
 
 
 def _meant(name: str, known: set[str]) -> str:

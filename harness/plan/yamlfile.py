@@ -4,6 +4,8 @@ Refused: duplicate keys, keys that are not text, anchors/aliases (the "billion l
 NaN and infinity (``.nan``, ``.inf``, ``1e999``: no setting means them), and every tag that would
 construct an object (PyYAML's SafeLoader already refuses ``!!python/...``). Only a regular file is
 read, and only up to MAX_BYTES, so a FIFO or a device given as a matrix cannot hang or flood us.
+Duplicate keys, keys that are not text and numbers that are not finite are told all at once: the
+document is read to its end first.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 import yaml
 from yaml.constructor import ConstructorError
+from yaml.error import Mark
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from harness import jsonio
@@ -24,6 +27,10 @@ MAX_BYTES = 1_000_000
 
 
 class _StrictLoader(yaml.SafeLoader):
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.faults: list[tuple[str, Mark]] = []  # what the document holds that no matrix means
+
     def compose_node(self, parent: Node | None, index: Any) -> Node | None:
         if self.check_event(yaml.AliasEvent):
             mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
@@ -32,31 +39,33 @@ class _StrictLoader(yaml.SafeLoader):
 
     def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
-        for key_node, _ in node.value:
+        kept = []  # a faulty key is told and left out, so that the rest of the document is still read
+        for key_node, value_node in node.value:
             key = self.construct_object(key_node, deep=True)
             if not isinstance(key, str):
-                raise ConstructorError(
-                    None,
-                    None,
-                    f"key {key_node.value!r} is not text; every key is a name",
-                    key_node.start_mark,
+                self.faults.append(
+                    (f"key {key_node.value!r} is not text; every key is a name", key_node.start_mark)
                 )
-            if key in seen:
-                raise ConstructorError(
-                    None,
-                    None,
-                    f"duplicate key {key!r} (first defined on line {seen[key]}); keep one",
-                    key_node.start_mark,
+            elif key in seen:
+                self.faults.append(
+                    (
+                        f"duplicate key {key!r} (first defined on line {seen[key]}); keep one",
+                        key_node.start_mark,
+                    )
                 )
-            seen[key] = key_node.start_mark.line + 1
+            else:
+                seen[key] = key_node.start_mark.line + 1
+                kept.append((key_node, value_node))
+        node.value = kept
         return super().construct_mapping(node, deep=deep)
 
     def construct_finite_float(self, node: ScalarNode) -> float:
         value: float = self.construct_yaml_float(node)
         if not math.isfinite(value):
-            raise ConstructorError(
-                None, None, f"{node.value!r} is not a finite number; write a plain number", node.start_mark
+            self.faults.append(
+                (f"{node.value!r} is not a finite number; write a plain number", node.start_mark)
             )
+            return 0.0  # told above; the document is refused whatever stands here
         return value
 
 
@@ -84,6 +93,7 @@ def load(path: Path) -> tuple[Any, Locator]:
         loader = _StrictLoader(text)  # its reader already refuses control characters
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
+        faults = sorted(loader.faults, key=lambda fault: (fault[1].line, fault[1].column))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
@@ -94,6 +104,8 @@ def load(path: Path) -> tuple[Any, Locator]:
     finally:
         if loader is not None:
             loader.dispose()
+    if faults:
+        raise InputError([Problem(source, "", f"invalid YAML: {why}", mark.line + 1) for why, mark in faults])
     return data, lambda json_path: _line_of(node, json_path)
 
 
