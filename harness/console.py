@@ -18,8 +18,9 @@ if TYPE_CHECKING:  # rich is loaded where a bar is drawn: '--help' and pipes nev
 
 QUIET, NORMAL, VERBOSE = -1, 0, 1
 # what a terminal acts on rather than shows: C0 and C1 controls (ESC, BEL, a carriage return), DEL and
-# the bidirectional overrides that reorder what is shown; a tab and a line break stay
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# the bidirectional overrides that reorder what is shown, and lone surrogates (a file name that is not
+# UTF-8), which no terminal encoding can carry; a tab and a line break stay
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def inert(text: str) -> str:

@@ -176,3 +176,11 @@ def test_an_infinite_number_in_the_baseline_is_a_refusal_not_an_infrastructure_f
     assert done.returncode == 2, done.stdout + done.stderr
     assert "1e999 is not a finite number" in done.stderr and "a cell has no valid result left" in done.stderr
     assert not (tmp_path / "report" / "report.md").exists()
+
+
+def test_inert_shows_every_character_a_terminal_would_act_on_as_its_escape():
+    from harness.console import inert
+
+    shown = inert("a\x1b[2Jb\x07\r\x9b\u202eevil\u2066\udc80\tc\nd")
+    assert shown == "a\\x1b[2Jb\\x07\\x0d\\x9b\\u202eevil\\u2066\\udc80\tc\nd"
+    shown.encode("utf-8")  # whatever the terminal's encoding, it can be written

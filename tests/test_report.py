@@ -397,7 +397,7 @@ def test_compare_prints_like_pyperf_and_filters_sorts_and_formats(tmp_path):
     frame = pd.read_csv(io.StringIO(as_csv.stdout))
     assert {"median_baseline_s", "median_candidate_s", "ratio", "verdict"} <= set(frame.columns)
     markdown = run_cli("compare", str(a), str(b), "--format", "md").stdout
-    assert markdown.splitlines()[0].startswith("| workload ") and "|--" in markdown.splitlines()[1]
+    assert markdown.splitlines()[0].startswith("| workload ") and "| --- |" in markdown.splitlines()[1]
     out = tmp_path / "report"
     assert run_cli("compare", str(a), str(b), "--out", str(out)).returncode == 0
     files = pd.read_csv(out / "verdicts.csv")["baseline_files"]

@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 from tabulate import tabulate
 
-from harness.report import csvsafe, stats
+from harness.report import csvsafe, markdown, stats
 from harness.report.choices import Format, Sort
 
 HEADERS = ["workload", "dtype", "knobs", "A -> B", "change", "99% interval", "p", "verdict"]
@@ -48,9 +48,9 @@ def comparison(
     if fmt == "csv":
         return csvsafe.to_csv(pd.DataFrame(records, columns=COLUMNS))
     table = [_row(r) for r in records]
-    shown: str = tabulate(
-        table, headers=HEADERS, disable_numparse=True, tablefmt="github" if fmt == "md" else "simple"
-    )
+    if fmt == "md":  # result text in a Markdown table goes through the one escape every report uses
+        return markdown.table([list(row) for row in table], list(HEADERS))
+    shown: str = tabulate(table, headers=HEADERS, disable_numparse=True, tablefmt="simple")
     return shown
 
 
