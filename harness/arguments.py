@@ -277,15 +277,24 @@ def parser(description: str, prog: str = PROG) -> argparse.ArgumentParser:
     cmp = command(
         "compare",
         "ad-hoc comparison of two runs (result files or folders): A is the baseline",
-        "results/before/torch-installed_cudnn-bundled_2ecb882014.r1.json.gz results/after --only bundled",
+        "results/before results/after --cell bundled",
+        more="A side's cells are never pooled: one cell a side is compared A -> B; folders that hold the "
+        "same cells\nare compared cell by cell; otherwise --cell (or --cell-a, --cell-b) picks one.",
         codes=True,
     )
     cmp.add_argument("a", type=Path, metavar="A", help="baseline: a result file or a results folder")
     cmp.add_argument("b", type=Path, metavar="B", help="candidate: a result file or a results folder")
     cmp.add_argument(
+        "--cell",
+        metavar="TEXT",
+        help="on each side, take only the cell whose id contains TEXT (e.g. bundled, or a whole cell id)",
+    )
+    cmp.add_argument("--cell-a", metavar="TEXT", help="as --cell, for side A only (over --cell)")
+    cmp.add_argument("--cell-b", metavar="TEXT", help="as --cell, for side B only (over --cell)")
+    cmp.add_argument(
         "--only",
         metavar="TEXT",
-        help="in folders, take only result files whose name contains TEXT (e.g. a cell id)",
+        help="in folders, take only result files whose name contains TEXT (e.g. r1. for first rounds)",
     )
     cmp.add_argument(
         "--threshold-pct",
@@ -302,7 +311,8 @@ def parser(description: str, prog: str = PROG) -> argparse.ArgumentParser:
     cmp.add_argument(
         "--out",
         type=Path,
-        help="also write the full report (Markdown, HTML, CSV, verdict.json) here",
+        help="also write the full report (Markdown, HTML, CSV, verdict.json) here; cell by cell, one "
+        "folder per cell in it",
     )
     cmp.add_argument(
         "--only-changed", action="store_true", help="print only the rows whose verdict is not 'same'"

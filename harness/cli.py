@@ -12,11 +12,14 @@ a mistyped command answer at once.
 from __future__ import annotations
 
 import argparse
+import csv
 import dataclasses
+import io
 import json
 import os
 import shlex
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -291,14 +294,59 @@ def _said(report: folders.Report, stream: TextIO | None = None) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from harness.report import folders, terminal
+    from harness.report import folders
 
-    report = folders.compare(
-        args.a, args.b, args.only, args.threshold_pct, args.alpha, _policy(args), args.out, _warn
-    )
-    print(terminal.comparison(report.analysis.timing, args.format, args.only_changed, args.sort))
-    # CSV and JSON are read by programs: the summary goes to stderr, so stdout parses
-    return _said(report, sys.stderr if args.format in ("csv", "json") else None)
+    pairs = folders.compare(
+        args.a,
+        args.b,
+        args.only,
+        (args.cell_a or args.cell, args.cell_b or args.cell),
+        args.threshold_pct,
+        args.alpha,
+        _policy(args),
+        args.out,
+        _warn,
+    ).pairs
+    # CSV and JSON are read by programs: their rows (every cell's in one table) alone go to stdout
+    machine = args.format in ("csv", "json")
+    summary = sys.stderr if machine else sys.stdout
+    if machine:
+        print(_compared(pairs, args))
+    codes = []
+    for pair in pairs:
+        if len(pairs) > 1:  # cell by cell: each cell's rows and verdict under its id
+            print(f"\n{'### ' if args.format == 'md' else ''}cell {pair.title}:", file=summary)
+        if not machine:
+            print(_compared([pair], args))
+        codes.append(_said(pair.report, summary))
+    # a regression outranks an infrastructure failure, which outranks a pass
+    return max(codes, key=(EXIT_OK, EXIT_INFRASTRUCTURE, EXIT_FAILED).index)
+
+
+def _compared(pairs: Sequence[folders.Pair], args: argparse.Namespace) -> str:
+    """compare's rows as --format asks: one pair's as they are; several pairs' (CSV, JSON) in one table
+    with the cell first."""
+    from harness.report import terminal
+
+    texts = [
+        terminal.comparison(p.report.analysis.timing, args.format, args.only_changed, args.sort)
+        for p in pairs
+    ]
+    if len(pairs) == 1:
+        return texts[0]
+    if args.format == "json":
+        records = [
+            {"cell": p.title, **row} for p, text in zip(pairs, texts, strict=True) for row in json.loads(text)
+        ]
+        return json.dumps(records, indent=1)
+    table: list[list[str]] = []
+    for p, text in zip(pairs, texts, strict=True):
+        header, *rows = csv.reader(io.StringIO(text))
+        table += [] if table else [["cell", *header]]
+        table += [[p.title, *row] for row in rows]
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows(table)
+    return out.getvalue().rstrip("\n")
 
 
 def _repro(args: argparse.Namespace) -> int:

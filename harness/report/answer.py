@@ -77,7 +77,10 @@ def read_first(view: View, analysis: Analysis) -> Section | None:
 def validity(view: View, analysis: Analysis) -> list[str]:
     """What a reader must know before trusting the table: each a sentence, most serious first, naming
     groups by letter and label."""
-    return _validity(analysis, lambda group: f"{view.letters[group]} ({view.labels.get(group, group)})")
+    return [
+        *(f"{caution[0].upper()}{caution[1:]}." for caution in view.cautions),
+        *_validity(analysis, lambda group: f"{view.letters[group]} ({view.labels.get(group, group)})"),
+    ]
 
 
 def gpu_uuids(analysis: Analysis) -> set[str]:

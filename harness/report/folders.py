@@ -4,14 +4,14 @@ compared, analyze against the baseline, and write the report."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness import jsonio
 from harness.errors import InputError, Problem
 from harness.plan.model import Plan
-from harness.report import frames, verdicts
+from harness.report import frames, sides, verdicts
 from harness.report.analysis import analyze
 from harness.report.model import Analysis, Rendered, View
 from harness.report.render import render
@@ -135,21 +135,44 @@ def undecided(plan: Plan, dirs: list[Path]) -> Undecided | None:
     )
 
 
+@dataclass(frozen=True)
+class Pair:
+    """One comparison of a ``compare``: a cell of A (the baseline) against a cell of B."""
+
+    cell_a: str
+    cell_b: str
+    report: Report
+
+    @property
+    def title(self) -> str:
+        return self.cell_a if self.cell_a == self.cell_b else f"{self.cell_a} (A) -> {self.cell_b} (B)"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    pairs: tuple[Pair, ...]  # one, or the sides' common cells, cell by cell
+    differences: tuple[str, ...]  # what the sides were made with that differs (matrices, suite settings)
+
+
 def compare(
     a: Path,
     b: Path,
     only: str | None,
+    cells: tuple[str | None, str | None],
     threshold_pct: float,
     alpha: float,
     policy: Policy,
     out: Path | None,
     warn: Say,
-) -> Report:
-    """Two runs (result files or folders, shards in subfolders too) side by side: A is the baseline."""
-    sides = {"A": a, "B": b}
+) -> Comparison:
+    """Two runs (result files or folders, shards in subfolders too) side by side: A is the baseline.
+
+    A side's cells are never pooled: ``cells`` (text in a cell id, per side) picks one on each side, or
+    folders holding the same cells are compared cell by cell (each into ``out``/<cell id>)."""
+    paths = {"A": a, "B": b}
     if out:
         jsonio.output_folder(out, "--out")
-    found = {side: _side_files(path, side, only) for side, path in sides.items()}
+    found = {side: _side_files(path, side, only) for side, path in paths.items()}
     both = {p.resolve() for p in found["A"]} & {p.resolve() for p in found["B"]}
     if both:
         raise InputError(
@@ -162,44 +185,78 @@ def compare(
                 )
             ]
         )
-    docs, files, group_of = [], [], {}
-    for side, paths in found.items():
-        for path in paths:
+    docs, files, side_of = [], [], {}
+    for side, side_paths in found.items():
+        for path in side_paths:
             document, problems = documents.check(path)
             if document is None:  # an ad-hoc compare moves nothing: it refuses instead of quarantining
                 raise InputError(problems)
             docs.append(document)
             files.append(str(path))
-            group_of[str(path)] = side
+            side_of[str(path)] = side
     loaded = documents.unique(docs, files)
     for copy in loaded.duplicates:
-        if group_of[copy.name] != group_of[copy.same_as]:
+        if side_of[copy.name] != side_of[copy.same_as]:
             raise InputError(
                 [
                     Problem(
                         copy.name,
-                        group_of[copy.name],
+                        side_of[copy.name],
                         f"is the same run as {copy.same_as}; a run "
                         "compared with itself shows no change by construction: compare two runs",
                     )
                 ]
             )
-    group_of = {file: group_of[file] for file in loaded.files}
-    _refuse_incomparable(list(sides.values()), loaded, warn, group_of)
-    labels = {side: f"{side}: {sides[side]}" for side in sides}
-    view = View(
-        "compare",
-        "A",
-        ("A", "B"),
-        labels,
-        threshold_pct,
-        alpha,
-        0,
-        f"ad-hoc comparison, threshold {threshold_pct:g}%",
+    entries = {
+        file: sides.Entry(side_of[file], doc["cell"]["id"], doc)
+        for doc, file in zip(loaded.documents, loaded.files, strict=True)
+    }
+    pairs = sides.pairs(entries, paths, dict(zip(sides.SIDES, cells, strict=True)))
+    compared = {("A", cell_a) for cell_a, _ in pairs} | {("B", cell_b) for _, cell_b in pairs}
+    kept = {f: e for f, e in entries.items() if (e.side, e.cell) in compared}
+    # the suite, GPU and driver agree across everything compared; torch and cuDNN within each side's cell
+    _refuse_incomparable(
+        list(paths.values()), _subset(loaded, kept), warn, {f: f"{e.side} {e.cell}" for f, e in kept.items()}
     )
-    analysis = analyze(view, loaded, policy, group_of_file=group_of)
-    rendered = _written(view, analysis, loaded, out, list(sides.values())) if out else None
-    return Report(analysis, loaded, rendered)
+    differences = tuple(sides.differences(kept, paths))
+    for line in differences:
+        warn(f"note: {line}")
+    done = []
+    for cell_a, cell_b in pairs:
+        mine = {f: e for f, e in kept.items() if (e.side, e.cell) in (("A", cell_a), ("B", cell_b))}
+        labels = {side: f"{side}: {paths[side]}" for side in sides.SIDES}
+        if len(pairs) > 1 or any(p.is_dir() for p in paths.values()):
+            labels = {"A": f"{labels['A']} ({cell_a})", "B": f"{labels['B']} ({cell_b})"}
+        view = View(
+            "compare",
+            "A",
+            sides.SIDES,
+            labels,
+            threshold_pct,
+            alpha,
+            0,
+            f"ad-hoc comparison, threshold {threshold_pct:g}%",
+            cautions=differences,
+        )
+        part = _subset(loaded, mine)
+        analysis = analyze(view, part, policy, group_of_file={f: e.side for f, e in mine.items()})
+        rendered = None
+        if out is not None:  # cell by cell: a report per cell, in a folder of its own
+            where = out if len(pairs) == 1 else jsonio.output_folder(out / cell_a, "--out")
+            rendered = _written(view, analysis, part, where, list(paths.values()))
+        done.append(Pair(cell_a, cell_b, Report(analysis, part, rendered)))
+    return Comparison(tuple(done), differences)
+
+
+def _subset(loaded: documents.LoadedResults, files: Mapping[str, object]) -> documents.LoadedResults:
+    """The results of ``files`` only (and the duplicates of those), in the order they were loaded."""
+    keep = [(d, f) for d, f in zip(loaded.documents, loaded.files, strict=True) if f in files]
+    return documents.LoadedResults(
+        tuple(d for d, _ in keep),
+        tuple(f for _, f in keep),
+        loaded.quarantined,
+        tuple(d for d in loaded.duplicates if d.same_as in files),
+    )
 
 
 def _side_files(path: Path, side: str, only: str | None) -> list[Path]:

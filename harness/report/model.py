@@ -46,6 +46,7 @@ class View:
     note: str
     per_workload_pct: dict[str, float] = field(default_factory=dict)
     cells: tuple[MatrixCell, ...] = ()  # the matrix's cells, where the groups are cells (not a compare)
+    cautions: tuple[str, ...] = ()  # what a reader must read first, as its maker knows (a compare's sides)
 
     def threshold_pct(self, workload: str) -> float:
         return self.per_workload_pct.get(workload, self.default_pct)

@@ -1,0 +1,150 @@
+"""What the two sides of a ``compare`` hold: which cells (never pooled: one cell against one, or the same
+cells cell by cell), and from which matrices and suite settings, so that a comparison across them says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import InputError, Problem
+from harness.results import folder
+from harness.suite.document import ResultDocument
+
+SIDES = ("A", "B")
+# the suite's options that change how a row is measured (harness.backends.base.suite_arguments); which
+# rows run (workloads, dtypes, knobs) and where results go are not settings of the measurement
+SETTINGS = ("--profile", "--device", "--time-budget-s", "--min-time-s", "--timed-share")
+LISTED = 8  # cells named per side in a refusal (a line of the terminal each)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One result file of a side: the side, the cell its document names, the document."""
+
+    side: str
+    cell: str
+    document: ResultDocument
+
+
+def pairs(
+    entries: Mapping[str, Entry], paths: Mapping[str, Path], picks: Mapping[str, str | None]
+) -> list[tuple[str, str]]:
+    """(cell of A, cell of B) to compare, after each side's pick (text in the cell id): one cell a side,
+    or every cell of the two sides when both hold the same cells. A side whose cells would be pooled is
+    refused (InputError) naming each side's cells and how to pick one."""
+    cells = {}
+    for side in SIDES:
+        have = sorted({e.cell for e in entries.values() if e.side == side})
+        pick = picks[side]
+        chosen = [c for c in have if pick is None or pick in c]
+        if not chosen:
+            raise InputError(
+                [
+                    Problem(
+                        str(paths[side]),
+                        f"--cell-{side.lower()}" if picks[side] != picks[_other(side)] else "--cell",
+                        f"holds no cell whose id contains {pick!r}; it holds {_listing(have)}",
+                    )
+                ]
+            )
+        cells[side] = chosen
+    a, b = cells["A"], cells["B"]
+    if len(a) == 1 and len(b) == 1:
+        return [(a[0], b[0])]
+    if a == b:
+        return [(cell, cell) for cell in a]
+    told = [Problem(str(paths[side]), side, f"holds {_listing(cells[side])}") for side in SIDES]
+    raise InputError(
+        [
+            *told,
+            Problem(
+                f"{paths['A']}, {paths['B']}",
+                "--cell",
+                "a side's cells are never pooled into one: pick one cell on each side with --cell TEXT (text "
+                "in its id; --cell-a/--cell-b for one side), or compare folders that hold the same cells, "
+                "which are compared cell by cell",
+            ),
+        ]
+    )
+
+
+def differences(entries: Mapping[str, Entry], paths: Mapping[str, Path]) -> list[str]:
+    """A sentence for each thing the sides were made with that differs between them: the matrix (plan
+    name and matrix sha256) and the suite's settings of the measurement. Empty where they agree."""
+    plans: dict[Path, str | None] = {}
+    named: dict[str, dict[str, str]] = {side: {} for side in SIDES}  # sha256 (or name) -> how it is told
+    settings: dict[str, dict[str, set[str]]] = {side: {} for side in SIDES}
+    for file, entry in entries.items():
+        doc = entry.document
+        sha = str(doc["run"].get("matrix_sha256") or "")
+        name = _plan_name(Path(file), paths[entry.side], plans)
+        if sha or name:
+            told = (
+                f"{name!r} (matrix sha256 {sha[:12]})" if name and sha else repr(name) if name else sha[:12]
+            )
+            named[entry.side].setdefault(sha or f"name {name}", told)
+        if doc["status"] == "ok":
+            for option, value in _settings(doc["run"].get("command", [])).items():
+                settings[entry.side].setdefault(option, set()).add(value)
+    found = []
+    # the matrix file's sha256 says which matrix where the runs recorded it, its plan's name otherwise
+    if named["A"] and named["B"] and set(named["A"]) != set(named["B"]):
+        found.append(
+            f"A and B come from different matrices (A: {', '.join(sorted(named['A'].values()))}; "
+            f"B: {', '.join(sorted(named['B'].values()))}): check that both asked the same of the cells "
+            "compared"
+        )
+    differ = [
+        f"{option.removeprefix('--')} {' / '.join(sorted(settings['A'][option]))} on A, "
+        f"{' / '.join(sorted(settings['B'][option]))} on B"
+        for option in SETTINGS
+        if option in settings["A"]
+        and option in settings["B"]
+        and settings["A"][option] != settings["B"][option]
+    ]
+    if differ:
+        found.append(
+            "A and B ran the suite with different settings ("
+            + "; ".join(differ)
+            + "): a difference in timing may come from them alone"
+        )
+    return found
+
+
+def _settings(command: list[str]) -> dict[str, str]:
+    """The measurement's settings a run's suite command gave (an option it left out: the suite's
+    default); none where the command is not the suite's run."""
+    if "run" not in command:
+        return {}
+    return {
+        option: command[command.index(option) + 1] if option in command[:-1] else "(suite default)"
+        for option in SETTINGS
+    }
+
+
+def _plan_name(file: Path, root: Path, seen: dict[Path, str | None]) -> str | None:
+    """The plan name of the nearest plan.json from ``file``'s folder up to its side's ``root``, where one
+    is there and valid; None otherwise (files copied out of their results folder)."""
+    here = file.parent
+    while True:
+        if here not in seen:
+            seen[here] = None
+            if (here / folder.PLAN_FILE).is_file():
+                with contextlib.suppress(InputError):  # a damaged plan.json names nothing; results compare
+                    seen[here] = folder.stored_plan(here).name
+        if seen[here] is not None or here == root or root not in here.parents:
+            return seen[here]
+        here = here.parent
+
+
+def _other(side: str) -> str:
+    return "B" if side == "A" else "A"
+
+
+def _listing(cells: list[str]) -> str:
+    """``N cells: a, b, ...``, at most LISTED of them named."""
+    more = f" and {len(cells) - LISTED} more" if len(cells) > LISTED else ""
+    return f"{len(cells)} cell{'s' if len(cells) != 1 else ''}: {', '.join(cells[:LISTED])}{more}"

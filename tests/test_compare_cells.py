@@ -1,0 +1,145 @@
+"""``compare`` on folders (issue 32, 5): a side's cells are never pooled. One cell a side is compared A -> B,
+folders holding the same cells are compared cell by cell, anything else is refused naming each side's cells
+and --cell; sides from different matrices or suite settings say so, on stderr and in the report."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+
+from harness import jsonio
+from tests.conftest import REPO, run_cli
+
+SHARDS = sorted((REPO / "reports" / "gpu-verdicts").glob("results-shard*"))  # one matrix: 3 cells each
+SWEEP = REPO / "reports" / "cudnn-releases-h100"  # 'results' (10 cells) and 'upper' (4): two matrices
+BUNDLED, DISABLED = (
+    "torch2.11.0-cu130_cudnn-bundled_fd7979a52b",
+    "torch2.11.0-cu130_cudnn-disabled_ef610b7191",
+)
+CELLS = sorted({p.name.split(".r")[0] for p in SHARDS[0].glob("*.json.gz")})
+
+
+def test_folders_whose_cells_differ_are_refused_naming_each_sides_cells_and_how_to_pick(tmp_path):
+    out = tmp_path / "report"
+    done = run_cli("compare", str(SWEEP / "results"), str(SWEEP / "upper"), "--out", str(out))
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = done.stderr.splitlines()
+    assert any(": A: holds 10 cells: torch-installed_cudnn-bundled_2ecb882014, " in ln for ln in lines)
+    assert any(ln.endswith("and 2 more") for ln in lines)  # 8 named, the rest counted
+    assert any(": B: holds 4 cells: " in ln and "wheel-9.28.1.4" in ln for ln in lines), done.stderr
+    assert (
+        "never pooled" in done.stderr and "--cell TEXT" in done.stderr and "--cell-a/--cell-b" in done.stderr
+    )
+    assert "verdicts:" not in done.stdout and not list(out.iterdir())  # nothing compared, nothing written
+
+
+def test_a_cell_picked_on_each_side_is_compared_alone(tmp_path):
+    done = run_cli("compare", str(SHARDS[0]), str(SHARDS[1]), "--cell", "bundled", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)
+    assert rows and "cell" not in rows[0]  # one comparison: its rows as they always were
+    assert all(r["rounds_baseline"] == 3 and r["rounds_candidate"] == 2 for r in rows)  # that cell's rounds
+    # two different cells, one a side
+    done = run_cli(
+        "compare", str(SHARDS[0]), str(SHARDS[1]), "--cell-a", "bundled", "--cell-b", "disabled", "--out",
+        str(tmp_path / "r"),
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr
+    verdict = json.loads((tmp_path / "r" / "verdict.json").read_text())
+    assert [g["label"] for g in verdict["groups"]] == [
+        f"A: {SHARDS[0]} ({BUNDLED})",
+        f"B: {SHARDS[1]} ({DISABLED})",
+    ]
+    conv = next(
+        c for c in verdict["comparisons"] if (c["workload"], c["dtype"]) == ("conv2d_r50_3x3", "bf16")
+    )
+    assert conv["ratio"] > 2  # cuDNN disabled against bundled: what a comparison of those two cells shows
+    done = run_cli("compare", str(SHARDS[0]), str(SHARDS[1]), "--cell-b", "nosuch")
+    assert done.returncode == 2 and "--cell-b: holds no cell whose id contains 'nosuch'" in done.stderr
+    assert DISABLED in done.stderr
+
+
+def test_folders_holding_the_same_cells_are_compared_cell_by_cell(tmp_path):
+    out = tmp_path / "report"
+    done = run_cli("compare", str(SHARDS[0]), str(SHARDS[1]), "--out", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr
+    for cell in CELLS:
+        assert f"\ncell {cell}:\n" in done.stdout
+        verdict = json.loads((out / cell / "verdict.json").read_text())
+        # each cell against itself, 3 rounds against 2: never another cell's runs pooled in
+        assert {g["rounds_ok"] for g in verdict["groups"]} == {3, 2}, cell
+        assert all(cell in g["label"] for g in verdict["groups"])
+        assert verdict["counts"]["slower"] == verdict["counts"]["faster"] == 0  # A/A within each cell
+    assert done.stdout.count("outcome: pass") == len(CELLS)
+    as_json = run_cli("compare", str(SHARDS[0]), str(SHARDS[1]), "--format", "json")
+    rows = json.loads(as_json.stdout)  # one document: every cell's rows, the cell first
+    assert sorted({r["cell"] for r in rows}) == CELLS and next(iter(rows[0])) == "cell"
+    assert as_json.stderr.count("outcome: pass") == len(CELLS)
+    as_csv = run_cli("compare", str(SHARDS[0]), str(SHARDS[1]), "--format", "csv")
+    table = list(csv.DictReader(io.StringIO(as_csv.stdout)))
+    assert sorted({r["cell"] for r in table}) == CELLS and len(table) == len(rows)
+
+
+def test_sides_from_different_matrices_are_named_on_stderr_and_read_first_in_the_report(tmp_path):
+    out = tmp_path / "report"
+    done = run_cli(
+        "compare", str(SWEEP / "results"), str(SWEEP / "upper"), "--cell", "bundled", "--out", str(out)
+    )
+    assert done.returncode == 0, done.stderr
+    (note,) = [line for line in done.stderr.splitlines() if line.startswith("note: ")]
+    assert "A and B come from different matrices" in note
+    assert "'cudnn-releases-h100' (matrix sha256 22afeed4b92f)" in note  # A's rounds: two edits of its matrix
+    assert "B: 'cudnn-releases-h100-upper' (matrix sha256 3f7d32a025a9)" in note
+    text = (out / "report.md").read_text()
+    first = text.split("## Read this first")[1].split("\n## ")[0]
+    assert "A and B come from different matrices" in first and "cudnn-releases-h100-upper" in first
+
+
+def test_sides_run_with_different_suite_settings_are_named(tmp_path):
+    # the same matrix on both sides (its plan.json beside B's runs too), sampled for another time budget
+    b = tmp_path / "b"
+    b.mkdir()
+    shutil.copy(SHARDS[1] / "plan.json", b)
+    for path in SHARDS[1].glob(f"{BUNDLED}.*.json.gz"):
+        doc = jsonio.read(path)
+        command = doc["run"]["command"]
+        assert command[command.index("--time-budget-s") + 1] == "2.0"
+        command[command.index("--time-budget-s") + 1] = "0.5"
+        for key in ("started_at", "finished_at"):  # another run, a century earlier and as long
+            doc[key] = doc[key].replace("20", "19", 1)
+        jsonio.write_atomic(b / path.name, doc)
+    done = run_cli("compare", str(SHARDS[1]), str(b), "--cell", "bundled")
+    assert done.returncode == 0, done.stderr
+    notes = [line for line in done.stderr.splitlines() if line.startswith("note: ")]
+    assert len(notes) == 1 and "different settings (time-budget-s 2.0 on A, 0.5 on B)" in notes[0], notes
+    # one folder's own files on both sides: the same matrix and settings, nothing to note
+    a_file, b_file = (next(SHARDS[0].glob(f"{cell}.r1.json.gz")) for cell in (BUNDLED, DISABLED))
+    done = run_cli("compare", str(a_file), str(b_file))
+    assert done.returncode in (0, 1) and "note:" not in done.stderr, done.stderr
+
+
+def test_the_refusals_of_an_ad_hoc_compare_stay(tmp_path):
+    # a run on both sides
+    done = run_cli("compare", str(SHARDS[0]), str(SHARDS[0]))
+    assert done.returncode == 2 and "compared with itself" in done.stderr
+    # one cell of a side whose runs loaded different cuDNN runtimes
+    a = tmp_path / "a"
+    shutil.copytree(SHARDS[0], a)
+    path = next(a.glob(f"{BUNDLED}.r2.json.gz"))
+    doc = jsonio.read(path)
+    doc["cudnn"]["runtime_version"] = "9.14.0"
+    jsonio.write_atomic(path, doc)
+    done = run_cli("compare", str(a), str(SHARDS[1]), "--cell", "bundled")
+    assert done.returncode == 2, done.stdout
+    assert f"results differ in cuDNN runtime within A {BUNDLED}" in done.stderr
+    # another suite version on one side
+    b = tmp_path / "b"
+    b.mkdir()
+    for path in SHARDS[1].glob(f"{BUNDLED}.*.json.gz"):
+        doc = jsonio.read(path)
+        doc["suite_version"] = "0.4"
+        jsonio.write_atomic(b / path.name, doc)
+    done = run_cli("compare", str(SHARDS[0]), str(b), "--cell", "bundled")
+    assert done.returncode == 2 and "results differ in suite version" in done.stderr
