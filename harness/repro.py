@@ -263,6 +263,34 @@ def _write_dockerfile(out: Path, cell: Cell, side: str, options: images.BuildOpt
     return [path, *copied]
 
 
+# how the row's own samples were timed (a result's ``timer``), as the README says it
+TIMERS = {
+    "perf_counter": "each sample the host's clock (time.perf_counter) around a call on the CPU",
+    "cuda_graph": (
+        "each sample CUDA events around a CUDA-graph replay of the call after an L2 flush, behind a "
+        "calibrated GPU sleep that hides its launch"
+    ),
+    "cuda_event": (
+        "each sample CUDA events around the call itself (no graph) after an L2 flush, behind a calibrated "
+        "GPU sleep that hides its launch"
+    ),
+}
+
+
+def _judged(row: dict[str, Any]) -> str:
+    """The row's interval, test and rounds, as its report judged it."""
+    level, test = row.get("interval_level") or 0.99, row.get("test")
+    how = {
+        "welch-tost": "Welch's t on the logs of the round medians (the ratio of their geometric means)",
+        "mann-whitney": "the Mann-Whitney U test on the round medians (the ratio of their medians)",
+        "samples": "one process a side: its samples (no verdict)",
+    }.get(str(test), "the round medians")
+    return (
+        f"{level:.1%} interval [{row['ci_low']:.3f}, {row['ci_high']:.3f}], p = {row['p_value']:.2g}, "
+        f"{row['rounds_baseline']}+{row['rounds_candidate']} rounds judged by {how}"
+    )
+
+
 def _readme(
     title: str,
     row: dict[str, Any],
@@ -276,8 +304,7 @@ def _readme(
         f"# {text(title)}",
         "",
         f"From the report of matrix {code(view.name)}: {row['verdict']}, time ratio (candidate / baseline) "
-        f"{row['ratio']:.3f}, 99% interval [{row['ci_low']:.3f}, {row['ci_high']:.3f}], "
-        f"p = {row['p_value']:.2g}, {row['rounds_baseline']}+{row['rounds_candidate']} rounds"
+        f"{row['ratio']:.3f}, {_judged(row)}"
         + (f"; what ran: {text(row['what_ran'])}" if isinstance(row.get("what_ran"), str) else "")
         + (f" ({text(row['ran_change'])})" if isinstance(row.get("ran_change"), str) else "")
         + ".",
@@ -286,9 +313,9 @@ def _readme(
         f"{text(script_row['dtype'])}, knobs {text(json.dumps(script_row['knobs']))}, profile "
         f"{code(str(script_row['profile']))} on {text(str(script_row['device']))}; shapes "
         f"{text(json.dumps(_measurement(docs['baseline'], row).get('params')))}; "
-        "inputs from fixed seeds; each sample one call timed with CUDA events after an L2 flush, behind "
-        f"a calibrated GPU sleep that hides its launch, for up to {script_row['time_budget_s']:g} s and at "
-        f"least {script_row['min_time_s']:g} s (harness/suite/measure.py, carried verbatim in repro.py).",
+        f"inputs from fixed seeds; {TIMERS.get(str(row.get('timer_baseline')), TIMERS['cuda_event'])}, "
+        f"for up to {script_row['time_budget_s']:g} s and at least {script_row['min_time_s']:g} s "
+        "(harness/suite/measure.py, carried verbatim in repro.py).",
         "",
         "## The two environments, as the results recorded them",
         "",

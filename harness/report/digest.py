@@ -6,20 +6,23 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from harness.report import answer, markdown, stats
+from harness.report import answer, markdown, next_steps, stats
 from harness.report.model import Analysis, View
 
 SUMMARY_LIMIT = 64 * 1024  # GitHub's step summary takes up to 1 MiB; a PR comment is best far smaller
 ROOM = 200  # bytes kept free under SUMMARY_LIMIT
+STEP_LINES = 12  # of "What to do next", each at most markdown.MAX_LINE characters
 ORDER = {"slower": 0, "failed": 1, "missing": 2, "inconclusive": 3, "faster": 4}
 # XML 1.0 allows only these characters (its section 2.2): one other (a NUL, an ESC, U+FFFE, a lone
 # surrogate) anywhere in a result's text and a CI system refuses the whole file
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
-def summary(view: View, analysis: Analysis) -> str:
+def summary(view: View, analysis: Analysis, sources: Sequence[Path] = ()) -> str:
     """The answer and every changed row, largest change first, under SUMMARY_LIMIT bytes whatever the
     results hold: a line of prose at most ``markdown.MAX_LINE`` characters (the environment one line), and
     the scorecard and the changed rows cut to the rows that fit."""
@@ -33,6 +36,12 @@ def summary(view: View, analysis: Analysis) -> str:
         answer.outcome_line(analysis),
         *(f"- {markdown.inline(sentence, line - 2)}" for sentence in answer.validity(view, analysis)),
     ]
+    steps = next_steps.section(view, analysis, list(sources), view.matrix)
+    if steps is not None:  # the answer ends with what to do next, as the report's does
+        lines = markdown.wrap(steps.intro).split("\n")
+        shown = [ln for ln in lines if len(ln) <= line][:STEP_LINES]
+        cut = f"- ... {len(lines) - len(shown)} more lines in report.md" if len(shown) < len(lines) else ""
+        parts += ["", f"**{steps.title}:**", *shown, *([cut] if cut else [])]
     card = answer.scorecard(view, analysis)
     rows = _changed(view, analysis)
     room = SUMMARY_LIMIT - ROOM - _size(parts)
@@ -40,7 +49,7 @@ def summary(view: View, analysis: Analysis) -> str:
         shown = _rows([list(r) for r in card.rows], list(card.headers), room // 2 if rows else room)
         parts += ["", *shown]
     if rows:
-        head = ["workload", "dtype", "vs", "verdict", "ratio", "99% interval", "what ran"]
+        head = ["workload", "dtype", "vs", "verdict", "ratio", "interval", "what ran"]
         parts += ["", f"**{len(rows)} rows are not `same`** (largest change first):", ""]
         parts += _rows(rows, head, SUMMARY_LIMIT - ROOM - _size(parts))
     return "\n".join(parts) + "\n"

@@ -151,7 +151,7 @@ class Links:
 def page(document: Document) -> str:
     links = Links()
     body = "\n\n".join(_section(s, links) for s in document.sections)
-    contents = _wrap(
+    contents = wrap(
         "Contents: "
         + " · ".join(f"[{inline(s.title)}](#{s.anchor})" for s in document.sections if s.level == 2)
     )
@@ -162,7 +162,7 @@ def page(document: Document) -> str:
 def _section(section: Section, links: Links) -> str:
     text = f"{'#' * section.level} {inline(section.title)}"
     if section.intro:
-        text += f"\n\n{_wrap(section.intro)}"
+        text += f"\n\n{wrap(section.intro)}"
     if section.headers:
         text += "\n\n" + table([list(r) for r in section.rows], list(section.headers), links)
     return text
@@ -222,7 +222,7 @@ def _md_cell(value: Any, links: Links | None) -> str:
 _FENCE = re.compile(r"`{3,}")
 
 
-def _wrap(prose: str) -> str:
+def wrap(prose: str) -> str:
     """Prose with its lines kept under MAX_LINE (Markdown joins them again), broken only between words
     and never inside a code span; fenced blocks as they are."""
     out, fence = [], ""

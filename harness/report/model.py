@@ -47,6 +47,7 @@ class View:
     per_workload_pct: dict[str, float] = field(default_factory=dict)
     cells: tuple[MatrixCell, ...] = ()  # the matrix's cells, where the groups are cells (not a compare)
     cautions: tuple[str, ...] = ()  # what a reader must read first, as its maker knows (a compare's sides)
+    matrix: str | None = None  # the matrix file the groups came from, where they are its cells
 
     def threshold_pct(self, workload: str) -> float:
         return self.per_workload_pct.get(workload, self.default_pct)
@@ -72,6 +73,7 @@ class View:
             f"suite profile `{plan.suite['profile']}`",
             per_workload_pct=plan.per_workload_pct,
             cells=plan.cells,
+            matrix=plan.source,
         )
 
 

@@ -34,7 +34,7 @@ def render(
     if analysis.series is not None:  # the release axis: ratios per release, and where each change began
         jsonio.write_text_atomic(out_dir / "series.csv", csvsafe.to_csv(analysis.series.ratios))
         jsonio.write_text_atomic(out_dir / "changes.csv", analysis.series.changes_csv())
-    jsonio.write_text_atomic(out_dir / "summary.md", digest.summary(view, analysis))
+    jsonio.write_text_atomic(out_dir / "summary.md", digest.summary(view, analysis, sources))
     jsonio.write_text_atomic(out_dir / "junit.xml", digest.junit(view, analysis))
     verdict = verdicts.document(
         name=view.name,

@@ -10,13 +10,21 @@ from typing import Any
 
 import pandas as pd
 
-from harness.report import answer, frames, markdown, stats
+from harness.report import answer, frames, markdown, next_steps, stats
 from harness.report.frames import KEYS
 from harness.report.model import VERDICT_ORDER, Analysis, Document, Kind, Section, Value, View, verdict
 from harness.report.verdicts import change_kind
 from harness.results import folder
 from harness.results.documents import LoadedResults, round_of
 
+# what every verdict row's numbers are, said once where the rows are shown (and in the Method section)
+STATISTIC_NOTE = (
+    "Each side's time is what its row's test compares, and the ratio divides exactly those two times: "
+    "with 3 to 6 rounds a side (**Welch**), the geometric mean of the round medians, with the 1 − 2α "
+    "interval of the ratio (99.6 % at α = 0.002); with 7 or more (**MW**, the Mann-Whitney U test), the "
+    "median of the round medians, with a 99 % bootstrap interval; with one round a side (**samples**), "
+    "that process's median sample. A time links to the result file of the round nearest it."
+)
 MEASUREMENTS = "measurements"  # the report's folder of one-measurement files that numbers link to
 
 
@@ -30,6 +38,7 @@ def document(
         answer.scorecard(view, analysis),
         *_series_sections(view, analysis),
         answer.read_first(view, analysis),
+        next_steps.section(view, analysis, sources, view.matrix),
         _method(view, analysis, loaded, sources),
         _what_changed(analysis, letters),
         _cells(view, analysis, out_dir, letters),
@@ -102,20 +111,17 @@ def _method(view: View, analysis: Analysis, loaded: LoadedResults, sources: list
             + (f", {len(loaded.duplicates)} duplicates counted once" if loaded.duplicates else "")
             + f"); {view.note}.",
             "",
-            "Each row compares a group with the baseline: "
-            "the ratio is candidate median / baseline median (above 1 is slower), over the per-round "
-            "medians of "
-            "independent processes, with a "
-            f"{int(100 * 0.99)}% bootstrap interval and a two-sided Mann-Whitney U test. A row is "
-            "**slower** only when "
+            "Each row compares a group with the baseline over the per-round medians of independent "
+            "processes (above 1 is slower). With 3 to 6 rounds a side a row is judged by Welch's t test "
+            "on the logarithms of the round medians (its ratio: of their geometric means) and, for "
+            "**same**, by an equivalence test (TOST: the 1 − 2α interval inside the threshold); with 7 or "
+            "more by a two-sided Mann-Whitney U test (its ratio: of their medians) and a 99 % bootstrap "
+            "interval. The rounds column names the test each row used. A row is **slower** only when "
             f"p < {view.alpha:g} and the ratio reaches the threshold ({view.default_pct:g}% unless set per "
-            "workload); "
-            "**same** when the whole interval lies inside the threshold; otherwise **inconclusive**, which "
-            "is not a pass. "
-            "With one round per side the ratio and interval come from that one process's raw samples (basis "
-            "`samples`) and the row stays inconclusive: one process cannot separate a change from "
-            "process-to-process "
-            "variation.",
+            "workload); **same** when the whole interval lies inside the threshold; otherwise "
+            "**inconclusive**, which is not a pass. With one round per side the ratio and interval come "
+            "from that one process's raw samples (basis `samples`) and the row stays inconclusive: one "
+            "process cannot separate a change from process-to-process variation.",
             "",
             markdown.fenced("\n".join(gate.lines)),
         ]
@@ -234,9 +240,11 @@ def _problems(analysis: Analysis, loaded: LoadedResults) -> list[Section]:
     return out
 
 
-def _median_entry(
-    frame: pd.DataFrame, group: str, key: tuple[str, str, str]
+def _center_entry(
+    frame: pd.DataFrame, group: str, key: tuple[str, str, str], center: Any
 ) -> tuple[float, str, Any] | None:
+    """A side's time as its row's test compares it (``center``, what the ratio divides), linked to the
+    result file of the round nearest it."""
     rows = frame[
         (frame["group"] == group)
         & (frame["status"] == "ok")
@@ -244,10 +252,10 @@ def _median_entry(
         & (frame["dtype"] == key[1])
         & (frame["knobs"] == key[2])
     ]
-    if rows.empty:
+    if rows.empty or not stats.finite(center):
         return None
-    row = frames.lower_median_row(rows, "median_s")
-    return float(row["median_s"]), str(row["file"]), row.get("measurement")
+    row = rows.loc[(rows["median_s"] - center).abs().idxmin()]
+    return float(center), str(row["file"]), row.get("measurement")
 
 
 def _verdict_sections(
@@ -269,7 +277,8 @@ def _verdict_sections(
     rows = []
     for r in judged.itertuples():
         key = (r.workload, r.dtype, r.knobs)
-        base, mine = _median_entry(frame, view.baseline, key), _median_entry(frame, r.group, key)
+        base = _center_entry(frame, view.baseline, key, r.baseline_s)
+        mine = _center_entry(frame, r.group, key, r.candidate_s)
         interval = stats.interval_text(r.ci_low, r.ci_high)
         rows.append(
             (
@@ -283,7 +292,7 @@ def _verdict_sections(
                 _time(base[0], base[1], out_dir, base[2], extracts) if base else "—",
                 _time(mine[0], mine[1], out_dir, mine[2], extracts) if mine else "—",
                 _number(r.p_value, ".2g"),
-                f"{r.rounds_baseline}+{r.rounds_candidate}" + (" (samples)" if r.basis == "samples" else ""),
+                stats.rounds_text(r.rounds_baseline, r.rounds_candidate, r.test),
                 *([_ran_text(r.what_ran, r.ran_change, r.ran_baseline)] if recorded else []),
                 "" if r.verdict == "same" else (r.reason or ""),
             )
@@ -296,8 +305,7 @@ def _verdict_sections(
     section = Section(
         "Verdicts against the baseline",
         legend
-        + ". Times are the median over rounds of each round's median time per call (the lower median, so "
-        "the number is one result file's own value: it links to that file)."
+        + f". {STATISTIC_NOTE}"
         + (
             f" Every row ran with knobs {markdown.code(str(judged['knobs'].iloc[0]))}."
             if one_knob_set
@@ -310,7 +318,7 @@ def _verdict_sections(
             "vs",
             "verdict",
             "time ratio",
-            "99% interval",
+            "interval",
             "baseline",
             "candidate",
             "p",
@@ -406,7 +414,7 @@ def _autotuning(analysis: Analysis, letters: dict[str, str]) -> Section | None:
             "knobs",
             "group",
             "on / off",
-            "99% interval",
+            "interval",
             "rounds",
             "verdict",
             "picked (off)",
@@ -518,7 +526,7 @@ def _numerics_sections(view: View, analysis: Analysis, letters: dict[str, str]) 
             "the candidate "
             "may grow to m x the baseline's + tol/10 (m = 2 for fp32/TF32, 3 for bf16/fp16; tol 1e-4 fp32, "
             "1e-3 "
-            "TF32/fp16, 1e-2 bf16: TorchDynamo's rule, measurement.md 9.5); more NaNs than the baseline "
+            "TF32/fp16, 1e-2 bf16: TorchDynamo's rule); more NaNs than the baseline "
             "also fail. "
             "Output digests are compared bit for bit; 'not repeatable' counts measurements whose two calls "
             "differed.",

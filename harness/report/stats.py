@@ -1,6 +1,6 @@
 """Compare two sides (baseline, candidate) of one workload: ratio, confidence interval, test, verdict.
 
-The protocol is measurement.md section 9.4, after asv and nvbench. Each side is a list of per-process
+The protocol follows asv and nvbench (docs/method.md). Each side is a list of per-process
 (per-round) medians, so process effects (cuDNN's algorithm choice, allocator layout) count as noise,
 as pyperf argues. With a single round per side the raw samples of that one process stand in, and
 the verdict says so: process-to-process variation is then not covered.
@@ -31,6 +31,9 @@ BOOTSTRAP_RESAMPLES = 2000
 RATIO_DIGITS = 3  # ratios are shown as 1.050; the threshold is applied at that precision
 SEED = 20261122  # a fixed seed: the same results always render the same intervals
 WELCH_MIN_ROUNDS = 3  # per side, where the Mann-Whitney test cannot reach alpha
+Center = Literal["median", "geometric mean"]
+Test = Literal["mann-whitney", "welch-tost", "samples"]
+TEST_NAMES: dict[str, str] = {"welch-tost": "Welch", "mann-whitney": "MW", "samples": "samples"}
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,17 @@ class Comparison:
     p_value: float | None
     basis: str  # "rounds" (per-process medians) or "samples" (one process per side)
     reason: str
+    # what the ratio divides, by the statistic the test compares: the ratio is centre_b / centre_a
+    center: Center = "median"
+    center_a: float | None = None
+    center_b: float | None = None
+    test: Test = "mann-whitney"
+    level: float = CONFIDENCE  # the interval's confidence
+
+
+def rounds_text(rounds_a: object, rounds_b: object, test: object) -> str:
+    """``3+3 Welch``: a row's rounds a side and the test they were judged by."""
+    return f"{rounds_a}+{rounds_b} {TEST_NAMES.get(str(test), '')}".rstrip()
 
 
 def finite(value: object) -> TypeGuard[float]:
@@ -87,7 +101,8 @@ def judge(
     b: Samples = np.asarray(candidate, dtype=np.float64)
     if basis == "rounds" and min(len(a), len(b)) >= WELCH_MIN_ROUNDS and smallest_p(len(a), len(b)) >= alpha:
         return _welch(a, b, threshold_pct, alpha)
-    ratio = float(np.median(b) / np.median(a))
+    center_a, center_b = float(np.median(a)), float(np.median(b))
+    ratio = center_b / center_a
     low, high = _ratio_interval(a, b)
     p = _mann_whitney(a, b)
     upper = 1 + threshold_pct / 100
@@ -110,6 +125,9 @@ def judge(
                 f"{high:.3f}] over its "
                 "samples cannot separate a change from process-to-process variation; run 7 or more rounds"
             ),
+            center_a=center_a,
+            center_b=center_b,
+            test="samples",
         )
     if significant and shown >= round(upper, RATIO_DIGITS):
         verdict: Verdict = "slower"
@@ -127,7 +145,7 @@ def judge(
     else:
         verdict = "inconclusive"
         reason = _why_inconclusive(ratio, low, high, p, alpha, threshold_pct, len(a), len(b), basis)
-    return Comparison(verdict, ratio, low, high, p, basis, reason)
+    return Comparison(verdict, ratio, low, high, p, basis, reason, center_a=center_a, center_b=center_b)
 
 
 def _welch(a: Samples, b: Samples, threshold_pct: float, alpha: float) -> Comparison:
@@ -136,6 +154,23 @@ def _welch(a: Samples, b: Samples, threshold_pct: float, alpha: float) -> Compar
     The ratio is the geometric mean ratio; the interval is the 1 - 2 alpha one that TOST uses."""
     x, y = np.log(a), np.log(b)
     diff = float(y.mean() - x.mean())
+
+    def welch(verdict: Verdict, low: float, high: float, p: float, reason: str) -> Comparison:
+        return Comparison(
+            verdict,
+            ratio,
+            low,
+            high,
+            p,
+            "rounds",
+            reason,
+            center="geometric mean",
+            center_a=math.exp(float(x.mean())),
+            center_b=math.exp(float(y.mean())),
+            test="welch-tost",
+            level=1 - 2 * alpha,
+        )
+
     va, vb = float(x.var(ddof=1)) / len(x), float(y.var(ddof=1)) / len(y)
     se = math.sqrt(va + vb)
     bound = math.log(1 + threshold_pct / 100)
@@ -145,7 +180,7 @@ def _welch(a: Samples, b: Samples, threshold_pct: float, alpha: float) -> Compar
     rounds = f"{len(a)}+{len(b)} rounds, Welch's t on log medians"
     if se == 0:  # identical rounds on each side: the difference is exact
         verdict: Verdict = "slower" if shown >= upper else "faster" if shown <= lower else "same"
-        return Comparison(verdict, ratio, ratio, ratio, 0.0 if diff else 1.0, "rounds", f"exact ({rounds})")
+        return welch(verdict, ratio, ratio, 0.0 if diff else 1.0, f"exact ({rounds})")
     df = (va + vb) ** 2 / (va**2 / (len(x) - 1) + vb**2 / (len(y) - 1))
     p = float(2 * scistats.t.sf(abs(diff) / se, df))
     half = float(scistats.t.ppf(1 - alpha, df)) * se
@@ -167,7 +202,7 @@ def _welch(a: Samples, b: Samples, threshold_pct: float, alpha: float) -> Compar
             f"ratio {ratio:.3f}, p={p:.2g}, {level} interval {interval_text(low, high)} reaches beyond the "
             f"{threshold_pct:g}% threshold ({rounds}); more rounds narrow it"
         )
-    return Comparison(verdict, ratio, low, high, p, "rounds", reason)
+    return welch(verdict, low, high, p, reason)
 
 
 def _why_inconclusive(

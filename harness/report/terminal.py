@@ -13,7 +13,9 @@ from tabulate import tabulate
 from harness.report import csvsafe, markdown, stats
 from harness.report.choices import Format, Sort
 
-HEADERS = ["workload", "dtype", "knobs", "A -> B", "change", "99% interval", "p", "verdict"]
+# "A -> B" are the times the ratio divides, by the row's test: geometric means of the round medians for
+# Welch's t (3-6 rounds a side), their medians for Mann-Whitney (7 or more); "rounds" names the test
+HEADERS = ["workload", "dtype", "knobs", "A -> B", "change", "interval", "p", "rounds", "verdict"]
 COLUMNS = [
     "workload",
     "dtype",
@@ -21,6 +23,13 @@ COLUMNS = [
     "verdict",
     "median_baseline_s",
     "median_candidate_s",
+    "center",
+    "baseline_s",
+    "candidate_s",
+    "test",
+    "interval_level",
+    "rounds_baseline",
+    "rounds_candidate",
     "ratio",
     "ci_low",
     "ci_high",
@@ -69,10 +78,11 @@ def _row(r: dict[str, Any]) -> list[str]:
         r["workload"],
         r["dtype"],
         r["knobs"],
-        f"{duration(r['median_baseline_s'])} -> {duration(r['median_candidate_s'])}",
+        f"{duration(r['baseline_s'])} -> {duration(r['candidate_s'])}",
         stats.change_words(r["ratio"]),
         interval,
         format(r["p_value"], ".2g") if stats.finite(r["p_value"]) else "",
+        stats.rounds_text(r["rounds_baseline"], r["rounds_candidate"], r["test"]),
         r["verdict"],
     ]
 

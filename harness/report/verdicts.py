@@ -21,8 +21,8 @@ from harness.report import stats
 from harness.report.frames import KEYS, RAN_SEPARATOR, ran_name, short_kernel
 
 VERDICT_SCHEMA_VERSION = 1
-# Numerics gate, measurement.md 9.5 (TorchDynamo's `same`): the candidate's error against fp64 may
-# grow to multiplier x baseline error + tolerance / 10.
+# Numerics gate (TorchDynamo's `same`): the candidate's error against fp64 may grow to multiplier x
+# baseline error + tolerance / 10.
 NUMERICS_MULTIPLIER = {"fp32": 2.0, "tf32": 2.0, "bf16": 3.0, "fp16": 3.0}
 NUMERICS_TOLERANCE = {"fp32": 1e-4, "tf32": 1e-3, "bf16": 1e-2, "fp16": 1e-3}
 
@@ -69,6 +69,11 @@ def timing(
         "verdict",
         "median_baseline_s",
         "median_candidate_s",
+        "center",
+        "baseline_s",
+        "candidate_s",
+        "test",
+        "interval_level",
         "ratio",
         "ci_low",
         "ci_high",
@@ -160,6 +165,12 @@ def _one(
         "verdict": verdict,
         "median_baseline_s": float(base_ok["median_s"].median()),  # over rounds: each round's median
         "median_candidate_s": float(mine_ok["median_s"].median()),
+        # what the ratio divides, by the statistic its test compares (shown beside it, never the medians)
+        "center": result.center,
+        "baseline_s": result.center_a,
+        "candidate_s": result.center_b,
+        "test": result.test,
+        "interval_level": result.level,
         "ratio": result.ratio,
         "ci_low": result.ci_low,
         "ci_high": result.ci_high,

@@ -2,7 +2,7 @@
 
 The reference is the same workload built in fp64 from the same inputs (they are made in fp32 from
 fixed seeds, so the fp64 copy holds the very same values). The error is the relative RMSE of every
-output against the reference; the tolerance per dtype is a sanity bound (measurement.md §9.5), not
+output against the reference; the tolerance per dtype is a sanity bound (TorchDynamo's), not
 the cross-cell gate, which compares cells with each other.
 """
 

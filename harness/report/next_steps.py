@@ -1,0 +1,145 @@
+"""The end of a report's answer: what to do next. Which cell to ship (or that none is shown better), the
+command that resolves the inconclusive rows with what it would cost, and the reproducer of each
+regression."""
+
+from __future__ import annotations
+
+import math
+import shlex
+import statistics
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from harness.report import markdown, stats
+from harness.report.model import Analysis, Section, View
+
+MW_ROUNDS = 7  # a side's rounds where the Mann-Whitney test can reach alpha = 0.002
+REPROS = 5  # regressions given a reproducer command here; the report lists every row
+LABEL = 80  # characters of a group's label shown here
+
+
+def section(view: View, analysis: Analysis, sources: list[Path], matrix: str | None) -> Section | None:
+    """ "What to do next", or None where no row was compared."""
+    timing = analysis.timing
+    if timing.empty or timing["verdict"].notna().sum() == 0:
+        return None
+    judged = timing[timing["verdict"].notna()]
+    steps = [_ship(view, analysis, judged)]
+    undecided = judged[judged["verdict"].isin(["inconclusive", "missing"])]
+    if not undecided.empty:
+        steps.append(_resolve(view, analysis, undecided, sources, matrix))
+    regressions = judged[judged["verdict"].isin(["slower", "failed"])]
+    if not regressions.empty:
+        steps.append(_reproduce(view, regressions, sources))
+    return Section("What to do next", "\n".join(f"- {step}" for step in steps))
+
+
+NAMES = 5  # groups named in one sentence; the scorecard lists every one
+
+
+def _name(view: View, group: str) -> str:
+    return f"**{markdown.inline(view.labels.get(group, group), LABEL)}**"
+
+
+def _ship(view: View, analysis: Analysis, judged: pd.DataFrame) -> str:
+    """The cell shown better than the baseline (faster somewhere, never worse, nothing undecided), or that
+    none is, and which cells a switch would regress."""
+    baseline = _name(view, view.baseline)
+    worse_numerics = (
+        set(analysis.numerics["group"][analysis.numerics["numerics"] == "worse"])
+        if (not analysis.numerics.empty)
+        else set()
+    )
+    better, regressed = [], []
+    for group, rows in judged.groupby("group", sort=False):
+        counts = rows["verdict"].value_counts()
+        if counts.get("slower", 0) or counts.get("failed", 0) or group in worse_numerics:
+            regressed.append(
+                f"{_name(view, str(group))} ({_counted(counts, ('slower', 'failed'))}"
+                + (", numerics worse" if group in worse_numerics else "")
+                + ")"
+            )
+        elif counts.get("faster", 0) and not counts.get("inconclusive", 0) and not counts.get("missing", 0):
+            ratios = [r for r in rows["ratio"] if stats.finite(r) and r > 0]
+            geomean = math.exp(statistics.fmean(math.log(r) for r in ratios)) if ratios else 1.0
+            better.append((geomean, str(group), int(counts["faster"])))
+    if better:
+        geomean, group, faster = min(better)
+        text = (
+            f"**Ship {markdown.inline(view.labels.get(group, group), LABEL)}**: {faster} rows faster than "
+            f"{baseline}, none slower or undecided (geometric mean of its ratios {geomean:.3f})."
+        )
+    else:
+        text = f"No cell is shown better than {baseline}: **keep it**."
+    if regressed:
+        more = f" and {len(regressed) - NAMES} more" if len(regressed) > NAMES else ""
+        text += " Switching to " + ", ".join(regressed[:NAMES]) + more + " would regress."
+    return text
+
+
+def _counted(counts: pd.Series[Any], verdicts: tuple[str, ...]) -> str:
+    return ", ".join(f"{int(counts[v])} {v}" for v in verdicts if counts.get(v, 0))
+
+
+def _resolve(
+    view: View, analysis: Analysis, undecided: pd.DataFrame, sources: list[Path], matrix: str | None
+) -> str:
+    """The command that decides the inconclusive rows, the rounds it takes them to and its cost, estimated
+    from what these runs took (a later round measures only the undecided rows again)."""
+    have = int(max(undecided["rounds_baseline"].max(), undecided["rounds_candidate"].max()))
+    target = MW_ROUNDS if have < MW_ROUNDS else have + 4
+    groups = [view.baseline, *dict.fromkeys(str(g) for g in undecided["group"])]
+    seconds = 0.0
+    for group in groups:
+        runs = [doc for doc, _ in analysis.docs.get(group, [])]
+        if not runs:
+            continue
+        rows = analysis.timing[analysis.timing["group"] == group] if group != view.baseline else undecided
+        share = (
+            len(undecided[undecided["group"] == group]) / max(1, len(rows)) if group != view.baseline else 1
+        )
+        each = statistics.fmean(float(doc.get("duration_s") or 0.0) for doc in runs)
+        seconds += max(0, target - len(runs)) * each * min(1.0, share)
+    processes = max(0, target - have) * len(groups)
+    count = f"The {len(undecided)} inconclusive or missing rows"
+    cost = f"about {processes} more processes, {_duration(seconds)} at most from what these runs took"
+    if matrix and view.cells:
+        out = shlex.quote(str(sources[0])) if sources else "results/" + view.name
+        command = f"python -m harness qualify --matrix {shlex.quote(matrix)} --out {out}"
+        rounds = (
+            f"with `rounds: {target}` in the matrix (it asks {view.rounds})" if view.rounds < target else ""
+        )
+        return (
+            f"{count} need more rounds: {markdown.code(command)} {rounds} measures only them again, up to "
+            f"{target} rounds a side ({cost})."
+        ).replace("  ", " ")
+    return (
+        f"{count} need more rounds: run each side again until it has {target} rounds, then compare ({cost})."
+    )
+
+
+def _reproduce(view: View, regressions: pd.DataFrame, sources: list[Path]) -> str:
+    """The repro command of each regression, the largest change first."""
+    ordered = regressions.assign(size=[stats.change_size(r) for r in regressions["ratio"]]).sort_values(
+        "size", ascending=False
+    )
+    results = " ".join(f"--results {shlex.quote(str(s))}" for s in sources)
+    commands = []
+    for r in ordered.head(REPROS).to_dict("records"):
+        command = (
+            f"python -m harness repro {results} --workload {shlex.quote(str(r['workload']))} "
+            f"--dtype {shlex.quote(str(r['dtype']))} --candidate {shlex.quote(str(r['group']))}"
+        )
+        commands.append(markdown.code(command))
+    more = f" ({len(ordered) - REPROS} more in the verdict table)" if len(ordered) > REPROS else ""
+    return f"Hand each regression upstream as a reproducer{more}:" + "".join(f"\n  - {c}" for c in commands)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

@@ -1,0 +1,134 @@
+"""Reports that never contradict their own numbers, and end their answer with what to do next (issue 32).
+
+A row's times are what its test compares and its ratio divides exactly those; the Method section and the
+rounds column name the test each row used; the repro README describes the row's own timer; every report
+says which cell to ship (or that none is shown better), how to decide its inconclusive rows and what it
+costs, and the reproducer command of each regression.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import GPU_LOCAL_ROUNDS, REPO, run_cli
+
+VERDICT_SHARDS = [REPO / "reports" / "gpu-verdicts" / f"results-shard{i}" for i in (1, 2, 3)]  # 7 rounds
+CPU_AXIS = REPO / "reports" / "torch-axis-cpu" / "results"  # 3 rounds, every row inconclusive
+SWEEP = REPO / "reports" / "cudnn-releases-h100"
+UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def _report(tmp_path: Path, *dirs: Path) -> Path:
+    out = tmp_path / "report"
+    done = run_cli("report", *(a for d in dirs for a in ("--results", str(d))), "--out", str(out))
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    return out
+
+
+def _section(text: str, title: str) -> str:
+    return text.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def _seconds(cell: str) -> float:
+    number, unit = re.match(r"\[?([0-9.]+) (ns|us|µs|ms|s)\b", cell).groups()  # type: ignore[union-attr]
+    return float(number) * UNITS[unit]
+
+
+@pytest.mark.parametrize(
+    ("dirs", "test", "center"),
+    [
+        ([GPU_LOCAL_ROUNDS], "welch-tost", "geometric mean"),
+        (VERDICT_SHARDS, "mann-whitney", "median"),
+    ],
+)
+def test_the_times_shown_are_what_the_ratio_divides(tmp_path, dirs, test, center):
+    out = _report(tmp_path, *dirs)
+    rows = [r for r in json.loads((out / "verdict.json").read_text())["comparisons"] if r.get("ratio")]
+    assert rows and {r["test"] for r in rows} == {test} and {r["center"] for r in rows} == {center}
+    for r in rows:
+        assert r["candidate_s"] / r["baseline_s"] == pytest.approx(r["ratio"], rel=1e-9), r
+    text = (out / "report.md").read_text()
+    section = _section(text, "Verdicts against the baseline")
+    first = section[section.index("| workload") :].split("\n\n", 1)[0]  # the verdict table alone
+    table = [ln.split(" | ") for ln in first.splitlines()]
+    header = [c.strip("| ") for c in table[0]]
+    checked = 0
+    for cells in table[2:]:
+        row = dict(zip(header, (c.strip("| ") for c in cells), strict=False))
+        if row.get("baseline", "—") == "—" or not row.get("time ratio"):
+            continue
+        shown = _seconds(row["candidate"]) / _seconds(row["baseline"])
+        assert shown == pytest.approx(float(row["time ratio"]), rel=0.01), row  # 3-4 digits shown
+        assert row["rounds"].endswith("Welch" if test == "welch-tost" else "MW")
+        checked += 1
+    assert checked == len(rows)
+    method = _section(text, "Method, sources and the gate's summary")
+    assert "Welch's t" in method and "Mann-Whitney" in method and "1 − 2α" in method
+    compare = run_cli("compare", str(dirs[0]), str(GPU_LOCAL_ROUNDS.parent / "results"), "--only", "bundled")
+    if compare.returncode in (0, 1):  # the terminal's A -> B are the same statistic as its change
+        for line in compare.stdout.splitlines()[2:]:
+            times = re.search(
+                r"([0-9.]+ (?:ns|us|ms|s)) -> ([0-9.]+ (?:ns|us|ms|s))\s+([0-9.]+)x (slower|faster)", line
+            )
+            if times:
+                ratio = _seconds(times[2]) / _seconds(times[1])
+                factor = float(times[3])
+                assert (ratio if times[4] == "slower" else 1 / ratio) == pytest.approx(factor, abs=0.011), (
+                    line
+                )
+
+
+def test_no_document_that_does_not_exist_is_cited():
+    cited = [p for p in (REPO / "harness").rglob("*.py") if "measurement.md" in p.read_text()]
+    assert not cited
+
+
+def test_the_repro_readme_describes_the_rows_own_timer(tmp_path):
+    out = tmp_path / "repro"
+    done = run_cli(
+        "repro",
+        "--results",
+        str(CPU_AXIS),
+        "--workload",
+        "gelu",
+        "--dtype",
+        "fp32",
+        "--candidate",
+        "2.13",
+        "--out",
+        str(out),
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    readme = (out / "README.md").read_text()
+    assert "time.perf_counter" in readme and "CUDA events" not in readme and "L2 flush" not in readme
+    assert "Welch's t" in readme and "99.6% interval" in readme
+
+
+def test_a_report_with_regressions_ends_its_answer_with_their_reproducers(tmp_path):
+    out = _report(tmp_path, GPU_LOCAL_ROUNDS)
+    text = (out / "report.md").read_text()
+    steps = _section(text, "What to do next")
+    assert "**keep it**" in steps and "would regress" in steps
+    assert f"python -m harness repro --results {GPU_LOCAL_ROUNDS} --workload" in steps
+    assert text.index("## What to do next") < text.index("## Method")  # the end of the answer
+    assert "What to do next" in (out / "summary.md").read_text()
+
+
+def test_inconclusive_rows_get_the_command_that_decides_them_and_its_cost(tmp_path):
+    out = _report(tmp_path, CPU_AXIS)
+    steps = _section((out / "report.md").read_text(), "What to do next")
+    assert "No cell is shown better" in steps
+    assert "python -m harness qualify --matrix reports/torch-axis-cpu/matrix.yaml --out" in steps
+    assert "`rounds: 7`" in steps and re.search(r"about \d+ more processes, \d+ (s|min)\s+at\s+most", steps)
+
+
+def test_an_a_a_comparison_says_to_keep_the_baseline(tmp_path):
+    args = ("--only", "bundled", "--out", str(tmp_path / "aa"))
+    done = run_cli("compare", str(SWEEP / "results"), str(SWEEP / "upper"), *args)
+    assert done.returncode == 0, done.stderr
+    steps = _section((tmp_path / "aa" / "report.md").read_text(), "What to do next")
+    assert "No cell is shown better" in steps and "would regress" not in steps
