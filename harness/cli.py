@@ -259,7 +259,7 @@ def _gather(args: argparse.Namespace) -> int:
         _warn(f"error: {args.source / name}: {why}")
     print(
         f"gathered {len(done.kept)} results into {out}/, refused {len(done.refused)}; report with "
-        f"'python -m harness report --results {out}'"
+        f"'{args.prog} report --results {out}'"
     )
     return EXIT_BAD_INPUT if done.refused or not done.kept else EXIT_OK
 
