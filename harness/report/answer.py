@@ -97,7 +97,7 @@ def gpu_uuids(analysis: Analysis) -> set[str]:
 
 def _validity(analysis: Analysis, name: Callable[[str], str] = str) -> list[str]:
     """The sentences of ``validity``; ``name`` says a group as the reader knows it."""
-    found = []
+    found = [*_busy_host(analysis), *_cpu_a_a(analysis)]
     uuids = gpu_uuids(analysis)
     if len(uuids) > 1:
         found.append(
@@ -155,6 +155,35 @@ def _validity(analysis: Analysis, name: Callable[[str], str] = str) -> list[str]
             "beyond tolerance)."
         )
     return found
+
+
+def _busy_host(analysis: Analysis) -> list[str]:
+    """The runs a busy or stalled host spoiled: their rows are inconclusive, never a verdict."""
+    runs = [doc for entries in analysis.docs.values() for doc, _ in entries]
+    busy = [doc["host"] for doc in runs if doc.get("host") and doc["host"]["busy"]]
+    frame = analysis.frame
+    stalled = int(frame["stalled"].notna().sum()) if "stalled" in frame else 0
+    if not busy and not stalled:
+        return []
+    worst = f" ({busy[0]['why']})" if busy else ""
+    return [
+        f"The host was busy in {len(busy)} of {len(runs)} runs{worst}, {stalled} measurements in all: "
+        "on a CPU every sample is host time, so another process's work is in them. Their rows are "
+        "inconclusive, never a verdict. Run again with nothing else running (load under the cores)."
+    ]
+
+
+def _cpu_a_a(analysis: Analysis) -> list[str]:
+    """On a CPU, cells that differ only in their cuDNN source run the same code: an A/A check."""
+    runs = [doc for entries in analysis.docs.values() for doc, _ in entries]
+    cells = {(doc["cell"]["torch"], doc["cell"].get("python"), doc["cell"].get("base_image")) for doc in runs}
+    if len(analysis.docs) < 2 or not runs or len(cells) != 1 or any(d.get("device") != "cpu" for d in runs):
+        return []
+    return [
+        "On a CPU cuDNN is not used: these cells differ only in their cuDNN source, so they run the same "
+        "code, and this report checks the harness against itself (A/A): same is the right answer for "
+        "every row, and any other verdict is the host's noise or the harness's error."
+    ]
 
 
 def _spread(frame: pd.DataFrame) -> tuple[int, int]:

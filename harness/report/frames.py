@@ -50,6 +50,8 @@ def long_form(loaded: LoadedResults) -> pd.DataFrame:
             "cell_status": doc["status"],
             "file": file,
         }
+        host = doc.get("host")
+        busy = f"the host was busy ({host['why']})" if host and host["busy"] else None
         failure = doc["failure"]
         if doc["status"] != "ok":
             rows.append({**common, "status": "cell_failed", "error": failure["reason"] if failure else None})
@@ -82,6 +84,7 @@ def long_form(loaded: LoadedResults) -> pd.DataFrame:
                     **_numerics_columns(m.get("numerics")),
                     **_what_ran_columns(m.get("what_ran")),
                     "what_ran_error": m.get("what_ran_error"),
+                    "stalled": m.get("stalled") or busy,  # a busy host spoils every row of its run
                 }
             )
     frame: pd.DataFrame = pd.DataFrame(rows)

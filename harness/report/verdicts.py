@@ -159,6 +159,10 @@ def _one(
             f"timed differently (baseline {timers[0]}, candidate {timers[1]}): a CUDA-graph replay leaves "
             f"out the per-kernel dispatch an eager call pays, so the ratio is not the library's; {reason}"
         )
+    spoiled = _stalled(base_ok, mine_ok)
+    if spoiled:  # never a verdict from a busy host's timings, whatever the test said
+        verdict = "inconclusive"
+        reason = f"busy host: {spoiled}; run again with nothing else running (load under the cores)"
     ran, change = _what_ran(base_ok, mine_ok)
     return {
         **row,
@@ -184,6 +188,16 @@ def _one(
         "timer_candidate": timers[1],
         "reason": reason,
     }
+
+
+def _stalled(base: pd.DataFrame, mine: pd.DataFrame) -> str | None:
+    """Why a round of either side was timed on a busy or stalled host (the first one said), or None."""
+    for side, rows in (("baseline", base), ("candidate", mine)):
+        if "stalled" in rows:
+            found = [s for s in rows["stalled"] if isinstance(s, str) and s]
+            if found:
+                return f"{len(found)} of the {side}'s rounds ({found[0]})"
+    return None
 
 
 def _what_ran(base: pd.DataFrame, mine: pd.DataFrame) -> tuple[str | None, str | None]:

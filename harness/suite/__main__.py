@@ -13,7 +13,7 @@ import time
 import traceback
 from typing import Any
 
-from harness.suite import RESULT_SCHEMA_VERSION, SUITE_VERSION, lifeline, source_sha256
+from harness.suite import RESULT_SCHEMA_VERSION, SUITE_VERSION, host, lifeline, source_sha256
 from harness.suite.catalog import CATALOG, FAMILY, for_profile
 from harness.suite.contract import BuildsCalls, Built, MeasuresItself, Unsupported, WorkloadSpec
 from harness.suite.document import Numerics
@@ -139,6 +139,7 @@ def _run(args: argparse.Namespace) -> int:
         if device == "cuda" and not torch.cuda.is_available():
             raise RuntimeError("device 'cuda' was asked for, but torch sees no CUDA GPU")
         doc["device"] = device
+        threads, load_start = host.fix_threads(torch, device), host.load()
         doc["cudnn"] = cudnn_probe.probe(json.loads(args.expect_cudnn), device)
         setup.done("cudnn_probe")  # with a GPU, the CUDA context's creation too
         doc["environment"] = environment.collect(device)
@@ -173,6 +174,10 @@ def _run(args: argparse.Namespace) -> int:
             share = TimedShare(args.timed_share if device == "cuda" else 0.0, total, clock_started)
             for knobs, (workload, dtype) in itertools.product(knob_sets, rows):
                 entry = _measure_shared(share, workload, dtype, knobs, args, device, timer, gpu)
+                if device == "cpu" and entry.get("status") == "ok":  # host time: another process shows
+                    why = host.stalled(entry["samples_s"], entry.get("batch", 1))
+                    if why:
+                        entry["stalled"] = why
                 doc["measurements"].append(entry)
                 _progress(len(doc["measurements"]), total, entry)
             if not args.no_numerics:
@@ -183,6 +188,7 @@ def _run(args: argparse.Namespace) -> int:
             if anyway:  # the cell's check and its warnings say so, not only the measurements
                 doc["cudnn"]["verification"] += f"; {anyway}"
                 doc["warnings"].append(anyway)
+            doc["host"] = host.record(device, threads, load_start, doc["measurements"])
             doc["status"] = "ok"
     except Exception as exc:  # the cell fails as data; the orchestrator decides what it means
         doc["failure"] = {

@@ -92,6 +92,7 @@ class Measurement(TypedDict):
     graph_capture_error: NotRequired[str | None]
     l2_flushed: NotRequired[bool]
     batch: NotRequired[int]  # calls per sample, back to back in one graph replay (suite 0.11)
+    stalled: NotRequired[str]  # why a CPU measurement's samples show a busy host (suite 0.11)
     unit: NotRequired[Literal["s"]]
     first_call_s: NotRequired[float]
     warmup_calls: NotRequired[int]
@@ -222,6 +223,17 @@ class RunRecord(TypedDict):
     environment: NotRequired[dict[str, Any]]  # local, a concrete torch: path, lock_sha256, distributions
 
 
+class HostRecord(TypedDict):
+    """The host as it bears on CPU timings (suite 0.11; harness/suite/host.py)."""
+
+    cores: int
+    threads: int | None
+    load_start: float | None
+    load_end: float | None
+    busy: bool
+    why: str
+
+
 class SuiteResult(TypedDict):
     """What the suite writes: a run of it in one cell, before a backend adds how it ran."""
 
@@ -242,6 +254,7 @@ class SuiteResult(TypedDict):
     cudnn: NotRequired[CudnnRecord]
     environment: NotRequired[Environment]
     measurements: list[Measurement]
+    host: NotRequired[HostRecord]
 
 
 class ResultDocument(SuiteResult):

@@ -1,0 +1,74 @@
+"""The host the suite ran on, as far as it decides whether CPU timings mean anything: the thread count the
+suite fixed, the load before and after, and the measurements a busy or stalled host spoiled.
+
+On a CPU every sample is host time, so another process that takes the core shows in it. The scheduler
+then takes the core for a whole tick (1 to 4 ms): a kernel of microseconds reads milliseconds in those
+samples, and its median drifts far above its minimum. A result says so (``host``, a measurement's
+``stalled``) and the report never judges such a row. Standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+from typing import Any
+
+CPU_THREADS = 1  # the CPU suite's intra-op threads: two processes never fight over a 2-core host's cores
+TICK_S = 1e-3  # a sample this much above the fastest was preempted (the shortest scheduler tick is 1 ms)
+PREEMPTED_SHARE = 0.02  # more samples than this preempted: the host took the core from the measurement
+MEDIAN_OVER_MIN = 1.5  # a median this far above the fastest sample: the host stalled it
+
+
+def fix_threads(torch: Any, device: str) -> int | None:
+    """On a CPU, the intra-op thread count, fixed to ``CPU_THREADS`` (recorded in the result)."""
+    if device != "cpu":
+        return None
+    torch.set_num_threads(CPU_THREADS)
+    return CPU_THREADS
+
+
+def load() -> float | None:
+    """The 1-minute load average (None where the system does not keep one)."""
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return None
+
+
+def stalled(samples: list[float], batch: int = 1) -> str | None:
+    """Why a CPU measurement's samples show a busy or stalled host, or None: samples quantized at the
+    scheduler tick (a share of them a tick above the fastest), or a median far above the minimum."""
+    if len(samples) < 5:
+        return None
+    fastest, median = min(samples), statistics.median(samples)
+    preempted = sum(1 for s in samples if (s - fastest) * batch >= TICK_S) / len(samples)
+    if fastest * batch < TICK_S and preempted > PREEMPTED_SHARE:
+        return f"{preempted:.0%} of its samples were a scheduler tick (≥ 1 ms) above the fastest"
+    if median > MEDIAN_OVER_MIN * fastest:
+        return f"its median is {median / fastest:.1f}x its fastest sample"
+    return None
+
+
+def record(
+    device: str, threads: int | None, load_start: float | None, measurements: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The result's ``host``: cores, threads, the load before and after, and whether the host was busy
+    (load above its cores, or measurements stalled), with why."""
+    cores = os.cpu_count() or 1
+    load_end = load()
+    why = []
+    if device == "cpu":
+        loads = [x for x in (load_start, load_end) if x is not None]
+        if loads and max(loads) > cores:
+            why.append(f"load {max(loads):.1f} on {cores} cores")
+        spoiled = [m for m in measurements if m.get("stalled")]
+        if spoiled:
+            why.append(f"{len(spoiled)} of {len(measurements)} measurements stalled")
+    return {
+        "cores": cores,
+        "threads": threads,
+        "load_start": load_start,
+        "load_end": load_end,
+        "busy": bool(why),
+        "why": "; ".join(why),
+    }

@@ -1,0 +1,82 @@
+"""A busy or stalled host is recorded and flagged, never judged; the CPU suite runs with a fixed thread
+count; a CPU matrix of cuDNN sources reads as the A/A check it is (issue 32, 1).
+
+The decisions are asserted on given samples and given results, not on this host's noise.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from harness import jsonio
+from harness.suite import host
+from tests.conftest import REPO, run_cli
+
+CPU_AXIS = REPO / "reports" / "torch-axis-cpu" / "results"
+
+
+def test_samples_quantized_at_the_scheduler_tick_are_a_stalled_measurement():
+    quiet = [10e-6 + i * 1e-8 for i in range(200)]
+    assert host.stalled(quiet) is None
+    ticks = quiet[:190] + [4e-3 + 10e-6] * 10  # 5 % of the samples lost a 4 ms tick
+    assert "scheduler tick" in (host.stalled(ticks) or "")
+    slow = [1e-3] * 50 + [2e-3] * 60  # a median twice the fastest: no tick, but the host stalled it
+    assert "median is 2.0x its fastest" in (host.stalled(slow) or "")
+    assert host.stalled([5e-3, 6e-3, 5.1e-3, 5.2e-3, 5.05e-3]) is None  # milliseconds of work: no tick
+    assert host.stalled([1e-6, 1e-3]) is None  # too few samples to say
+
+
+def test_a_busy_host_is_recorded_and_its_rows_are_never_a_verdict(tmp_path):
+    results = tmp_path / "results"
+    shutil.copytree(CPU_AXIS, results)
+    first = sorted(results.glob("*.json.gz"))[0]
+    doc = jsonio.read(first)
+    doc["host"] = {
+        "cores": 2,
+        "threads": 1,
+        "load_start": 3.7,
+        "load_end": 4.1,
+        "busy": True,
+        "why": "load 4.1 on 2 cores",
+    }
+    jsonio.write_atomic(first, doc)
+    out = tmp_path / "report"
+    done = run_cli("report", "--results", str(results), "--out", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr
+    verdict = jsonio.read(out / "verdict.json")
+    assert verdict["comparisons"] and all(
+        r["verdict"] == "inconclusive" and r["reason"].startswith("busy host:")
+        for r in verdict["comparisons"]
+    )
+    text = (out / "report.md").read_text()
+    first_section = text.split("## Read this first", 1)[1].split("\n## ", 1)[0]
+    assert "The host was busy in 1 of 6 runs (load 4.1 on 2 cores)" in first_section
+    assert "Run again with nothing else running" in first_section
+
+
+def test_the_cpu_suite_fixes_and_records_its_threads_and_the_load(tmp_path, write_matrix):
+    matrix = write_matrix(
+        "schema_version: 1\nname: threads\nbackend: local\naxes: {torch: [installed], cudnn: [bundled, "
+        "disabled]}\nsuite: {workloads: [relu], dtypes: [fp32], time_budget_s: 0.02, device: cpu}\n"
+        "baseline: {cudnn: bundled}\n"
+    )
+    out = tmp_path / "results"
+    done = run_cli("run", "--matrix", str(matrix), "--out", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr
+    for path in sorted(out.glob("*.json.gz")):
+        doc = jsonio.read(path)
+        assert doc["host"]["threads"] == host.CPU_THREADS == doc["environment"]["torch"]["num_threads"]
+        assert doc["host"]["cores"] >= 1 and isinstance(doc["host"]["busy"], bool)
+        busy = doc["host"]["busy"]  # whatever this host's load was, the result says which and why
+        assert bool(doc["host"]["why"]) == busy
+    report = tmp_path / "report"
+    run_cli("report", "--results", str(out), "--out", str(report))
+    first_section = (report / "report.md").read_text().split("## Read this first", 1)[1].split("\n## ", 1)[0]
+    assert "checks the harness against itself (A/A): same is the right answer" in first_section
+
+
+def test_the_default_matrix_is_the_cpu_a_a_check_it_says_it_is():
+    text = (REPO / "matrix.yaml").read_text()
+    assert "A/A" in text and "cudnn: [bundled, disabled]" in text
+    assert Path(REPO / "matrix.yaml").stat().st_size < 4000
