@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from harness import jsonio, schemas
 from harness.errors import InputError, Problem
 from harness.plan.model import Cell
@@ -149,10 +151,7 @@ def _facts(doc: ResultDocument, source: str) -> list[Problem]:
         if m["status"] != "ok":
             continue
         field, samples, s = f"measurements[{i}]", m["samples_s"], m["stats"]
-        bad = _bad_items(
-            samples,
-            lambda x: isinstance(x, (int, float)) and not isinstance(x, bool) and 0 < x <= MAX_SAMPLE_S,
-        )
+        bad = _bad_sample(samples)
         if bad is not None:
             found.append(
                 Problem(
@@ -180,7 +179,7 @@ def _facts(doc: ResultDocument, source: str) -> list[Problem]:
                 Problem(source, f"{field}.stats.n", f"is {s['n']} but there are {len(samples)} samples")
             )
             continue
-        expected: dict[str, object] = dict(summarize(samples))
+        expected: dict[str, object] = _summary(samples)
         for key, value in s.items():
             want = expected[key]
             if not (
@@ -207,6 +206,41 @@ def _instant(text: str) -> dt.datetime | None:
         return dt.datetime.fromisoformat(text.upper().replace("Z", "+00:00"))
     except ValueError:
         return None
+
+
+def _bad_sample(samples: list[Any]) -> int | None:
+    """Index of the first sample that is not a time in (0, MAX_SAMPLE_S] s. Numbers are checked in one
+    numpy pass: a folder of 10,000 measurements holds tens of millions of samples."""
+    if set(map(type, samples)) <= {float, int}:
+        values = np.asarray(samples, dtype=np.float64)
+        bad = ~((values > 0) & (values <= MAX_SAMPLE_S))
+        return int(np.argmax(bad)) if bad.any() else None
+    return _bad_items(
+        samples, lambda x: isinstance(x, (int, float)) and not isinstance(x, bool) and 0 < x <= MAX_SAMPLE_S
+    )
+
+
+def _summary(samples: list[float]) -> dict[str, object]:
+    """``summarize``'s statistics in numpy's arithmetic: the same to well within the check's 1e-9
+    (numpy's linear percentiles are statistics' inclusive quantiles), at C speed rather than the exact
+    fractions statistics.stdev sums in."""
+    if len(samples) < 2:
+        return dict(summarize(samples))
+    values = np.asarray(samples, dtype=np.float64)
+    q1, median, q3 = (float(q) for q in np.percentile(values, [25, 50, 75]))
+    mean, stdev = float(values.mean()), float(values.std(ddof=1))
+    return {
+        "n": len(samples),
+        "min": float(values.min()),
+        "q1": q1,
+        "median": median,
+        "q3": q3,
+        "max": float(values.max()),
+        "mean": mean,
+        "stdev": stdev,
+        "rel_stdev": stdev / mean if mean > 0 else 0.0,
+        "rel_iqr": (q3 - q1) / median if median > 0 else 0.0,
+    }
 
 
 def _bad_items(values: list[Any], good: Any) -> int | None:
