@@ -279,7 +279,11 @@ def parser(description: str, prog: str = PROG) -> argparse.ArgumentParser:
         "ad-hoc comparison of two runs (result files or folders): A is the baseline",
         "results/before results/after --cell bundled",
         more="A side's cells are never pooled: one cell a side is compared A -> B; folders that hold the "
-        "same cells\nare compared cell by cell; otherwise --cell (or --cell-a, --cell-b) picks one.",
+        "same cells\nare compared cell by cell; otherwise --cell (or --cell-a, --cell-b) picks one.\n"
+        "Each row is judged over the per-round medians: with 3 to 6 rounds a side by Welch's t on their logs\n"
+        "(A -> B and the ratio: their geometric means) and TOST for same, at the 1 - 2 alpha interval; with 7\n"
+        "or more by the Mann-Whitney U test (their medians) and a 99%% bootstrap interval; with one round a\n"
+        "side from that process's samples, never a verdict. The rounds column names the test.",
         codes=True,
     )
     cmp.add_argument("a", type=Path, metavar="A", help="baseline: a result file or a results folder")
@@ -306,7 +310,7 @@ def parser(description: str, prog: str = PROG) -> argparse.ArgumentParser:
         "--alpha",
         type=number("a significance level", 0, 0.5),
         default=DEFAULT_ALPHA,
-        help="significance level of the Mann-Whitney U test",
+        help="significance level of the test (Welch's t or Mann-Whitney U; TOST uses 1 - 2 alpha)",
     )
     cmp.add_argument(
         "--out",

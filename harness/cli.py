@@ -386,8 +386,10 @@ def _qualify(args: argparse.Namespace) -> int:
     out = args.out or Path("results") / plan.name
     report_out = jsonio.output_folder(args.report_out or Path("reports") / plan.name, "--report-out")
     first = plan.rounds if args.all_rounds else min(FIRST_ROUNDS, plan.rounds)
-    if _exit_code(_run_plan(dataclasses.replace(plan, rounds=first), args, out)) == EXIT_INFRASTRUCTURE:
+    outcomes = _run_plan(dataclasses.replace(plan, rounds=first), args, out)
+    if _exit_code(outcomes) == EXIT_INFRASTRUCTURE:
         return EXIT_INFRASTRUCTURE
+    ran = any(not o.kept for o in outcomes)
     for round_index in range(first + 1, plan.rounds + 1):
         still = folders.undecided(plan, [out])
         if still is None:
@@ -409,8 +411,16 @@ def _qualify(args: argparse.Namespace) -> int:
             first_round=round_index,
             rounds=round_index,
         )
-        if _exit_code(_run_plan(later, args, out)) == EXIT_INFRASTRUCTURE:
+        outcomes = _run_plan(later, args, out)
+        if _exit_code(outcomes) == EXIT_INFRASTRUCTURE:
             return EXIT_INFRASTRUCTURE
+        ran = ran or any(not o.kept for o in outcomes)
+    if not ran:  # a finished folder: say so, and how to get more rounds, rather than judge in silence
+        _say(
+            f"nothing was left to decide: {out} already holds every round the matrix asks ({plan.rounds}) "
+            f"of the rows that needed them; for more, raise 'rounds:' in {args.matrix} (qualify then runs "
+            "only the undecided rows), or run with --fresh to measure everything again"
+        )
     folder.write_plan(out, plan)  # the whole matrix and its rounds, for reports of the folder later
     return _said(folders.report(plan, [out], report_out, _policy(args), _warn))
 

@@ -132,3 +132,31 @@ def test_an_a_a_comparison_says_to_keep_the_baseline(tmp_path):
     assert done.returncode == 0, done.stderr
     steps = _section((tmp_path / "aa" / "report.md").read_text(), "What to do next")
     assert "No cell is shown better" in steps and "would regress" not in steps
+
+
+def test_compare_help_says_which_test_judges_a_row():
+    shown = run_cli("compare", "--help").stdout
+    assert "Welch's t" in shown and "Mann-Whitney U" in shown and "1 - 2 alpha" in shown
+
+
+def test_qualify_on_a_finished_folder_says_nothing_was_left_to_decide(tmp_path, write_matrix):
+    matrix = write_matrix(
+        "schema_version: 1\nname: done\nbackend: local\naxes: {torch: [installed], cudnn: [bundled, "
+        "disabled]}\nsuite: {workloads: [relu], dtypes: [fp32], time_budget_s: 0.02}\nrounds: 3\n"
+        "baseline: {cudnn: bundled}\n"
+    )
+    args = (
+        "qualify",
+        "--matrix",
+        str(matrix),
+        "--out",
+        str(tmp_path / "r"),
+        "--report-out",
+        str(tmp_path / "q"),
+    )
+    first = run_cli(*args)
+    assert first.returncode in (0, 1), first.stdout + first.stderr
+    assert "nothing was left to decide" not in first.stdout
+    again = run_cli(*args)
+    assert again.returncode == first.returncode, again.stdout + again.stderr
+    assert "nothing was left to decide" in again.stdout and "raise 'rounds:'" in again.stdout
