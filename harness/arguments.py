@@ -280,8 +280,9 @@ def parser(description: str, prog: str = PROG) -> argparse.ArgumentParser:
         "results/before results/after --cell bundled",
         more="A side's cells are never pooled: one cell a side is compared A -> B; folders that hold the "
         "same cells\nare compared cell by cell; otherwise --cell (or --cell-a, --cell-b) picks one.\n"
-        "Each row is judged over the per-round medians: with 3 to 6 rounds a side by Welch's t on their logs\n"
-        "(A -> B and the ratio: their geometric means) and TOST for same, at the 1 - 2 alpha interval; with 7\n"
+        "Each row is judged over the per-round medians: with 3 to 6 rounds a side by Welch's t on their"
+        " logs\n(A -> B and the ratio: their geometric means) and TOST for same, at the 1 - 2 alpha"
+        " interval; with 7\n"
         "or more by the Mann-Whitney U test (their medians) and a 99%% bootstrap interval; with one round a\n"
         "side from that process's samples, never a verdict. The rounds column names the test.",
         codes=True,
