@@ -1,49 +1,233 @@
-"""The HTML report in a real browser: Debian's headless Chromium, driven through chromedriver."""
+"""The HTML report: its plots and layout as plots.py and html.py make them, and the page in a real browser
+(Debian's headless Chromium, driven through chromedriver)."""
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import os
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
+import pandas as pd
 import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
 
+from harness.report import plots
+from harness.report.model import Analysis, View
 from tests.conftest import REPO, run_cli
 
 CHROMEDRIVER = shutil.which("chromedriver")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 SHARDS = sorted((REPO / "reports" / "gpu-verdicts").glob("results-shard*"))
-
-if not (CHROMEDRIVER and CHROMIUM):
-    if os.environ.get("CI") == "true":
-        pytest.fail(
-            "CI needs chromium and chromedriver (apt-get install chromium chromium-driver)", pytrace=False
-        )
-    pytest.skip(
-        "no chromium/chromedriver here (apt-get install chromium chromium-driver)", allow_module_level=True
-    )
-
-from selenium import webdriver  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
-from selenium.webdriver.common.by import By  # noqa: E402
+RELEASES = [f"9.{i}.0" for i in range(10, 30)]  # 20 releases
+LABELS = [f"installed / cuDNN wheel:{r}" for r in RELEASES]
 
 
 @pytest.fixture(scope="module")
-def page(tmp_path_factory):
+def rendered(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("html")
     args = [a for shard in SHARDS for a in ("--results", str(shard))]
     done = run_cli("report", *args, "--out", str(out))
     assert done.returncode == 1, done.stderr  # the committed GPU run holds real regressions
+    return out
+
+
+@pytest.fixture(scope="module")
+def page(rendered):
+    if not (CHROMEDRIVER and CHROMIUM):
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI needs chromium and chromedriver (apt-get install chromium chromium-driver)")
+        pytest.skip("no chromium/chromedriver here (apt-get install chromium chromium-driver)")
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     try:
-        driver.get((out / "report.html").as_uri())
+        driver.get((rendered / "report.html").as_uri())
         yield driver
     finally:
         driver.quit()
+
+
+@pytest.fixture
+def drawn(monkeypatch) -> list:
+    """The figures plots.py draws, kept (and laid out) instead of written as PNG."""
+    figures: list = []
+
+    def keep(figure) -> str:
+        figure.canvas.draw()
+        figures.append(figure)
+        return "png"
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    monkeypatch.setattr(plots, "_png", keep)
+    return figures
+
+
+def overlapping(labels) -> list[tuple[str, str]]:
+    boxes = [(t.get_text(), t.get_window_extent()) for t in labels if t.get_visible() and t.get_text()]
+    return [(a, b) for (a, x), (b, y) in itertools.combinations(boxes, 2) if x.overlaps(y)]
+
+
+def releases_view(count: int = len(RELEASES)) -> View:
+    groups = tuple(f"cell{i}" for i in range(count))
+    return View("sweep", groups[0], groups, dict(zip(groups, LABELS, strict=False)), 5.0, 0.002, 3, "")
+
+
+def timing_rows(view: View, rows: list[tuple[str, list[tuple[float, str]]]]) -> pd.DataFrame:
+    """One verdict row per (row, candidate group): ``rows`` holds (workload, [(ratio, verdict), ...])."""
+    return pd.DataFrame(
+        [
+            {"group": g, "workload": w, "dtype": "fp32", "knobs": "k", "ratio": r, "verdict": v}
+            for w, cells in rows
+            for g, (r, v) in zip(view.groups[1:], cells, strict=True)
+        ]
+    )
+
+
+def test_the_heatmap_columns_are_the_groups_labels_under_what_they_share(drawn):
+    view = releases_view(4)
+    timing = timing_rows(view, [("sdpa", [(1.5, "slower"), (1.0, "same"), (1.0, "same")])])
+    grid = plots.heatmap(view, timing)
+    assert grid.columns == ["B\nwheel:9.11.0", "C\nwheel:9.12.0", "D\nwheel:9.13.0"]
+    assert grid.shared == "installed / cuDNN"
+    plots._heatmap(view, timing, view.letters)
+    axes = drawn[0].axes[0]
+    assert [t.get_text() for t in axes.get_xticklabels()] == grid.columns
+    assert axes.get_xlabel() == "installed / cuDNN …"
+
+
+def test_a_long_group_label_is_wrapped_and_cut_to_its_column():
+    labels = ["a " + "x" * 70, "a short one", "a y"]
+    short, shared = plots.short_labels(labels)
+    assert shared == "a" and short[1:] == ["short one", "y"]
+    view = View(
+        "v",
+        "g0",
+        ("g0", "g1", "g2", "g3"),
+        dict(zip(("g1", "g2", "g3"), labels, strict=True)),
+        5.0,
+        0.002,
+        3,
+        "",
+    )
+    grid = plots.heatmap(view, timing_rows(view, [("w", [(1.0, "same")] * 3)]))
+    lines = grid.columns[0].split("\n")
+    assert lines[0] == "B" and len(lines) == 4 and all(len(x) <= plots.COLUMN for x in lines)
+    assert lines[-1].endswith("…")
+
+
+def test_an_inconclusive_cell_is_grey_whatever_its_ratio_and_the_scale_says_so(drawn):
+    view = releases_view(4)
+    timing = timing_rows(
+        view,
+        [
+            ("conv", [(1.3, "slower"), (1.3, "inconclusive"), (1.01, "same")]),
+            ("sdpa", [(0.8, "faster"), (0.8, "inconclusive"), (float("nan"), "failed")]),
+        ],
+    )
+    grid = plots.heatmap(view, timing)
+    colors = grid.colors
+    assert tuple(colors[0, 1]) == tuple(colors[1, 1]) == plots.UNDECIDED  # 1.3 and 0.8: no change shown
+    assert tuple(colors[0, 2]) == plots.SAME
+    slower, faster = colors[0, 0], colors[1, 0]
+    assert slower[0] > slower[2] and faster[2] > faster[0]  # orange and purple, as the scale draws them
+    assert tuple(slower) != plots.UNDECIDED and tuple(faster) != plots.UNDECIDED
+    plots._heatmap(view, timing, view.letters)
+    axes, bar = drawn[0].axes
+    assert "slower and ▲ faster cells only" in bar.get_ylabel()
+    legend = [t.get_text() for t in axes.get_legend().get_texts()]
+    assert any(text.startswith("? inconclusive: grey") for text in legend)
+    image = axes.get_images()[0].get_array()
+    assert tuple(image[0, 1]) == plots.UNDECIDED  # what is drawn is that array
+
+
+def test_the_distribution_plot_names_its_threshold_band(drawn):
+    view = releases_view(3)
+    timing = timing_rows(view, [("sdpa", [(1.5, "slower"), (1.0, "same")])])
+    frame = pd.DataFrame(
+        [
+            {"group": g, "workload": "sdpa", "dtype": "fp32", "knobs": "k", "status": "ok", "median_s": m}
+            for g, base in zip(view.groups, (1e-4, 1.5e-4, 1e-4), strict=True)
+            for m in (base, base * 1.01, base * 0.99)
+        ]
+    )
+    analysis = Analysis(frame, timing, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), None, {}, {})
+    assert len(plots._distributions(view, analysis, view.letters)) == 1
+    axes = drawn[0].axes[0]
+    legend = [t.get_text() for t in axes.get_legend().get_texts()]
+    assert "threshold: baseline median ±5%" in legend and "baseline median" in legend
+    assert axes.get_yticklabels()[0].get_text() == "A: wheel:9.10.0 (3 rounds)"
+
+
+def test_no_two_tick_labels_meet_with_many_rows_groups_or_releases(drawn):
+    view = releases_view(13)  # 12 candidate groups
+    rows = [(f"workload_{i:03d}_with_a_long_name", [(1 + i / 1000, "same")] * 12) for i in range(200)]
+    timing = timing_rows(view, rows)
+    caption, _ = plots._heatmap(view, timing, view.letters)
+    axes = drawn[0].axes[0]
+    assert len(axes.get_yticklabels()) == plots.MAX_HEATMAP_ROWS and "largest changes of 200" in caption
+    assert overlapping(axes.get_yticklabels()) == overlapping(axes.get_xticklabels()) == []
+    # the series across 20 releases, and round medians from 2 µs to 2 s (six decades)
+    ratios = pd.DataFrame(
+        [
+            {"workload": "sdpa", "dtype": d, "knobs": "k"} | {r: 1 + i / 100 for i, r in enumerate(RELEASES)}
+            for d in ("fp32", "bf16")
+        ]
+    )
+    series = SimpleNamespace(labels=RELEASES, changes=(), ratios=ratios, baseline_label=RELEASES[0])
+    frame = pd.DataFrame(
+        [
+            {"group": g, "workload": "sdpa", "dtype": "fp32", "knobs": "k", "status": "ok", "median_s": m}
+            for g, m in zip(view.groups[:3], (2e-6, 2.0, 3e-3), strict=True)
+        ]
+    )
+    wide = timing_rows(releases_view(3), [("sdpa", [(1e6, "slower"), (1500, "slower")])])
+    analysis = Analysis(frame, wide, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), None, {}, {})
+    plots._series(dataclasses.replace(analysis, series=series))
+    plots._distributions(releases_view(3), analysis, view.letters)
+    for figure in drawn[1:]:
+        axes = figure.axes[0]
+        assert overlapping(axes.get_xticklabels()) == overlapping(axes.get_yticklabels()) == []
+        shown = [t for t in axes.get_xticklabels() if t.get_text()]
+        assert len(shown) >= 3, [t.get_text() for t in shown]
+
+
+def test_the_charts_across_releases_come_largest_change_first(drawn):
+    ratios = pd.DataFrame(
+        [
+            {"workload": w, "dtype": "fp32", "knobs": "k"} | dict.fromkeys(RELEASES[:3], r)
+            for w, r in (("small", 1.01), ("large", 1.5), ("faster", 0.8))
+        ]
+    )
+    series = SimpleNamespace(labels=RELEASES[:3], changes=(), ratios=ratios, baseline_label=RELEASES[0])
+    analysis = Analysis(
+        pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), None, {}, {}
+    )
+    charts = plots._series(dataclasses.replace(analysis, series=series))
+    assert [c for c, _ in charts] == [f"across releases: {w}" for w in ("large", "faster", "small")]
+
+
+@pytest.mark.parametrize(
+    "low,high,expected",
+    [
+        (2.0, 2e6, [1e1, 1e3, 1e5]),
+        (30.0, 1000.0, [50.0, 100.0, 200.0, 500.0, 1000.0]),
+        (84.0, 140.0, [100.0, 120.0, 140.0]),
+    ],
+)
+def test_log_ticks_are_round_few_and_inside_the_axis(low, high, expected):
+    ticks = plots.log_ticks(low, high)
+    assert ticks == expected
+    narrow = plots.log_ticks(100.0, 100.5)
+    assert len(narrow) >= 2 and all(100 <= t <= 100.5 for t in narrow)
 
 
 def test_the_page_loads_with_its_sections(page):

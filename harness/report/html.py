@@ -10,9 +10,13 @@ from __future__ import annotations
 import html
 import math
 import re
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from harness.report.model import VERDICT_ORDER, Document, Section, Value, plain_text
+
+if TYPE_CHECKING:  # plots imports numpy and pandas; the page only reads a plot's fields
+    from harness.report.plots import Plot
 
 STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2em;max-width:1600px;color:#1b1b1b}
@@ -75,8 +79,8 @@ document.querySelectorAll('table.sortable').forEach(function (table) {
 """
 
 
-def page(document: Document, plots: list[tuple[str, str]]) -> str:
-    """The page; ``plots``: (caption, base64 PNG) pairs, shown after the section that asks for them."""
+def page(document: Document, plots: Sequence[Plot]) -> str:
+    """The page; ``plots`` shown after the section that asks for them."""
     title = document.title
     parts = [
         f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{_e(title)}</title>",
@@ -98,7 +102,7 @@ def page(document: Document, plots: list[tuple[str, str]]) -> str:
                 parts.append(FILTER)
             parts.append(_table(section))
         if section.plots_after and plots:
-            parts.append(_figures(plots))
+            parts.append("<h3>Plots</h3>" + _figures(plots))
         if section.collapsed:
             parts.append("</details>")
     parts.append(f"<script>{SCRIPT}</script></body></html>")
@@ -197,9 +201,9 @@ def _e(text: str) -> str:
     return html.escape(text, quote=True)
 
 
-def _figures(plots: list[tuple[str, str]]) -> str:
-    return "<h3>Plots</h3>" + "".join(
-        f"<figure><img alt='{_e(caption)}' "
-        f"src='data:image/png;base64,{data}'><figcaption>{_e(caption)}</figcaption></figure>"
-        for caption, data in plots
+def _figures(plots: Sequence[Plot]) -> str:
+    return "".join(
+        f"<figure><img alt='{_e(p.caption)}' "
+        f"src='data:image/png;base64,{p.png}'><figcaption>{_e(p.caption)}</figcaption></figure>"
+        for p in plots
     )
