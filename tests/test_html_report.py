@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import dataclasses
+import html as htmllib
 import itertools
 import os
+import re
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
@@ -16,8 +18,8 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
-from harness.report import plots
-from harness.report.model import Analysis, View
+from harness.report import html, plots
+from harness.report.model import Analysis, Document, Section, View
 from tests.conftest import REPO, run_cli
 
 CHROMEDRIVER = shutil.which("chromedriver")
@@ -230,6 +232,26 @@ def test_log_ticks_are_round_few_and_inside_the_axis(low, high, expected):
     assert len(narrow) >= 2 and all(100 <= t <= 100.5 for t in narrow)
 
 
+def test_the_heatmap_comes_right_after_the_scorecard_and_is_in_the_contents(rendered):
+    page = (rendered / "report.html").read_text()
+    headings = re.findall(r"<h2 id='([^']*)'>", page)
+    assert headings[:3] == ["scorecard", "time-ratio-heatmap", "read-this-first"], headings
+    section = page[page.index("<h2 id='time-ratio-heatmap'>") : page.index("<h2 id='read-this-first'>")]
+    captions = re.findall(r"<figcaption>([^<]*)</figcaption>", section)
+    assert len(captions) == 1 and htmllib.unescape(captions[0]).startswith("time ratio heatmap")
+    nav = page[page.index("<nav>") : page.index("</nav>")]
+    assert re.findall(r"href='#([^']*)'", nav)[:2] == ["scorecard", "time-ratio-heatmap"]
+    # Markdown has no plots: no empty heading, no dead link
+    assert "heatmap" not in (rendered / "report.md").read_text().lower()
+
+
+def test_a_plot_section_without_its_plot_is_left_out_with_its_contents_link():
+    document = Document("t", "", (Section("Scorecard"), Section("Time ratio heatmap", figure="heatmap")))
+    assert "heatmap" not in html.page(document, []).lower()
+    shown = html.page(document, [plots.Plot("heatmap", "time ratio heatmap", "AAAA")])
+    assert "<a href='#time-ratio-heatmap'>" in shown and "<figure class='whole'>" in shown
+
+
 def test_the_page_loads_with_its_sections(page):
     assert page.title.startswith("gpu-verdicts")
     headings = [h.text for h in page.find_elements(By.TAG_NAME, "h2")]
@@ -313,7 +335,7 @@ def test_numbers_link_to_their_measurements(page):
 def test_the_answer_comes_first_and_the_method_is_folded_away(page):
     headings = [h.text for h in page.find_elements(By.TAG_NAME, "h2")]
     assert headings.index("Scorecard") < headings.index("Verdicts against the baseline")
-    assert headings[:2] == ["Scorecard", "Read this first"], headings
+    assert headings[:3] == ["Scorecard", "Time ratio heatmap", "Read this first"], headings
     body = page.find_element(By.TAG_NAME, "body").text
     assert body.index("NVIDIA H100 80GB HBM3") < body.index("Scorecard")  # the GPU in the first lines
     scorecard = page.find_elements(By.CSS_SELECTOR, "table.sortable")[0].text
@@ -343,7 +365,8 @@ def test_a_big_table_shows_the_changes_first_and_can_be_searched(page):
     search.clear()
     search.send_keys(" ")
     links = [a.text for a in page.find_elements(By.CSS_SELECTOR, "nav a")]
-    assert links[:2] == ["Scorecard", "Read this first"] and "Verdicts against the baseline" in links
+    assert links[:3] == ["Scorecard", "Time ratio heatmap", "Read this first"]
+    assert "Verdicts against the baseline" in links
     target = page.find_element(By.CSS_SELECTOR, "nav a[href='#verdicts-against-the-baseline']")
     assert page.find_element(By.ID, "verdicts-against-the-baseline").text == "Verdicts against the baseline"
     assert target.is_displayed()

@@ -29,7 +29,8 @@ tr:nth-child(even) td{background:#fafaff} pre{background:#f4f4f8;padding:.8em;ov
 .v-failed,.v-missing{color:#b00020} img{max-width:100%;border:1px solid #dde}
 summary{cursor:pointer} summary h2,summary h3{display:inline}
 nav{margin:.4em 0 1em;font-size:13px} .filter{margin:.4em 0} .filter input[type=search]{width:22em}
-figure{display:inline-block;margin:.4em;vertical-align:top} figcaption{font-size:12px;color:#555}
+figure{display:inline-block;margin:.4em;vertical-align:top} figure.whole{display:block}
+figcaption{font-size:12px;color:#555}
 """
 
 FILTER = (
@@ -80,19 +81,22 @@ document.querySelectorAll('table.sortable').forEach(function (table) {
 
 
 def page(document: Document, plots: Sequence[Plot]) -> str:
-    """The page; ``plots`` shown after the section that asks for them."""
+    """The page. A plot shows under the section whose ``figure`` names its kind (a section whose kind has no
+    plot is left out, from the contents too); the others after the section that asks for them."""
     title = document.title
+    kinds = {p.kind for p in plots}
+    shown = [s for s in document.sections if not s.figure or s.figure in kinds]
+    placed = {s.figure for s in shown}
+    rest = [p for p in plots if p.kind not in placed]
     parts = [
         f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{_e(title)}</title>",
         f"<style>{STYLE}</style></head><body><h1>{_e(title)}</h1>",
         _markdownish(document.header),
         "<nav><b>Contents:</b> "
-        + " · ".join(
-            f"<a href='#{_e(s.anchor)}'>{_e(s.title)}</a>" for s in document.sections if s.level == 2
-        )
+        + " · ".join(f"<a href='#{_e(s.anchor)}'>{_e(s.title)}</a>" for s in shown if s.level == 2)
         + "</nav>",
     ]
-    for section in document.sections:
+    for section in shown:
         heading = f"<h{section.level} id='{_e(section.anchor)}'>{_e(section.title)}</h{section.level}>"
         parts.append(f"<details><summary>{heading}</summary>" if section.collapsed else heading)
         if section.intro:
@@ -101,8 +105,10 @@ def page(document: Document, plots: Sequence[Plot]) -> str:
             if section.filterable:
                 parts.append(FILTER)
             parts.append(_table(section))
-        if section.plots_after and plots:
-            parts.append("<h3>Plots</h3>" + _figures(plots))
+        if section.figure:
+            parts.append(_figures([p for p in plots if p.kind == section.figure], " class='whole'"))
+        if section.plots_after and rest:
+            parts.append("<h3>Plots</h3>" + _figures(rest))
         if section.collapsed:
             parts.append("</details>")
     parts.append(f"<script>{SCRIPT}</script></body></html>")
@@ -201,9 +207,9 @@ def _e(text: str) -> str:
     return html.escape(text, quote=True)
 
 
-def _figures(plots: Sequence[Plot]) -> str:
+def _figures(plots: Sequence[Plot], attributes: str = "") -> str:
     return "".join(
-        f"<figure><img alt='{_e(p.caption)}' "
+        f"<figure{attributes}><img alt='{_e(p.caption)}' "
         f"src='data:image/png;base64,{p.png}'><figcaption>{_e(p.caption)}</figcaption></figure>"
         for p in plots
     )

@@ -150,10 +150,10 @@ class Links:
 
 def page(document: Document) -> str:
     links = Links()
-    body = "\n\n".join(_section(s, links) for s in document.sections)
+    sections = [s for s in document.sections if not s.figure]  # a plot's section: the HTML page's alone
+    body = "\n\n".join(_section(s, links) for s in sections)
     contents = wrap(
-        "Contents: "
-        + " · ".join(f"[{inline(s.title)}](#{s.anchor})" for s in document.sections if s.level == 2)
+        "Contents: " + " · ".join(f"[{inline(s.title)}](#{s.anchor})" for s in sections if s.level == 2)
     )
     text = f"# {inline(document.title)}\n\n{document.header}\n\n{contents}\n\n{body}\n"
     return text + (f"\n{links.definitions()}\n" if links.numbers else "")

@@ -126,6 +126,7 @@ class Section:
     plots_after: bool = False  # the HTML page puts its plots after this section
     collapsed: bool = False  # the HTML page folds it away (<details>): reference, not the answer
     filterable: bool = False  # the HTML page hides its 'same' rows until asked, and can search its rows
+    figure: str = ""  # a plot's kind (plots.Plot): the HTML page shows those plots here; Markdown has none
 
     @property
     def anchor(self) -> str:

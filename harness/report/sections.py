@@ -36,6 +36,7 @@ def document(
     extracts: dict[str, tuple[str, int]] = {}
     sections = [
         answer.scorecard(view, analysis),
+        Section("Time ratio heatmap", figure="heatmap"),  # the HTML page's plot of every row
         *_series_sections(view, analysis),
         answer.read_first(view, analysis),
         next_steps.section(view, analysis, sources, view.matrix),
