@@ -357,17 +357,20 @@ def _repro(args: argparse.Namespace) -> int:
     plan = folders.merged_plan(args.results)
     out = args.out or Path("repro") / f"{args.workload}-{args.dtype}"
     jsonio.output_folder(out, "--out")
-    written = repro.write(
-        plan,
-        args.results,
-        args.workload,
-        args.dtype,
-        args.candidate,
-        args.knobs,
-        out,
-        Policy(GATE_EXIT),
-        arguments.build_options(args),
-    )
+    from harness.results import folder
+
+    with folder.locked(out):  # two reproducers into one folder never mix their files
+        written = repro.write(
+            plan,
+            args.results,
+            args.workload,
+            args.dtype,
+            args.candidate,
+            args.knobs,
+            out,
+            Policy(GATE_EXIT),
+            arguments.build_options(args),
+        )
     print(f"reproducer of {written.title}:")
     for path in written.files:
         print(f"  {path}")
