@@ -252,6 +252,16 @@ def test_a_plot_section_without_its_plot_is_left_out_with_its_contents_link():
     assert "<a href='#time-ratio-heatmap'>" in shown and "<figure class='whole'>" in shown
 
 
+def test_every_table_scrolls_in_its_own_box_and_images_fit_the_page():
+    rows = (tuple(f"cell {i} " + "x" * 200 for i in range(12)),)
+    document = Document("t", "", (Section("Wide", "", tuple(f"h{i}" for i in range(12)), rows),))
+    page = html.page(document, [])
+    assert re.search(r"<div class='scroll'><table[^>]*>.*</table></div>", page)
+    style = html.STYLE.replace("\n", "")
+    assert re.search(r"\.scroll\{[^}]*overflow:auto", style)
+    assert re.search(r"img\{[^}]*max-width:100%", style) and re.search(r"figure\{[^}]*max-width", style)
+
+
 def test_the_page_loads_with_its_sections(page):
     assert page.title.startswith("gpu-verdicts")
     headings = [h.text for h in page.find_elements(By.TAG_NAME, "h2")]
@@ -267,7 +277,7 @@ def verdict_table(page):
     heading = next(
         h for h in page.find_elements(By.TAG_NAME, "h2") if h.text == "Verdicts against the baseline"
     )
-    return heading.find_element(By.XPATH, "following-sibling::table[1]")
+    return heading.find_element(By.XPATH, "following-sibling::div[@class='scroll'][1]/table")
 
 
 def show_same_rows(page, shown: bool = True) -> None:
@@ -370,3 +380,15 @@ def test_a_big_table_shows_the_changes_first_and_can_be_searched(page):
     target = page.find_element(By.CSS_SELECTOR, "nav a[href='#verdicts-against-the-baseline']")
     assert page.find_element(By.ID, "verdicts-against-the-baseline").text == "Verdicts against the baseline"
     assert target.is_displayed()
+
+
+@pytest.mark.parametrize("width", [1400, 1000])
+def test_the_page_never_scrolls_sideways(page, width):
+    page.set_window_size(width, 900)
+    try:
+        body, inner = page.execute_script("return [document.body.scrollWidth, window.innerWidth]")
+        assert body <= inner, (body, inner)
+        heatmap = page.find_element(By.CSS_SELECTOR, "#time-ratio-heatmap + figure img")
+        assert page.execute_script("return arguments[0].getBoundingClientRect().right", heatmap) <= inner
+    finally:
+        page.set_window_size(800, 600)

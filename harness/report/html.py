@@ -2,7 +2,8 @@
 
 No network, no external script or stylesheet: the page opens from a mail attachment or an artifact
 store as it is. A click on a column header sorts by it (numbers by the value a cell carries, via
-``data-sort``). No text from a result file reaches markup unescaped, nor any attribute.
+``data-sort``). No text from a result file reaches markup unescaped, nor any attribute. Nothing is wider
+than the window: a table scrolls in its own box (its header row stays in sight), an image shrinks to fit.
 """
 
 from __future__ import annotations
@@ -19,18 +20,19 @@ if TYPE_CHECKING:  # plots imports numpy and pandas; the page only reads a plot'
     from harness.report.plots import Plot
 
 STYLE = """
-body{font:14px/1.45 system-ui,sans-serif;margin:2em;max-width:1600px;color:#1b1b1b}
-table{border-collapse:collapse;margin:.6em 0 1.6em;font-size:12.5px}
+body{font:14px/1.45 system-ui,sans-serif;margin:2em;max-width:1600px;color:#1b1b1b;overflow-wrap:break-word}
+.scroll{overflow:auto;max-width:100%;max-height:85vh;margin:.6em 0 1.6em}
+table{border-collapse:collapse;font-size:12.5px}
 th,td{border:1px solid #ccd;padding:3px 7px;vertical-align:top;text-align:left}
 th{background:#eef;cursor:pointer;user-select:none;position:sticky;top:0}
 th.sorted-asc::after{content:" ▲"} th.sorted-desc::after{content:" ▼"}
 tr:nth-child(even) td{background:#fafaff} pre{background:#f4f4f8;padding:.8em;overflow:auto}
 .v-slower{color:#b00020;font-weight:600}.v-faster{color:#006b2e;font-weight:600}.v-inconclusive{color:#9a6700}
-.v-failed,.v-missing{color:#b00020} img{max-width:100%;border:1px solid #dde}
+.v-failed,.v-missing{color:#b00020} img{max-width:100%;height:auto;border:1px solid #dde}
 summary{cursor:pointer} summary h2,summary h3{display:inline}
 nav{margin:.4em 0 1em;font-size:13px} .filter{margin:.4em 0} .filter input[type=search]{width:22em}
-figure{display:inline-block;margin:.4em;vertical-align:top} figure.whole{display:block}
-figcaption{font-size:12px;color:#555}
+figure{display:inline-block;margin:.4em;vertical-align:top;max-width:calc(100% - .8em)}
+figure.whole{display:block} figcaption{font-size:12px;color:#555}
 """
 
 FILTER = (
@@ -41,7 +43,7 @@ FILTER = (
 
 SCRIPT = """
 document.querySelectorAll('table.filterable').forEach(function (table) {
-  var controls = table.previousElementSibling, box = controls.querySelector('.show-same');
+  var controls = table.parentElement.previousElementSibling, box = controls.querySelector('.show-same');
   var search = controls.querySelector('.search');
   function apply() {
     var words = search.value.toLowerCase().split(/\\s+/).filter(Boolean);
@@ -129,7 +131,10 @@ def _table(section: Section) -> str:
         same = any(_verdict_class(v) == "same" for v in row)
         body.append(("<tr class='same'>" if same else "<tr>") + "".join(cells) + "</tr>")
     css = "sortable filterable" if section.filterable else "sortable"
-    return f"<table class='{css}'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return (
+        f"<div class='scroll'><table class='{css}'><thead><tr>{head}</tr></thead>"
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
 
 
 def _verdict_class(value: Any) -> str | None:
