@@ -59,8 +59,6 @@ class View:
 
     @classmethod
     def from_plan(cls, plan: Plan) -> View:
-        from harness.report import markdown  # not above: markdown reads this module's classes
-
         return cls(
             name=plan.name,
             baseline=plan.baseline_id,
@@ -69,8 +67,7 @@ class View:
             default_pct=plan.regression_pct,
             alpha=plan.alpha,
             rounds=plan.rounds,
-            note=f"matrix {markdown.code(plan.source)} (sha256 `{plan.matrix_sha256[:12]}`), "
-            f"suite profile `{plan.suite['profile']}`",
+            note=f"sha256 `{plan.matrix_sha256[:12]}`, suite profile `{plan.suite['profile']}`",
             per_workload_pct=plan.per_workload_pct,
             cells=plan.cells,
             matrix=plan.source,

@@ -110,7 +110,7 @@ def _method(view: View, analysis: Analysis, loaded: LoadedResults, sources: list
             + ", ".join(markdown.code(str(s)) for s in sources)
             + f" ({len(loaded.documents)} valid result files, {len(loaded.quarantined)} quarantined"
             + (f", {len(loaded.duplicates)} duplicates counted once" if loaded.duplicates else "")
-            + f"); {view.note}.",
+            + f"); {f'matrix {markdown.code(view.matrix)} ({view.note})' if view.matrix else view.note}.",
             "",
             "Each row compares a group with the baseline over the per-round medians of independent "
             "processes (above 1 is slower). With 3 to 6 rounds a side a row is judged by Welch's t test "
