@@ -1,17 +1,25 @@
-"""Screenshots of the top of a report as a reader first meets it, and how far down the answer is.
+"""Screenshots of a report as a reader meets it, how far down the answer is, and whether the page is wider
+than a 1400-px window.
 
-    python -m benchmarks.report_screenshots REPORT_DIR [--out DIR]
+    python -m benchmarks.report_screenshots REPORT_DIR [--out DIR] [--shots top markdown heatmap series]
+                                           [--height PX]
 
 The HTML page at 1400 px in Debian's headless Chromium (chromedriver), and report.md rendered the way
 GitHub shows a file (python-markdown with tables, in GitHub's 946-px content column, GitHub's font
-stack and table borders), each cut to the first screen (900 px). Prints, for each, the page height and
-the distance from the top to the outcome line and to the scorecard table: what a reader scrolls before
-the answer. Needs selenium and markdown (pip install selenium markdown).
+stack and table borders), each cut to the first screen (900 px, or --height). Prints, for each, the page
+height and the distance from the top to the outcome line and to the scorecard table: what a reader
+scrolls before the answer. For the HTML page it prints ``document.body.scrollWidth`` beside
+``window.innerWidth``: a body wider than the window scrolls sideways. ``heatmap`` and ``series`` are the
+screen that starts at the time ratio heatmap and at the first chart across releases, cut to the figure
+(the window's full width). Every PNG is written with a 256-color palette (a screenshot is flat color and
+text: a third of the bytes, the same to read). Needs selenium and Pillow, and markdown for the
+``markdown`` shot (pip install selenium markdown pillow).
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import shutil
 import tempfile
 from pathlib import Path
@@ -26,15 +34,32 @@ code,pre{font:85% ui-monospace,SFMono-Regular,Menlo,monospace;background:#f6f8fa
 pre{padding:16px;overflow:auto} h1,h2{border-bottom:1px solid #d1d9e0;padding-bottom:.3em}
 """
 SCREEN = (1400, 900)
+SHOTS = ("top", "markdown", "heatmap", "series")
+COLORS = 256  # the palette of a written screenshot (64 bands the color scale into false greys)
+# the figure whose caption starts so, scrolled to the top of the screen with the heading before it, if any;
+# returns the box of the two on the screen (left, top, right, bottom), or null
+FIGURE = """
+var figure = Array.from(document.querySelectorAll('figure'))
+  .find(f => f.querySelector('figcaption').textContent.startsWith(arguments[0]));
+if (!figure) return null;
+var before = figure.previousElementSibling, top = figure;
+if (before && /^H[23]$/.test(before.tagName)) top = before;
+window.scrollTo(0, top.getBoundingClientRect().top + window.scrollY - 8);
+var a = top.getBoundingClientRect(), b = figure.getBoundingClientRect();
+return [0, Math.max(0, a.top - 8), window.innerWidth, Math.min(window.innerHeight, b.bottom + 8)]
+  .map(Math.round);
+"""
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("report", type=Path, help="a report folder (report.html, report.md)")
     parser.add_argument("--out", type=Path, help="where the PNGs go (default: the report folder)")
+    parser.add_argument("--shots", nargs="+", choices=SHOTS, default=list(SHOTS), help="which screenshots")
+    parser.add_argument("--height", type=int, default=SCREEN[1], help="the window's height (px)")
     args = parser.parse_args()
     out = args.out or args.report
-    import markdown
+    out.mkdir(parents=True, exist_ok=True)
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -46,24 +71,46 @@ def main() -> None:
     driver = webdriver.Chrome(
         service=Service(shutil.which("chromedriver") or "chromedriver"), options=options
     )
-    try:
+    try:  # the window's inner size exactly (headless Chromium's window keeps some height for itself)
+        metrics = {"width": SCREEN[0], "height": args.height, "deviceScaleFactor": 1, "mobile": False}
+        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
         driver.get((args.report / "report.html").resolve().as_uri())
-        _shot(driver, out / "screenshot-html-1400px.png", "HTML at 1400 px")
-        body = markdown.markdown(
-            (args.report / "report.md").read_text(), extensions=["tables", "fenced_code"]
+        body, window = driver.execute_script("return [document.body.scrollWidth, window.innerWidth]")
+        verdict = "fits" if body <= window else f"scrolls sideways by {body - window} px"
+        print(
+            f"HTML at {SCREEN[0]} px: document.body.scrollWidth {body} px, window.innerWidth {window} px: "
+            f"{verdict}"
         )
-        with tempfile.TemporaryDirectory() as scratch:
-            page = Path(scratch) / "github.html"
-            page.write_text(
-                f"<!DOCTYPE html><meta charset='utf-8'><style>{GITHUB_CSS}</style><article>{body}</article>"
-            )
-            driver.get(page.as_uri())
-            _shot(driver, out / "screenshot-markdown-github-width.png", "Markdown at GitHub's 946 px")
+        if "top" in args.shots:
+            _shot(driver, out / "screenshot-html-1400px.png", "HTML at 1400 px", args.height)
+        for shot, caption in (("heatmap", "time ratio heatmap"), ("series", "across releases")):
+            if shot not in args.shots:
+                continue
+            box = driver.execute_script(FIGURE, caption)
+            if box:
+                _save(driver, out / f"screenshot-html-1400px-{shot}.png", f"the screen at '{caption}'", box)
+            else:
+                print(f"no figure captioned '{caption}...' in this report")
+        if "markdown" in args.shots:
+            _markdown(driver, args.report, out, args.height)
     finally:
         driver.quit()
 
 
-def _shot(driver: object, path: Path, what: str) -> None:
+def _markdown(driver: object, report: Path, out: Path, height: int) -> None:
+    import markdown
+
+    body = markdown.markdown((report / "report.md").read_text(), extensions=["tables", "fenced_code"])
+    with tempfile.TemporaryDirectory() as scratch:
+        page = Path(scratch) / "github.html"
+        page.write_text(
+            f"<!DOCTYPE html><meta charset='utf-8'><style>{GITHUB_CSS}</style><article>{body}</article>"
+        )
+        driver.get(page.as_uri())  # type: ignore[attr-defined]
+        _shot(driver, out / "screenshot-markdown-github-width.png", "Markdown at GitHub's 946 px", height)
+
+
+def _shot(driver: object, path: Path, what: str, screen: int) -> None:
     height = driver.execute_script("return document.body.scrollHeight")  # type: ignore[attr-defined]
     outcome = driver.execute_script(  # type: ignore[attr-defined]
         "var b = Array.from(document.querySelectorAll('b,strong'))"
@@ -73,14 +120,28 @@ def _shot(driver: object, path: Path, what: str) -> None:
     scorecard = driver.execute_script(  # type: ignore[attr-defined]
         "var h = Array.from(document.querySelectorAll('h2'))"
         ".find(e => e.textContent.startsWith('Scorecard'));"
-        "var n = h; while (n && n.tagName !== 'TABLE') n = n.nextElementSibling;"
+        "var n = h ? h.nextElementSibling : null;"
+        "while (n && n.tagName !== 'TABLE' && !n.querySelector('table')) n = n.nextElementSibling;"
         "return n ? Math.round(n.getBoundingClientRect().bottom + window.scrollY) : null"
     )
-    driver.save_screenshot(str(path))  # type: ignore[attr-defined]
+    driver.execute_script("window.scrollTo(0, 0)")  # type: ignore[attr-defined]
     print(
         f"{what}: page {height} px tall; the outcome line at {outcome} px, the scorecard table ends at "
-        f"{scorecard} px (the first screen shows {SCREEN[1]} px) -> {path}"
+        f"{scorecard} px (the first screen shows {screen} px)"
     )
+    _save(driver, path, what)
+
+
+def _save(driver: object, path: Path, what: str, box: list[int] | None = None) -> None:
+    """The screen (or ``box`` of it: the page's full width, the figure's height) as an 8-bit palette PNG."""
+    from PIL import Image
+
+    screen = Image.open(io.BytesIO(driver.get_screenshot_as_png()))  # type: ignore[attr-defined]
+    if box:
+        screen = screen.crop(tuple(box))
+    flat = screen.convert("RGB").quantize(COLORS, method=Image.Quantize.MAXCOVERAGE, dither=Image.Dither.NONE)
+    flat.save(path, optimize=True)
+    print(f"  {what}: {screen.width}x{screen.height} px, {path.stat().st_size // 1024} KB -> {path}")
 
 
 if __name__ == "__main__":
