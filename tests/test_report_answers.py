@@ -113,7 +113,7 @@ def test_a_report_with_regressions_ends_its_answer_with_their_reproducers(tmp_pa
     text = (out / "report.md").read_text()
     steps = _section(text, "What to do next")
     assert "**keep it**" in steps and "would regress" in steps
-    assert f"python -m harness repro --results {GPU_LOCAL_ROUNDS} --workload" in steps
+    assert f"python -m harness repro \\\n    --results {GPU_LOCAL_ROUNDS} \\\n    --workload" in steps
     assert text.index("## What to do next") < text.index("## Method")  # the end of the answer
     assert "What to do next" in (out / "summary.md").read_text()
 

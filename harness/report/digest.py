@@ -38,7 +38,7 @@ def summary(view: View, analysis: Analysis, sources: Sequence[Path] = ()) -> str
     ]
     steps = next_steps.section(view, analysis, list(sources), view.matrix)
     if steps is not None:  # the answer ends with what to do next, as the report's does
-        lines = markdown.wrap(steps.intro).split("\n")
+        lines = markdown.wrap(steps.intro.split("\n\n")[0]).split("\n")  # the list, not its commands
         shown = [ln for ln in lines if len(ln) <= line][:STEP_LINES]
         cut = f"- ... {len(lines) - len(shown)} more lines in report.md" if len(shown) < len(lines) else ""
         parts += ["", f"**{steps.title}:**", *shown, *([cut] if cut else [])]

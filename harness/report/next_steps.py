@@ -31,9 +31,16 @@ def section(view: View, analysis: Analysis, sources: list[Path], matrix: str | N
     if not undecided.empty:
         steps.append(_resolve(view, analysis, undecided, sources, matrix))
     regressions = judged[judged["verdict"].isin(["slower", "failed"])]
-    if not regressions.empty:
-        steps.append(_reproduce(view, regressions, sources))
-    return Section("What to do next", "\n".join(f"- {step}" for step in steps))
+    commands = _reproduce(regressions, sources) if not regressions.empty else []
+    if commands:
+        more = (
+            f" ({len(regressions) - REPROS} more in the verdict table)" if len(regressions) > REPROS else ""
+        )
+        steps.append(f"Hand each regression upstream as a reproducer{more}: the commands below.")
+    text = "\n".join(f"- {step}" for step in steps)
+    return Section(
+        "What to do next", text + (f"\n\n{markdown.fenced(chr(10).join(commands))}" if commands else "")
+    )
 
 
 NAMES = 5  # groups named in one sentence; the scorecard lists every one
@@ -120,21 +127,22 @@ def _resolve(
     )
 
 
-def _reproduce(view: View, regressions: pd.DataFrame, sources: list[Path]) -> str:
-    """The repro command of each regression, the largest change first."""
+def _reproduce(regressions: pd.DataFrame, sources: list[Path]) -> list[str]:
+    """The repro command of each regression, the largest change first, broken into lines a reader (and a
+    shell, at each backslash) takes whole."""
     ordered = regressions.assign(size=[stats.change_size(r) for r in regressions["ratio"]]).sort_values(
         "size", ascending=False
     )
-    results = " ".join(f"--results {shlex.quote(str(s))}" for s in sources)
     commands = []
     for r in ordered.head(REPROS).to_dict("records"):
-        command = (
-            f"python -m harness repro {results} --workload {shlex.quote(str(r['workload']))} "
-            f"--dtype {shlex.quote(str(r['dtype']))} --candidate {shlex.quote(str(r['group']))}"
-        )
-        commands.append(markdown.code(command))
-    more = f" ({len(ordered) - REPROS} more in the verdict table)" if len(ordered) > REPROS else ""
-    return f"Hand each regression upstream as a reproducer{more}:" + "".join(f"\n  - {c}" for c in commands)
+        words = [
+            "python -m harness repro",
+            *(f"--results {shlex.quote(str(s))}" for s in sources),
+            f"--workload {shlex.quote(str(r['workload']))} --dtype {shlex.quote(str(r['dtype']))}",
+            f"--candidate {shlex.quote(str(r['group']))}",
+        ]
+        commands.append(" \\\n    ".join(words))
+    return commands
 
 
 def _duration(seconds: float) -> str:
