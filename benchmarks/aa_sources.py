@@ -26,6 +26,7 @@ as much as another process does, the difference between processes is where their
 from __future__ import annotations
 
 import argparse
+import gzip
 import itertools
 import json
 import os
@@ -197,13 +198,21 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+def _lines(path: Path) -> list[dict[str, Any]]:
+    text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def _files(folder: Path) -> list[Path]:
+    """``p<N>.jsonl`` as the run wrote them, or ``p<N>.jsonl.gz`` as they are committed, by N."""
+    found = [*folder.glob("p*.jsonl"), *folder.glob("p*.jsonl.gz")]
+    return sorted(found, key=lambda path: int(path.name.split(".")[0][1:]))
+
+
 def report_rotation(folder: Path) -> None:
     """Between processes, each way: every pair, pairs of the same history, pairs where one process held
     an fp64 reference after each row (as the suite's numerics did until 0.11) and the other did not."""
-    paths = sorted(folder.glob("p*.jsonl"), key=lambda path: int(path.stem[1:]))
-    processes = {
-        int(path.stem[1:]): [json.loads(line) for line in path.read_text().splitlines()] for path in paths
-    }
+    processes = {int(path.name.split(".")[0][1:]): _lines(path) for path in _files(folder)}
     rows = list(dict.fromkeys(m["row"] for m in next(iter(processes.values()))))
     print(
         f"{len(processes)} processes (odd: an fp64 reference computed and held after each row), "
@@ -242,17 +251,10 @@ def report_rotation(folder: Path) -> None:
 
 
 def report(folders: list[Path]) -> None:
-    if any(
-        json.loads(line).get("way") == "R4"
-        for line in next(folders[0].glob("p*.jsonl")).read_text().splitlines()
-    ):
+    if any(m.get("way") == "R4" for m in _lines(_files(folders[0])[0])):
         report_rotation(folders[0])
         return
-    processes = [
-        [json.loads(line) for line in path.read_text().splitlines()]
-        for folder in folders
-        for path in sorted(folder.glob("p*.jsonl"))
-    ]
+    processes = [_lines(path) for folder in folders for path in _files(folder)]
     print(f"{len(processes)} processes, {len({m['row'] for p in processes for m in p})} rows")
     ways = ("C1", "H1", "HN")
 

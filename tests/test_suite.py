@@ -638,3 +638,114 @@ def test_a_full_round_is_not_lengthened_and_a_short_loop_is_made_up_for_later():
     capped = share.TimedShare(0.5, 1, started=0.0, clock=lambda: 60.0).ask(1.0)
     assert capped is not None and capped.timed_s == share.MAX_FLOOR_S
     assert share.TimedShare(0.0, 1).ask(1.0) is None  # off
+
+
+def test_graphs_taken_in_turn_fit_their_memory_and_hold_what_they_recorded():
+    gib = 1024**3
+    # suite 0.11: GRAPHS captures, fewer where their memory would pass GRAPHS_BYTES or half the free memory
+    assert measure.graphs_that_fit(4, 1024**2, free_bytes=80 * gib) == 4
+    assert measure.graphs_that_fit(4, 6 * gib, free_bytes=80 * gib) == 2  # 16 GiB of room
+    assert measure.graphs_that_fit(4, 6 * gib, free_bytes=20 * gib) == 1  # half of 20 GiB
+    assert measure.graphs_that_fit(4, 40 * gib, free_bytes=80 * gib) == 1  # one graph whatever it takes
+    assert measure.graphs_that_fit(4, 0, free_bytes=80 * gib) == 4
+    # each call replays the next graph, round and round; the storages the graphs recorded stay alive
+    calls: list[int] = []
+    held = [torch.ones(2)]
+    rotation = measure._rotation([lambda i=i: calls.append(i) for i in range(3)], held)
+    for _ in range(7):
+        rotation()
+    assert calls == [0, 1, 2, 0, 1, 2, 0]
+    assert any(cell.cell_contents is held for cell in rotation.__closure__ or ())
+    single = lambda: None  # noqa: E731 - one graph is replayed as it is
+    assert measure._rotation([single], []) is single
+    # only GPU tensors move; a CPU tensor stays where it is, and nothing is held for it
+    x, kept = torch.arange(4.0), []
+    address = x.data_ptr()
+    measure._relocate([x, "not a tensor"], kept)
+    assert x.data_ptr() == address and kept == []
+
+
+def test_on_a_cpu_a_sample_is_one_call_and_one_graph_whatever_is_asked():
+    result = measure.measure(lambda: None, measure.Timer("cpu"), 0.01, graphs=4, batch=8)
+    assert result["graphs"] == 1 and result["batch"] == 1 and result["l2_flushed"] is False
+
+
+def test_records_beside_the_timing_are_not_paid_back_by_longer_sampling():
+    # suite 0.11: what ran, numerics and peak memory are records beside the timing; a process that spent
+    # 30 s on them asks its next measurement for the same timed work as one that spent none
+    asks = []
+    for records_s in (0.0, 30.0):
+        now = [5.0]
+        process = share.TimedShare(0.5, 10, started=0.0, clock=lambda now=now: now[0])
+        for _ in range(3):
+            now[0] += 0.3 + 0.5 + records_s / 3
+            process.add(0.4, 0.5, 0.3 + 0.5, records_s=records_s / 3)
+        ask = process.ask(1.0)
+        assert ask is not None
+        asks.append(ask.owed_s)
+    assert asks[1] == pytest.approx(asks[0])
+
+
+class _CountingFamily:
+    """A workload family whose fp64 builds are counted."""
+
+    def __init__(self) -> None:
+        self.fp64_builds = 0
+
+    def build(self, spec, profile, device, dtype):
+        from harness.suite.contract import Built
+
+        if dtype == "fp64":
+            self.fp64_builds += 1
+        values = torch.linspace(0, 1, 64, dtype=torch.float64 if dtype == "fp64" else torch.float32)
+        return Built(lambda: values * 2, {})
+
+
+def test_every_dtype_of_a_workload_is_checked_against_one_fp64_reference():
+    from harness.suite import __main__ as suite_main
+    from harness.suite.catalog import CATALOG
+
+    family = _CountingFamily()
+    spec = CATALOG["relu"]
+    knobs = {"cudnn_benchmark": False, "deterministic": False, "tf32": False}
+    suite_main._references.clear()
+    for dtype in ("fp32", "tf32", "bf16", "fp16"):
+        built = family.build(spec, "smoke", "cpu", dtype)
+        found = suite_main._numerics(family, spec, "smoke", "cpu", dtype, knobs, built, numerics)  # type: ignore[arg-type]
+        assert found["rel_rmse"] < 1e-6 and found["within_tolerance"] is True
+    assert family.fp64_builds == 1  # once for the four dtypes (suite 0.11)
+    suite_main._numerics(family, CATALOG["gelu"], "smoke", "cpu", "fp32", knobs, built, numerics)  # type: ignore[arg-type]
+    assert family.fp64_builds == 2 and len(suite_main._references) == 1  # one workload's held at a time
+    suite_main._references.clear()
+
+
+def test_numerics_run_once_every_row_is_timed_and_a_failed_check_is_an_error():
+    from harness.suite import __main__ as suite_main
+
+    knobs = {"cudnn_benchmark": False, "deterministic": False, "tf32": False}
+    timed = {
+        "workload": "relu",
+        "dtype": "fp32",
+        "knobs": knobs,
+        "status": "ok",
+        "phases_s": {},
+        "wall_s": 1.0,
+    }
+    broken = {**timed, "workload": "gelu", "phases_s": {}}
+    skipped = {"workload": "relu", "dtype": "bf16", "knobs": knobs, "status": "error", "error": "before"}
+    original = suite_main._numerics
+
+    def fails_for_gelu(family, spec, *args):
+        if spec.id == "gelu":
+            raise ValueError("made to fail by the test")
+        return original(family, spec, *args)
+
+    suite_main._numerics = fails_for_gelu  # type: ignore[assignment]
+    try:
+        suite_main._numerics_pass([timed, broken, skipped], "smoke", "cpu")
+    finally:
+        suite_main._numerics = original  # type: ignore[assignment]
+    assert timed["numerics"]["within_tolerance"] is True and timed["status"] == "ok"  # type: ignore[index]
+    assert timed["phases_s"]["numerics"] > 0 and timed["wall_s"] > 1.0  # type: ignore[index, operator]
+    assert broken["status"] == "error" and broken["error"] == "ValueError: made to fail by the test"
+    assert "numerics" not in skipped and skipped["error"] == "before" and not suite_main._references

@@ -91,7 +91,10 @@ class Measurement(TypedDict):
     timer: NotRequired[Timer]
     graph_capture_error: NotRequired[str | None]
     l2_flushed: NotRequired[bool]
-    batch: NotRequired[int]  # calls per sample, back to back in one graph replay (suite 0.11)
+    batch: NotRequired[
+        int
+    ]  # calls per sample, back to back in one graph replay (suite 0.11; the suite times 1)
+    graphs: NotRequired[int]  # graphs of the call taken in turn, one a sample (suite 0.11)
     stalled: NotRequired[str]  # why a CPU measurement's samples show a busy host (suite 0.11)
     unit: NotRequired[Literal["s"]]
     first_call_s: NotRequired[float]

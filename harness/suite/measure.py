@@ -34,6 +34,19 @@ of timed work that the process asked for being in (``timed_floor``, suite 0.9), 
 timed to lengthen, ``share.SHORT_LOOP_S`` of timed work (``short_loop``, suite 0.10); which one is
 recorded. Raw samples are always kept. How long a GPU process asks each measurement to sample is
 ``harness/suite/share.py``'s.
+
+What differs between two processes of one cell (issue 34, reports/quiet-cheap-h100/, measured with
+benchmarks/aa_sources.py on our H100): where a call's inputs, outputs and workspaces lie. A second
+measurement of the same row in the same process moved its median by up to 2.7 % (p95), a second build
+of its inputs by up to 5 %, and the same moves repeat in every process that allocates the same way; an
+fp64 reference computed between two rows moved the later rows (p95 between processes 1.58 % against
+0.96 %). Suite 0.11 therefore takes each sample in turn from ``GRAPHS`` captures of the call, each with
+its own outputs and workspaces (p95 between processes on the 15 noisiest rows 1.10 % against 1.49 %),
+and the numerics run after every row is timed (``harness/suite/__main__.py``). Hot samples, several
+calls back to back without an L2 flush (nvbench's batch measurement), were noisier between processes,
+not quieter (p95 1.64 % batched, 4.20 % single, against 1.20 % cold): an L2-resident call is faster or
+slower by where its data lies in the L2. ``measure`` can still time batches (``batch``, ``flush``); the
+suite times one call a sample, flushed.
 """
 
 from __future__ import annotations

@@ -27,6 +27,12 @@ lowers its process's share with every second it samples, so it stops at ``SHORT_
 the samples did (benchmarks/early_verdicts.py --timed-prefix; 100.0 % of 13,500 trials, 3.04 and 3.05
 rounds a side). With both, on our H100: 4.01 GPU-minutes against today's 8.89 in one lease, every process
 50.8 to 53.1 % timed (reports/qualify-cost/session-29/lease-3-suite-0.10).
+
+Suite 0.11 (issue 34): the records beside the timing (what ran, numerics, peak memory) are not paid back by
+sampling, so a cell's first round, which checks numerics, samples as its later rounds do; and on a GPU the
+floor rules both ways: a loop stops at it also under the matrix's ``min_time_s`` (which holds where no
+share is asked), though never before ``SHORT_LOOP_S`` of timed work. On our H100 a default-profile process
+took 210 to 240 s, its first round 0.831 of suite 0.5's in one lease (reports/quiet-cheap-h100/).
 """
 
 from __future__ import annotations
