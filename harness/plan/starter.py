@@ -22,8 +22,7 @@ STARTER = """\
 schema_version: 1            # the matrix format; this harness reads 1
 name: smoke                  # names results/<name>/ and reports/<name>/ (a-z, 0-9, '_', '.', '-')
 # One line on what the matrix asks, shown with its plan and reports.
-description: cuDNN as torch ships it against cuDNN disabled, on whatever torch and device are here
-  (on a CPU, an A/A check of the harness).
+description: cuDNN as torch ships it against cuDNN disabled; on a CPU, an A/A check of the harness.
 
 # local: the suite runs in a Python on this host (torch: installed, or a version in an environment of
 # its own); docker: one image per cell (torch: VERSION+VARIANT such as '2.11.0+cu130', python: '3.12').
