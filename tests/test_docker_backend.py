@@ -159,9 +159,9 @@ def test_rerun_runs_only_what_the_harness_would_and_never_overwrites(ran, engine
     for forgery, says in (
         (
             {"run": {**doc["run"], "image": {**doc["run"]["image"], "id": "sha256:../../x"}}},
-            "is not an image id",
+            "run.image.id",
         ),
-        ({"run": {**doc["run"], "image": {**doc["run"]["image"], "id": "a b\n"}}}, "is not an image id"),
+        ({"run": {**doc["run"], "image": {**doc["run"]["image"], "id": "a b\n"}}}, "run.image.id"),
         ({"cell": {**doc["cell"], "python": "3.9"}}, "cell"),
     ):
         jsonio.write_atomic(forged_dir / result.name, {**doc, **forgery})
