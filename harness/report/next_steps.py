@@ -18,10 +18,11 @@ from harness.report.model import Analysis, Section, View
 MW_ROUNDS = 7  # a side's rounds where the Mann-Whitney test can reach alpha = 0.002
 REPROS = 5  # regressions given a reproducer command here; the report lists every row
 LABEL = 80  # characters of a group's label shown here
+NAMES = 5  # groups named in one sentence; the scorecard lists every one
 
 
 def section(view: View, analysis: Analysis, sources: list[Path], matrix: str | None) -> Section | None:
-    """ "What to do next", or None where no row was compared."""
+    """The section "What to do next", or None where no row was compared."""
     timing = analysis.timing
     if timing.empty or timing["verdict"].notna().sum() == 0:
         return None
@@ -38,12 +39,9 @@ def section(view: View, analysis: Analysis, sources: list[Path], matrix: str | N
         )
         steps.append(f"Hand each regression upstream as a reproducer{more}: the commands below.")
     text = "\n".join(f"- {step}" for step in steps)
-    return Section(
-        "What to do next", text + (f"\n\n{markdown.fenced(chr(10).join(commands))}" if commands else "")
-    )
-
-
-NAMES = 5  # groups named in one sentence; the scorecard lists every one
+    if commands:  # a fenced block: a command's lines are never rewrapped or cut
+        text += "\n\n" + markdown.fenced("\n".join(commands))
+    return Section("What to do next", text)
 
 
 def _name(view: View, group: str) -> str:
