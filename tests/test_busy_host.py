@@ -21,8 +21,9 @@ def test_samples_quantized_at_the_scheduler_tick_are_a_stalled_measurement():
     assert host.stalled(quiet) is None
     ticks = quiet[:190] + [4e-3 + 10e-6] * 10  # 5 % of the samples lost a 4 ms tick
     assert "scheduler tick" in (host.stalled(ticks) or "")
-    slow = [1e-3] * 50 + [2e-3] * 60  # a median twice the fastest: no tick, but the host stalled it
-    assert "median is 2.0x its fastest" in (host.stalled(slow) or "")
+    slow = [1e-3] * 50 + [4e-3] * 60  # a median four times the fastest: no tick, but the host stalled it
+    assert "median is 4.0x its fastest" in (host.stalled(slow) or "")
+    assert host.stalled([2.4e-4] * 50 + [4e-4] * 60) is None  # an LSTM on a quiet CPU: bimodal, 1.7x
     assert host.stalled([5e-3, 6e-3, 5.1e-3, 5.2e-3, 5.05e-3]) is None  # milliseconds of work: no tick
     assert host.stalled([1e-6, 1e-3]) is None  # too few samples to say
 

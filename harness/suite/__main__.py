@@ -188,7 +188,7 @@ def _run(args: argparse.Namespace) -> int:
             if anyway:  # the cell's check and its warnings say so, not only the measurements
                 doc["cudnn"]["verification"] += f"; {anyway}"
                 doc["warnings"].append(anyway)
-            doc["host"] = host.record(device, threads, load_start, doc["measurements"])
+            doc["host"] = host.record(device, threads, load_start)
             doc["status"] = "ok"
     except Exception as exc:  # the cell fails as data; the orchestrator decides what it means
         doc["failure"] = {
