@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 import harness
+from harness import jsonio
 
 PACKAGE = Path(harness.__file__).resolve().parent
 CHECKOUT = PACKAGE.parent  # in a checkout: the repository; installed: site-packages
@@ -75,9 +76,9 @@ def _intact(root: Path, expected: str) -> bool:
     package = root / "harness"
     if root.is_symlink() or package.is_symlink() or not (package / "suite").is_dir():
         return False
-    for cached in [p for p in _files(package) if "__pycache__" in p.parts]:
+    for cached in [p for p in jsonio.files_under(package) if "__pycache__" in p.parts]:
         cached.unlink(missing_ok=True)
-    files = {p.relative_to(package).as_posix() for p in _files(package)}
+    files = {p.relative_to(package).as_posix() for p in jsonio.files_under(package)}
     wanted = {"__init__.py"} | {
         f"suite/{p.relative_to(PACKAGE / 'suite').as_posix()}" for p in (PACKAGE / "suite").rglob("*.py")
     }
@@ -88,15 +89,6 @@ def _intact(root: Path, expected: str) -> bool:
         and (package / "__init__.py").read_bytes() == (PACKAGE / "__init__.py").read_bytes()
         and source_sha256(package / "suite") == expected
     )
-
-
-def _files(root: Path) -> list[Path]:
-    """Every file and link under ``root`` (a planted folder chain of any depth: no recursion, no links)."""
-    return [
-        Path(d) / n
-        for d, dirs, files in os.walk(root)
-        for n in [*files, *(x for x in dirs if os.path.islink(Path(d) / x))]
-    ]
 
 
 def _installed() -> bool:
