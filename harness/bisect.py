@@ -4,8 +4,8 @@ over commits): binary search between a good and a bad release of the matrix's re
 Each probe runs one cell for one row (``workload:dtype``) and is judged against the good release with the
 same statistics as every verdict: ``same`` keeps the change after it, the bad side's verdict puts it at or
 before it, and an undecided probe gets more rounds (up to the matrix's) and then goes to the side its
-median is nearer. Results already in the folders given are reused; a release with rounds of the row there
-is not measured again.
+median is nearer. Results already in the folders given are reused; a release with as many rounds of the row
+there as a probe asks is not measured again.
 """
 
 from __future__ import annotations

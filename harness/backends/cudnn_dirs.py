@@ -96,7 +96,7 @@ def build_shadow(site_packages: Path, lib_dir: Path, dest: Path, version: str | 
     ``version`` (e.g. 9.14.0): each ``libcudnn*.so.N`` also gets the alias ``.so.9.14.0``. cuDNN opens
     its sub-libraries by that name first (through its RUNPATH ``$ORIGIN``, then the ld.so cache); a wheel
     has only ``.so.N``, so without the alias a system cuDNN of the same release would be found first
-    (seen with the 9.14.0.64 wheel beside NVIDIA's 9.14.0 package: two builds in one process)."""
+    (two builds in one process)."""
     dest.mkdir(parents=True, exist_ok=True)
     for entry in site_packages.iterdir():
         if entry.name != "nvidia":

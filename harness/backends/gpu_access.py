@@ -6,7 +6,7 @@
   enabled, Podman); the host's CDI spec says what to inject.
 - ``devices``: no runtime help at all: the device nodes (``/dev/nvidiaN`` per GPU, ``/dev/nvidiactl``,
   ``/dev/nvidia-uvm``) and the host driver's user-space libraries, mounted read-only. For hosts without
-  the toolkit (the GPU machines this project is measured on have none).
+  the toolkit.
 
 Whatever the mode, the container keeps its non-root user, read-only root, no network, no capabilities
 and no new privileges: a mode only adds devices, mounts and a library path.

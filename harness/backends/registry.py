@@ -1,8 +1,9 @@
 """The backends by name: what each can realize of a matrix, how to make one, and its settings as a document.
 
 Adding a backend: a module with a class that is a ``base.Backend``, its cell rules in ``rules``, and an
-entry in ``KINDS``. Executors (the local GPU pool, Slurm, Kubernetes) run any backend's cells; a Slurm
-task makes its backend again from the ``Settings`` the submission wrote (``to_json``/``from_json``).
+entry in ``KINDS``. The local GPU pool and Slurm run any backend's cells, Kubernetes the docker backend's
+images (``realizing``); a Slurm task makes its backend again from the ``Settings`` the submission wrote
+(``to_json``/``from_json``).
 """
 
 from __future__ import annotations

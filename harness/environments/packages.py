@@ -1,8 +1,9 @@
 """Install Python distributions from a package index or a wheelhouse, with uv where it is found, else pip.
 
-uv installs from a hard-linked cache, so the second environment with the same torch takes seconds; pip is
-the fallback every Python has. Either way one function takes the requirements, where to put them and where
-to find them, and raises ``InstallError`` naming the package and the source when they cannot be had.
+uv installs from a hard-linked cache, so a second environment with the same torch is linked from it, not
+downloaded or unpacked again; pip is the fallback every Python has. Either way one function takes the
+requirements, where to put them and where to find them, and raises ``InstallError`` naming the package and
+the source when they cannot be had.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """One Kubernetes Indexed Job per cell: the cell's image, one completion index per round.
 
-Printed by ``python -m harness run --backend k8s --dry-run``, submitted by ``k8s_submit`` without
-``--dry-run``. The manifests carry
-the same least privilege as the docker backend's containers (non-root, read-only root filesystem,
-every capability dropped, no privilege escalation, only /results and /tmp writable) and one
-``nvidia.com/gpu`` per GPU cell. Pod ``i`` of a Job writes ``<cell>.index<i>.json`` (round ``i + 1``)
-into the volume claim given. Gathering those files into a run folder (with the ``run`` block the
-runner adds) is not built yet.
+The CLI prints them (a dry run) or hands them to ``k8s_submit``. The manifests carry the same least
+privilege as the docker backend's containers (non-root, read-only root filesystem, every capability
+dropped, no privilege escalation, only /results and /tmp writable) and one ``nvidia.com/gpu`` per GPU
+cell. Pod ``i`` of a Job writes ``<cell>.index<i>.json`` (round ``i + 1``) into the volume claim given;
+``k8s_gather`` makes a copy of those files a results folder.
 """
 
 from __future__ import annotations
@@ -85,7 +83,7 @@ def render(
                 "spec": {
                     "completionMode": "Indexed",
                     "completions": plan.rounds,
-                    "parallelism": 1,  # rounds of one cell run one after another, as the local runner does
+                    "parallelism": 1,  # a cell's rounds run one after another, each in a pod of its own
                     "backoffLimit": 0,  # a failed round is a result, not something to retry silently
                     "activeDeadlineSeconds": int(target.timeout_s * plan.rounds),
                     "template": {

@@ -1,8 +1,8 @@
 """Submit the rendered Indexed Jobs (``k8s_jobs``) through the official Kubernetes client and follow them.
 
 Only where a cluster is configured (a kubeconfig, or running inside a pod). Each cell's Job writes its
-results to the claim the Jobs mount; gathering them into a run folder is a copy from that claim
-(``kubectl cp``, or mount it), after which ``python -m harness report`` reads them like any run's.
+results to the claim the Jobs mount; a copy of that claim (``kubectl cp``, or the claim mounted) becomes
+a results folder through ``k8s_gather``, which ``report`` reads like any run's.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Run every cell of a plan through a backend, one result document per cell.
+"""Run every round of a plan's cells through a backend on this host, one result document per run.
 
 With several GPUs, runs go concurrently, one GPU each: a pool hands each run a GPU nobody else holds
 and takes it back when the run ends, so every GPU stays busy and no two runs share one. A plan whose

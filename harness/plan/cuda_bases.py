@@ -1,7 +1,8 @@
 """The base image a docker cell with ``base_image: auto`` starts from, per CUDA variant of PyTorch's wheels.
 
 nvidia/cuda "base" flavours (cudart + compat, no cuDNN): the wheel or the apt layer brings cuDNN. A variant
-not listed here has no base to start from: the matrix is refused, rather than built on another CUDA.
+not listed here has no ``auto`` base: the docker rules refuse its cells unless they name a base_image,
+rather than build them on another CUDA.
 """
 
 from __future__ import annotations
