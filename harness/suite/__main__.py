@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import copy
 import datetime as dt
 import itertools
 import json
@@ -13,7 +14,7 @@ import time
 import traceback
 from typing import Any
 
-from harness.suite import RESULT_SCHEMA_VERSION, SUITE_VERSION, host, lifeline, source_sha256
+from harness.suite import RESULT_SCHEMA_VERSION, SUITE_VERSION, host, lifeline, source_sha256, windows
 from harness.suite.catalog import CATALOG, FAMILY, for_profile
 from harness.suite.contract import BuildsCalls, Built, MeasuresItself, Unsupported, WorkloadSpec
 from harness.suite.document import Numerics
@@ -172,14 +173,14 @@ def _run(args: argparse.Namespace) -> int:
             knob_sets = json.loads(args.knobs)
             total = len(knob_sets) * len(rows)
             share = TimedShare(args.timed_share if device == "cuda" else 0.0, total, clock_started)
-            for knobs, (workload, dtype) in itertools.product(knob_sets, rows):
-                entry = _measure_shared(share, workload, dtype, knobs, args, device, timer, gpu)
-                if device == "cpu" and entry.get("status") == "ok":  # host time: another process shows
-                    why = host.stalled(entry["samples_s"], entry.get("batch", 1))
-                    if why:
-                        entry["stalled"] = why
-                doc["measurements"].append(entry)
-                _progress(len(doc["measurements"]), total, entry)
+            cells = list(itertools.product(knob_sets, rows))
+            if device == "cpu":
+                doc["measurements"].extend(_measure_windows(cells, args, timer))
+            else:
+                for knobs, (workload, dtype) in cells:
+                    entry = _measure_shared(share, workload, dtype, knobs, args, device, timer, gpu)
+                    doc["measurements"].append(entry)
+                    _progress(len(doc["measurements"]), total, entry)
             if not args.no_numerics:
                 _numerics_pass(doc["measurements"], args.profile, device)
             # the engine sub-libraries load when a workload first needs them, not at start
@@ -201,6 +202,32 @@ def _run(args: argparse.Namespace) -> int:
     doc["duration_s"] = (finished - started).total_seconds()
     _write_atomic(args.out, doc)
     return 0
+
+
+def _measure_windows(
+    cells: list[tuple[dict[str, bool], tuple[str, str]]], args: argparse.Namespace, timer: Any
+) -> list[dict[str, Any]]:
+    """On a CPU, every row timed in ``windows.WINDOWS`` passes over the rows, each window its share of
+    the time budget, merged into one measurement per row (harness/suite/windows.py)."""
+    share = copy.copy(args)
+    share.time_budget_s = args.time_budget_s / windows.WINDOWS
+    later = copy.copy(share)
+    later.no_what_ran = True  # recorded once, in the first window
+    parts: list[list[dict[str, Any]]] = [[] for _ in cells]
+    merged: list[dict[str, Any]] = []
+    for window in range(windows.WINDOWS):
+        for index, (knobs, (workload, dtype)) in enumerate(cells):
+            part = _measure_one(workload, dtype, knobs, later if window else share, "cpu", timer, None)
+            parts[index].append(part)
+            if window == windows.WINDOWS - 1:
+                entry = windows.merge(parts[index])
+                if entry.get("status") == "ok":  # host time: another process shows in the samples
+                    why = host.stalled(entry["samples_s"], entry.get("batch", 1))
+                    if why:
+                        entry["stalled"] = why
+                merged.append(entry)
+                _progress(len(merged), len(cells), entry)
+    return merged
 
 
 def _measure_shared(

@@ -1,0 +1,52 @@
+"""A CPU row timed in windows spread across its process, its contended windows set aside.
+
+A virtual machine shares its host's cores, caches and memory with other tenants. They slow a core in
+stretches of seconds that nothing inside the machine shows (no steal time, no load): one window of a
+row can read 20 to 60 % slow in one process and not in the next, and two processes of the same code
+disagree far beyond any threshold. So on a CPU the suite passes over its rows ``WINDOWS`` times, each
+row timed for its share of the time budget in each pass. Contention only ever slows a window; the
+windows whose median lies within ``TOLERANCE`` of the fastest window's are the host's own speed and
+are kept, the others are counted (``contended_discarded``, samples) and their medians recorded
+(``window_medians_s``). Standard library only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.suite.summary import summarize
+
+WINDOWS = 3
+TOLERANCE = 0.02  # a kept window's median is at most 2 % above the fastest window's
+
+
+def merge(windows: list[dict[str, Any]]) -> dict[str, Any]:
+    """One row's measurement from its windows (in the order they ran): the first window's records
+    with the samples of the kept windows, their statistics, and the time every window took. A row
+    that failed or was unsupported in any window is that window's entry."""
+    failed = [w for w in windows if w.get("status") != "ok"]
+    if failed:
+        return failed[0]
+    medians = [float(w["stats"]["median"]) for w in windows]
+    fastest = min(medians)
+    kept = [w for w, m in zip(windows, medians, strict=True) if m <= fastest * (1 + TOLERANCE)]
+    entry = dict(windows[0])
+    entry["samples_s"] = [s for w in kept for s in w["samples_s"]]
+    if all(w.get("sm_clock_mhz") is not None for w in kept):
+        entry["sm_clock_mhz"] = [c for w in kept for c in w["sm_clock_mhz"]]
+    entry["stats"] = summarize(entry["samples_s"])
+    entry["window_medians_s"] = medians
+    entry["contended_discarded"] = sum(len(w["samples_s"]) for w in windows if w not in kept)
+    for key in ("wall_s", "sampling_wall_s"):
+        entry[key] = sum(float(w.get(key) or 0.0) for w in windows)
+    entry["warmup_calls"] = sum(int(w.get("warmup_calls") or 0) for w in windows)
+    phases: dict[str, float] = {}
+    for w in windows:
+        for phase, seconds in (w.get("phases_s") or {}).items():
+            phases[phase] = phases.get(phase, 0.0) + seconds
+    entry["phases_s"] = phases
+    scale = float(windows[0]["stats"]["median"]) / float(entry["stats"]["median"])
+    for rate in ("tflops", "gbps", "pct_of_peak_flops", "pct_of_peak_bandwidth"):
+        if rate in entry:  # rates follow the row's median
+            entry[rate] = entry[rate] * scale
+    return entry
