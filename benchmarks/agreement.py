@@ -20,7 +20,8 @@ from typing import Any
 import torch
 
 from harness.suite.catalog import CATALOG, FAMILY
-from harness.suite.measure import Timer, measure
+from harness.suite.measure import measure
+from harness.suite.timer import Timer
 
 CASES = [
     ("conv2d_r50_3x3", "bf16"),

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.suite import cudnn_probe, measure, numerics, share
+from harness.suite import cudnn_probe, graphs, measure, numerics, share
+from harness.suite import timer as timing
 from tests.conftest import REPO, harness_env
 
 SUITE = REPO / "harness" / "suite"
@@ -61,18 +62,18 @@ def _last_ask(owed_s: float, time_budget_s: float, min_loop_share: float) -> sha
 
 def test_measure_on_cpu_keeps_raw_samples_and_says_why_it_stopped():
     calls = []
-    result = measure.measure(lambda: calls.append(1), measure.Timer("cpu"), time_budget_s=0.01)
+    result = measure.measure(lambda: calls.append(1), timing.Timer("cpu"), time_budget_s=0.01)
     assert result["timer"] == "perf_counter" and not result["launch_latency_hidden"]
     assert len(result["samples_s"]) == result["stats"]["n"] >= measure.MIN_SAMPLES
     assert result["stop_reason"] in ("noise_target", "time_budget", "max_samples")
     host_calls = len(calls) - (1 + result["warmup_calls"] + result["stats"]["n"])
-    assert host_calls >= measure.HOST_BLOCKS  # the host-time metric's blocks of back-to-back calls
+    assert host_calls >= timing.HOST_BLOCKS  # the host-time metric's blocks of back-to-back calls
     assert 0 < result["host_time_per_call_s"] < 0.01
     assert result["host_enqueue_s"] is None and result["launch_block_s"] is None  # GPU-only fields
     # a floor a process asked for ends sampling once it is in, however noisy the samples
     noisy = itertools.cycle([1e-4, 5e-4])
     ask = _last_ask(0.3, 5.0, 0.0)
-    floored = measure.measure(lambda: time.sleep(next(noisy)), measure.Timer("cpu"), 0.3, 0.01, ask=ask)
+    floored = measure.measure(lambda: time.sleep(next(noisy)), timing.Timer("cpu"), 0.3, 0.01, ask=ask)
     timed = sum(floored["samples_s"])
     assert floored["stop_reason"] == "timed_floor" and floored["timed_floor_s"] <= timed < 0.5
     # the loop's own share sets the floor: the untimed time between samples is outweighed too
@@ -80,7 +81,7 @@ def test_measure_on_cpu_keeps_raw_samples_and_says_why_it_stopped():
     assert floored["timed_floor_s"] > 0.3
     # a loop its samples fill less than the process can lengthen: cut short at SHORT_LOOP_S of timed work
     ask = _last_ask(4.0, 5.0, 1.01)
-    short = measure.measure(lambda: time.sleep(next(noisy)), measure.Timer("cpu"), 0.5, 0.01, ask=ask)
+    short = measure.measure(lambda: time.sleep(next(noisy)), timing.Timer("cpu"), 0.5, 0.01, ask=ask)
     assert "timed_floor_s" not in short and short["stop_reason"] == "short_loop"
     assert sum(short["samples_s"]) >= share.SHORT_LOOP_S
     # at the first sample past SHARE_CHECK_S, when the loop has a share of its own; not the 0.5 s budget
@@ -88,7 +89,7 @@ def test_measure_on_cpu_keeps_raw_samples_and_says_why_it_stopped():
     # a floor under the matrix's min_time_s rules too (suite 0.11): the loop stops at it, not at the
     # matrix's lengths, though never before SHORT_LOOP_S of timed work
     ask = _last_ask(0.005, 2.0, 0.0)
-    kept = measure.measure(lambda: time.sleep(next(noisy)), measure.Timer("cpu"), 2.0, 1.0, ask=ask)
+    kept = measure.measure(lambda: time.sleep(next(noisy)), timing.Timer("cpu"), 2.0, 1.0, ask=ask)
     assert kept["stop_reason"] == "timed_floor" and kept["timed_floor_s"] < share.SHORT_LOOP_S
     assert share.SHORT_LOOP_S <= sum(kept["samples_s"]) < 0.3
 
@@ -99,7 +100,7 @@ class _PowerLimitedGpu:
 
     available, min_sm_mhz = True, None
 
-    def __init__(self, timer: measure.Timer, sample_s: float, enough_rest: float | None) -> None:
+    def __init__(self, timer: timing.Timer, sample_s: float, enough_rest: float | None) -> None:
         self.timer, self.sample_s, self.enough_rest = timer, sample_s, enough_rest
 
     def sm_clock_mhz(self) -> int:
@@ -113,7 +114,7 @@ class _PowerLimitedGpu:
 @pytest.mark.parametrize("enough_rest", [1.0, None])
 def test_samples_the_power_limit_slowed_are_dropped_while_the_rest_between_samples_grows(enough_rest):
     # the policy on the CPU's clock: a GPU sleep cannot run here, so the timer is told it could
-    timer = measure.Timer("cpu")
+    timer = timing.Timer("cpu")
     timer.hide_launch_latency, timer.sleep_cycles_per_s = True, 1e9
     sample_s = 0.001
     gpu = _PowerLimitedGpu(timer, sample_s, enough_rest)
@@ -122,20 +123,20 @@ def test_samples_the_power_limit_slowed_are_dropped_while_the_rest_between_sampl
     result = measure.measure(lambda: time.sleep(sample_s), timer, 0.3, 0.2, gpu=gpu, ask=ask)
     rest, dropped = result["power_rest_s"], result["power_capped_discarded"]
     # the rest grows from half a sample by half again, no oftener than every REST_EVERY_S
-    steps = math.ceil(math.log((enough_rest or measure.REST_MAX) / measure.REST_STEP, 1.5)) + 1
+    steps = math.ceil(math.log((enough_rest or timing.REST_MAX) / timing.REST_STEP, 1.5)) + 1
     assert dropped >= steps  # a step's samples are dropped at least
     if enough_rest is not None:
-        assert enough_rest * sample_s <= rest < measure.REST_MAX * sample_s  # grown until the limit lifts
+        assert enough_rest * sample_s <= rest < timing.REST_MAX * sample_s  # grown until the limit lifts
         assert set(result["sm_clock_mhz"]) == {1980}  # no sample the limit slowed is kept
     else:  # a limit no rest lifts: once the rest is at its longest, its samples are kept
-        assert rest == pytest.approx(measure.REST_MAX * result["stats"]["median"], rel=0.3)
+        assert rest == pytest.approx(timing.REST_MAX * result["stats"]["median"], rel=0.3)
         assert set(result["sm_clock_mhz"]) == {1590} and result["stats"]["n"] >= measure.MIN_SAMPLES
     # the budget counts from where samples stopped being dropped, and it is the matrix's, not 20 s
     assert result["stop_reason"] in ("time_budget", "noise_target")
     budget = 0.3 if result["stop_reason"] == "time_budget" else 0.0
-    assert (steps - 1) * measure.REST_EVERY_S + budget <= result["sampling_wall_s"] < 5
+    assert (steps - 1) * timing.REST_EVERY_S + budget <= result["sampling_wall_s"] < 5
     assert "timed_floor_s" not in result
-    assert measure.measure(lambda: None, measure.Timer("cpu"), 0.01)["power_rest_s"] is None
+    assert measure.measure(lambda: None, timing.Timer("cpu"), 0.01)["power_rest_s"] is None
 
 
 def test_loops_never_lengthened_do_not_set_the_share_expected_of_those_that_will_be():
@@ -643,30 +644,30 @@ def test_a_full_round_is_not_lengthened_and_a_short_loop_is_made_up_for_later():
 def test_graphs_taken_in_turn_fit_their_memory_and_hold_what_they_recorded():
     gib = 1024**3
     # suite 0.11: GRAPHS captures, fewer where their memory would pass GRAPHS_BYTES or half the free memory
-    assert measure.graphs_that_fit(4, 1024**2, free_bytes=80 * gib) == 4
-    assert measure.graphs_that_fit(4, 6 * gib, free_bytes=80 * gib) == 2  # 16 GiB of room
-    assert measure.graphs_that_fit(4, 6 * gib, free_bytes=20 * gib) == 1  # half of 20 GiB
-    assert measure.graphs_that_fit(4, 40 * gib, free_bytes=80 * gib) == 1  # one graph whatever it takes
-    assert measure.graphs_that_fit(4, 0, free_bytes=80 * gib) == 4
+    assert graphs.graphs_that_fit(4, 1024**2, free_bytes=80 * gib) == 4
+    assert graphs.graphs_that_fit(4, 6 * gib, free_bytes=80 * gib) == 2  # 16 GiB of room
+    assert graphs.graphs_that_fit(4, 6 * gib, free_bytes=20 * gib) == 1  # half of 20 GiB
+    assert graphs.graphs_that_fit(4, 40 * gib, free_bytes=80 * gib) == 1  # one graph whatever it takes
+    assert graphs.graphs_that_fit(4, 0, free_bytes=80 * gib) == 4
     # each call replays the next graph, round and round; the storages the graphs recorded stay alive
     calls: list[int] = []
     held = [torch.ones(2)]
-    rotation = measure._rotation([lambda i=i: calls.append(i) for i in range(3)], held)
+    rotation = graphs.rotation([lambda i=i: calls.append(i) for i in range(3)], held)
     for _ in range(7):
         rotation()
     assert calls == [0, 1, 2, 0, 1, 2, 0]
     assert any(cell.cell_contents is held for cell in rotation.__closure__ or ())
     single = lambda: None  # noqa: E731 - one graph is replayed as it is
-    assert measure._rotation([single], []) is single
+    assert graphs.rotation([single], []) is single
     # only GPU tensors move; a CPU tensor stays where it is, and nothing is held for it
     x, kept = torch.arange(4.0), []
     address = x.data_ptr()
-    measure._relocate([x, "not a tensor"], kept)
+    graphs.relocate([x, "not a tensor"], kept)
     assert x.data_ptr() == address and kept == []
 
 
 def test_on_a_cpu_a_sample_is_one_call_and_one_graph_whatever_is_asked():
-    result = measure.measure(lambda: None, measure.Timer("cpu"), 0.01, graphs=4, batch=8)
+    result = measure.measure(lambda: None, timing.Timer("cpu"), 0.01, graphs=4, batch=8)
     assert result["graphs"] == 1 and result["batch"] == 1 and result["l2_flushed"] is False
 
 

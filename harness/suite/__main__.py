@@ -131,7 +131,7 @@ def _run(args: argparse.Namespace) -> int:
         import torch  # imported here so 'list' works without torch
 
         from harness.suite import cudnn_probe, environment
-        from harness.suite.measure import Timer
+        from harness.suite.timer import Timer
 
         setup.done("import_torch")
         device = args.device
@@ -269,7 +269,8 @@ def _measure_one(
     import torch
 
     from harness.suite import gpu_state, peaks, what_ran
-    from harness.suite.measure import GRAPHS, measure
+    from harness.suite.graphs import GRAPHS
+    from harness.suite.measure import measure
     from harness.suite.summary import summarize
     from harness.suite.workloads.tensors import apply_knobs
 

@@ -16,7 +16,7 @@ H100, with suite 0.6's lengths (reports/qualify-cost/probe-0.7/): a full round's
 timed, one of 4 rows 61 %, one of 1 row 51 %, against 25 % for that row without the rule.
 
 Only loops that are mostly timed work are lengthened (suite 0.9): one that rests the GPU for its power
-limit (``measure.Timer.rest_longer``) keeps the matrix's lengths, and the measurements after it make up
+limit (``timer.Timer.rest_longer``) keeps the matrix's lengths, and the measurements after it make up
 its share. A lengthened loop stops once its floor is in, not at a budget past it; the floor follows the
 loop's own timed share as it samples (suite 0.10): down where the loop is more timed than the process's
 others, up only in the process's last measurement, which no later one can make up for.

@@ -1,0 +1,76 @@
+"""CUDA graphs of a call: its capture, how many fit, and taking several in turn.
+
+Samples taken in turn from ``GRAPHS`` captures of the call, each with its own outputs and workspaces,
+average out where those lie (docs/method.md: where a call's memory lies moves its median between
+processes).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+GRAPHS = 4
+GRAPHS_BYTES = 16 * 1024**3  # at most this much memory for the captures' own (GPU memory free: half)
+
+
+def capture(fn: Callable[[], Any], calls: int = 1) -> tuple[Callable[[], Any] | None, str | None]:
+    """``calls`` back-to-back calls of ``fn`` recorded as one CUDA graph: its replay, or None and why it
+    could not be recorded.
+
+    The caller has warmed ``fn`` up (autotuning, lazy loading and allocations are done), as capture
+    requires; one more call on the capture stream warms that stream, as PyTorch's docs ask.
+    """
+    graph = torch.cuda.CUDAGraph()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    try:
+        with torch.cuda.stream(stream):
+            fn()
+        torch.cuda.current_stream().wait_stream(stream)
+        with torch.cuda.graph(graph, stream=stream, capture_error_mode="thread_local"):
+            for _ in range(calls):
+                fn()
+        torch.cuda.synchronize()
+    except Exception as exc:  # any refusal means: time the call eagerly
+        # ending a broken capture raises "operation failed due to a previous error during capture";
+        # the error the call itself raised is the one that says why
+        cause = exc.__context__ if exc.__context__ is not None else exc
+        text = str(cause).strip().splitlines()
+        return None, f"{type(cause).__name__}: {text[0] if text else ''}"[:300]
+    return graph.replay, None
+
+
+def graphs_that_fit(wanted: int, call_bytes: int, free_bytes: int | None = None) -> int:
+    """How many of ``wanted`` graphs to capture of a call that allocates ``call_bytes`` beyond its inputs:
+    their memory stays under ``GRAPHS_BYTES`` and half the GPU's free memory, one graph at least."""
+    if free_bytes is None:
+        free_bytes = torch.cuda.mem_get_info()[0] if torch.cuda.is_available() else GRAPHS_BYTES * 2
+    room = min(GRAPHS_BYTES, free_bytes // 2)
+    return max(1, min(wanted, room // max(call_bytes, 1)))
+
+
+def relocate(tensors: Sequence[Any], held: list[Any]) -> None:
+    """Move each GPU tensor of ``tensors`` to a copy at other addresses, in place (the calls that close over
+    it use the copy from now on); the storage it leaves is held in ``held`` for the graphs recorded on it."""
+    with torch.inference_mode(False):  # a copy made under inference mode could not become a tensor's data
+        for tensor in tensors:
+            if isinstance(tensor, torch.Tensor) and tensor.is_cuda:
+                held.append(tensor.data)
+                tensor.data = tensor.data.clone()
+
+
+def rotation(replays: list[Callable[[], Any]], held: list[Any]) -> Callable[[], Any]:
+    """One replay a call, taking the graphs in turn; ``held`` lives as long as they do."""
+    if len(replays) == 1:
+        return replays[0]
+    turn = itertools.cycle(replays)
+
+    def replay() -> Any:
+        _ = held
+        return next(turn)()
+
+    return replay
