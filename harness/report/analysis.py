@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import pandas as pd
 
-from harness.report import autotuning, frames, series, verdicts
+from harness.report import autotuning, frames, numerics_verdicts, release_gate, row_verdicts, series
 from harness.report.model import Analysis, View
 from harness.results.documents import LoadedResults, round_of
 from harness.suite.document import ResultDocument
 
 
 def analyze(
-    view: View, loaded: LoadedResults, policy: verdicts.Policy, group_of_file: dict[str, str] | None = None
+    view: View,
+    loaded: LoadedResults,
+    policy: release_gate.Policy,
+    group_of_file: dict[str, str] | None = None,
 ) -> Analysis:
     frame = frames.long_form(loaded)
     if group_of_file is not None and not frame.empty:
@@ -27,9 +30,11 @@ def analyze(
     if outside and not frame.empty:
         frame = frame[~frame["file"].isin({file for file, _ in outside})]
     samples = frames.samples(loaded)
-    timing = verdicts.timing(frame, view.baseline, view.groups, view.threshold_pct, view.alpha, samples)
-    numerics = verdicts.numerics(frame, view.baseline, view.groups) if not frame.empty else pd.DataFrame()
-    beyond = verdicts.beyond_tolerance(frame, view.groups)
+    timing = row_verdicts.timing(frame, view.baseline, view.groups, view.threshold_pct, view.alpha, samples)
+    numerics = (
+        numerics_verdicts.numerics(frame, view.baseline, view.groups) if not frame.empty else pd.DataFrame()
+    )
+    beyond = numerics_verdicts.beyond_tolerance(frame, view.groups)
     tuned = autotuning.compare(frame, view.groups, view.threshold_pct, view.alpha, samples)
     failed_runs = [
         f"{group} round {round_of(doc)} ({file}): {_failure(doc)}"
@@ -38,7 +43,7 @@ def analyze(
         if doc["status"] != "ok"
     ]
     failed_runs += [f"{group}: no result file" for group in view.groups if not docs.get(group)]
-    gate = verdicts.gate(timing, numerics, failed_runs, policy, beyond)
+    gate = release_gate.gate(timing, numerics, failed_runs, policy, beyond)
     along = series.build(
         view.cells,
         _bundled_versions(docs),

@@ -11,11 +11,11 @@ from pathlib import Path
 from harness import jsonio
 from harness.errors import InputError, Problem
 from harness.plan.model import Plan
-from harness.report import frames, sides, verdicts
+from harness.report import frames, row_verdicts, sides
 from harness.report.analysis import analyze
 from harness.report.model import Analysis, Rendered, View
+from harness.report.release_gate import Policy
 from harness.report.render import render
-from harness.report.verdicts import Policy
 from harness.results import documents, folder
 
 Say = Callable[[str], None]
@@ -118,7 +118,7 @@ def undecided(plan: Plan, dirs: list[Path]) -> Undecided | None:
     frame = frames.long_form(loaded)
     if frame.empty:
         return None
-    timing = verdicts.timing(
+    timing = row_verdicts.timing(
         frame, view.baseline, view.groups, view.threshold_pct, view.alpha, frames.samples(loaded)
     )
     open_rows = timing[

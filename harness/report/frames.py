@@ -3,6 +3,7 @@ compared."""
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -223,6 +224,24 @@ def lower_median_row(rows: pd.DataFrame, column: str) -> pd.Series[Any]:
     ordered = rows.sort_values([column, "file"], kind="mergesort")
     row: pd.Series[Any] = ordered.iloc[(len(ordered) - 1) // 2]
     return row
+
+
+def keys_of(frame: pd.DataFrame) -> list[tuple[str, str, str]]:
+    """Each (workload, dtype, knobs) of ``frame`` once, in the order first met."""
+    return list(dict.fromkeys(zip(frame["workload"], frame["dtype"], frame["knobs"], strict=True)))
+
+
+def rows_of(frame: pd.DataFrame, key: tuple[str, str, str]) -> pd.DataFrame:
+    """``frame``'s rows of one (workload, dtype, knobs)."""
+    rows: pd.DataFrame = frame[
+        (frame["workload"] == key[0]) & (frame["dtype"] == key[1]) & (frame["knobs"] == key[2])
+    ]
+    return rows
+
+
+def known(value: Any) -> bool:
+    """Whether a frame's cell holds a value: None and NaN (pandas' fill for a missing cell) do not."""
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
 
 
 # ATen operators named for the implementation behind a generic one (aten::convolution -> mkldnn, cudnn...)

@@ -16,7 +16,7 @@ import pandas as pd
 
 from harness.plan.model import Cell as MatrixCell
 from harness.plan.model import Plan
-from harness.report import verdicts
+from harness.report import release_gate
 from harness.report.series import Series
 from harness.suite.document import ResultDocument
 
@@ -81,7 +81,7 @@ class Analysis:
     numerics: pd.DataFrame
     beyond_tolerance: pd.DataFrame  # every group's measurements beyond their tolerance, baseline included
     autotuning: pd.DataFrame  # cudnn_benchmark off vs on within each group (autotuning.COLUMNS)
-    gate: verdicts.Gate
+    gate: release_gate.Gate
     docs: dict[str, list[tuple[ResultDocument, str]]]  # group -> (document, file) per round
     samples: dict[tuple[str, str, str, str], list[float]]
     outside: tuple[tuple[str, str], ...] = ()  # (file, cell id) of valid results of no group: not compared

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness import jsonio, schemas
-from harness.report import csvsafe, digest, html, markdown, plots, sections, verdicts
+from harness.report import csvsafe, digest, html, markdown, plots, sections, table_values, verdict_json
 from harness.report.model import Analysis, Rendered, View
 from harness.results import folder as results_folder
 from harness.results.documents import LoadedResults
@@ -36,7 +36,7 @@ def render(
         jsonio.write_text_atomic(out_dir / "changes.csv", analysis.series.changes_csv())
     jsonio.write_text_atomic(out_dir / "summary.md", digest.summary(view, analysis, sources))
     jsonio.write_text_atomic(out_dir / "junit.xml", digest.junit(view, analysis))
-    verdict = verdicts.document(
+    verdict = verdict_json.document(
         name=view.name,
         baseline=view.baseline,
         groups=view.groups,
@@ -56,15 +56,16 @@ def render(
         raise ValueError(
             "verdict.json does not match schemas/verdict.schema.json: " + "; ".join(map(str, problems[:3]))
         )
-    verdict_json = out_dir / "verdict.json"
-    jsonio.write_atomic(verdict_json, verdict)
-    return Rendered(markdown_file, html_file, csv, verdict_json)
+    verdict_file = out_dir / "verdict.json"
+    jsonio.write_atomic(verdict_file, verdict)
+    return Rendered(markdown_file, html_file, csv, verdict_file)
 
 
 def _write_extracts(out_dir: Path, extracts: dict[str, tuple[str, int]], loaded: LoadedResults) -> None:
     """Each linked measurement as its own small file: the measurement as recorded, its raw samples left
     out (they are in the result file it names), with the cell and run it belongs to."""
-    folder = jsonio.real_folder(out_dir / sections.MEASUREMENTS)  # a planted link is refused, not followed
+    # a planted link is refused, not followed
+    folder = jsonio.real_folder(out_dir / table_values.MEASUREMENTS)
     for stale in folder.glob(f"*{results_folder.MEASUREMENT_SUFFIX}"):  # an earlier render's links
         stale.unlink()
     documents_by_file = dict(zip(loaded.files, loaded.documents, strict=True))

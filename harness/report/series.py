@@ -16,7 +16,7 @@ import pandas as pd
 
 from harness.plan.model import Cell
 from harness.plan.releases import ReleaseAxis, release_axis
-from harness.report import csvsafe, verdicts
+from harness.report import csvsafe, row_verdicts
 from harness.report.frames import KEYS
 
 CHANGED = ("slower", "faster", "failed")  # failed: ran at the earlier release, not at the later one
@@ -121,7 +121,7 @@ def build(
     ratios = pd.DataFrame(table, columns=[*KEYS, *(r.label for r in axis.releases)])
     changes = []
     for earlier, later in itertools.pairwise(axis.releases):
-        pair = verdicts.timing(
+        pair = row_verdicts.timing(
             frame, earlier.cell_id, (earlier.cell_id, later.cell_id), threshold_pct, alpha, samples
         )
         for row in pair.to_dict("records"):
