@@ -14,7 +14,7 @@ from harness.report import markdown, stats
 from harness.report.model import Analysis, Section, Value, View
 
 # Spread that makes a number shaky: pyperf warns from a 10 % standard deviation within a run; between the
-# rounds of one cell an A/A H100 pair differs by p95 0.74 % (reports/gpu-aa-0.5), so 5 % is far outside it.
+# rounds of one cell, 5 % is far outside what two processes on one GPU differ by (docs/method.md).
 WITHIN_RUN_SPREAD = 0.10  # IQR / median of one measurement's samples
 BETWEEN_ROUNDS_SPREAD = 0.05  # coefficient of variation of one row's per-round medians
 

@@ -156,8 +156,8 @@ def environment(view: View, analysis: Analysis, letters: dict[str, str]) -> Sect
     if not rows:
         return None
     uuids = answer.gpu_uuids(analysis)
-    # Two GPUs of one model differ by more than two processes on one GPU (suite 0.4 on two H100s: A/A
-    # p95 1.9 %; suite 0.5 on one: 0.74 %, reports/gpu-aa-0.5), so a reader must know when runs were spread.
+    # Two GPUs of one model differ by more than two processes on one GPU (docs/method.md has the A/A
+    # figures), so a reader must know when runs were spread.
     intro = (
         f"These runs used {len(uuids)} physical GPUs (GPU id column): the differences between them are "
         "part of every comparison here, and A/A noise across GPUs is larger than on one."

@@ -8,8 +8,8 @@ the verdict says so: process-to-process variation is then not covered.
 The exact Mann-Whitney U test needs 7 rounds per side to reach p < 0.002. With fewer (3 or more per
 side: a sequential qualification stops adding rounds to rows already decided), the rounds are judged by
 Welch's t test on the logarithms of the round medians, and "same" by an equivalence test (TOST: the
-1 - 2 alpha interval of the ratio lies inside the threshold). Resampling the committed H100 rounds
-validated that rule (benchmarks/early_verdicts.py, reports/early-verdicts/resampling.txt).
+1 - 2 alpha interval of the ratio lies inside the threshold). docs/method.md says how resampling
+recorded rounds validated that rule.
 """
 
 from __future__ import annotations
@@ -111,8 +111,7 @@ def judge(
     significant = p is not None and p < alpha
     if basis == "samples":
         # Samples of one process share that process's state (algorithm choice, allocator layout,
-        # clocks): a CPU relu differed by 24% between two processes of the same code here, RNNs by up
-        # to 87% on an H100. One process per side supports no verdict, only the numbers.
+        # clocks), so one process per side supports no verdict, only the numbers (docs/method.md).
         return Comparison(
             "inconclusive",
             ratio,
