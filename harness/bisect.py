@@ -117,8 +117,8 @@ def _checked(plan: Plan, row: str, good: str, bad: str) -> tuple[ReleaseAxis, tu
     """The axis, the row and the two releases' places, or InputError with the fix for each."""
     problems = []
     workload, _, dtype = row.partition(":")
-    rows = {(w, d) for w in plan.suite.get("workloads", []) for d in plan.suite["dtypes"]}
-    if not plan.suite.get("workloads"):
+    rows = {(w, d) for w in plan.suite.workloads for d in plan.suite.dtypes}
+    if not plan.suite.workloads:
         problems.append(
             Problem(plan.source, "suite.workloads", "bisect needs the matrix to list its workloads")
         )
@@ -203,12 +203,12 @@ class _Judge:
                 self.plan,
                 cells=(cell,),
                 baseline_id=cell.id,
-                suite={
-                    **self.plan.suite,
-                    "workloads": [self.workload],
-                    "dtypes": [self.dtype],
-                    "rows": [f"{self.workload}:{self.dtype}"],
-                },
+                suite=dataclasses.replace(
+                    self.plan.suite,
+                    workloads=(self.workload,),
+                    dtypes=(self.dtype,),
+                    rows=(f"{self.workload}:{self.dtype}",),
+                ),
                 rounds=wanted,
             )
             self.run(probe_plan, self.out)

@@ -138,7 +138,7 @@ def _plan(args: argparse.Namespace) -> int:
     print(tabulate(rows, headers=["cell (* baseline)", "torch", "cuDNN", "base image", "python"]))
     print(
         f"\n{len(plan.cells)} cells x {len(plan.knob_sets)} knob sets, backend {plan.backend}, "
-        f"suite profile {plan.suite['profile']}, regression threshold {plan.regression_pct:g}%"
+        f"suite profile {plan.suite.profile}, regression threshold {plan.regression_pct:g}%"
     )
     return EXIT_OK
 
@@ -405,12 +405,12 @@ def _qualify(args: argparse.Namespace) -> int:
         later = dataclasses.replace(
             plan,
             cells=tuple(c for c in plan.cells if c.id in still.cells),
-            suite={
-                **plan.suite,
-                "workloads": list(dict.fromkeys(w for w, _ in still.rows)),
-                "dtypes": list(dict.fromkeys(d for _, d in still.rows)),
-                "rows": [f"{w}:{d}" for w, d in still.rows],  # exactly these, not the product
-            },
+            suite=dataclasses.replace(
+                plan.suite,
+                workloads=tuple(dict.fromkeys(w for w, _ in still.rows)),
+                dtypes=tuple(dict.fromkeys(d for _, d in still.rows)),
+                rows=tuple(f"{w}:{d}" for w, d in still.rows),  # exactly these, not the product
+            ),
             first_round=round_index,
             rounds=round_index,
         )

@@ -22,7 +22,7 @@ import pandas as pd
 
 from harness import images, jsonio
 from harness.errors import InputError, Problem
-from harness.plan.model import DEFAULT_SUITE, Cell, Plan
+from harness.plan.model import Cell, Plan
 from harness.report import markdown, stats
 from harness.report.analysis import analyze
 from harness.report.frames import knob_label
@@ -78,8 +78,8 @@ def write(
         "knobs": measurement["knobs"],
         "device": docs["baseline"]["device"],
         "profile": docs["baseline"]["profile"],
-        "time_budget_s": float(plan.suite.get("time_budget_s", DEFAULT_SUITE["time_budget_s"])),
-        "min_time_s": float(plan.suite.get("min_time_s", DEFAULT_SUITE["min_time_s"])),
+        "time_budget_s": float(plan.suite.time_budget_s),
+        "min_time_s": float(plan.suite.min_time_s),
         "report_ratio": float(row["ratio"]),
         "sides": {side: _side(cells[group], docs[side], backend) for side, group in sides.items()},
     }

@@ -98,7 +98,7 @@ baseline: {cudnn: bundled}
 """,
     )
     assert plan.backend == "local"
-    assert plan.suite["profile"] == "smoke"
+    assert plan.suite.profile == "smoke"
     assert plan.regression_pct == 5.0
     assert plan.knob_sets == ({"cudnn_benchmark": False, "deterministic": False, "tf32": False},)
 

@@ -501,7 +501,7 @@ def fake_runner(real: list[dict[str, Any]], calls: list[str]):
 
     def run(plan: Plan, out: Path) -> list[Any]:
         (cell,) = plan.cells
-        assert plan.suite["workloads"] == ["relu"] and plan.suite["dtypes"] == ["fp32"]
+        assert plan.suite.workloads == ("relu",) and plan.suite.dtypes == ("fp32",)
         calls.append(cell.id)
         write_cell(out, real, cell, plan.rounds)
         return []

@@ -6,6 +6,7 @@ A backend never raises for a cell that fails: the failure is written as a result
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -50,7 +51,7 @@ class Backend(Protocol):
 
 def needs_gpu(cell: Cell, plan: Plan) -> bool:
     """Whether the cell's suite runs on a GPU: not for a CPU build of torch, nor a CPU-only suite."""
-    return not (cell.torch.endswith("+cpu") or plan.suite["device"] == "cpu")
+    return not (cell.torch.endswith("+cpu") or plan.suite.device == "cpu")
 
 
 def suite_arguments(
@@ -60,8 +61,8 @@ def suite_arguments(
 
     The fp64 reference and numerics run in a cell's first round only: they do not change from process
     to process, and they took a fifth of a process's time (issue 19)."""
-    suite = plan.suite
-    arguments = [
+    settings = plan.suite if round_index == 1 else dataclasses.replace(plan.suite, numerics=False)
+    return [
         "run",
         "--out",
         out,
@@ -71,25 +72,5 @@ def suite_arguments(
         json.dumps(expect),
         "--knobs",
         json.dumps(list(plan.knob_sets)),
-        "--profile",
-        suite["profile"],
-        "--device",
-        suite["device"],
-        "--dtypes",
-        ",".join(suite["dtypes"]),
-        "--time-budget-s",
-        str(suite["time_budget_s"]),
+        *settings.to_argv(),
     ]
-    if suite.get("workloads"):
-        arguments += ["--workloads", ",".join(suite["workloads"])]
-    if suite.get("rows"):  # a late round of qualify: its undecided rows only
-        arguments += ["--rows", ",".join(suite["rows"])]
-    if suite.get("min_time_s"):
-        arguments += ["--min-time-s", str(suite["min_time_s"])]
-    if suite.get("timed_share"):
-        arguments += ["--timed-share", str(suite["timed_share"])]
-    if suite.get("numerics") is False or round_index > 1:
-        arguments.append("--no-numerics")
-    if suite.get("what_ran") is False:
-        arguments.append("--no-what-ran")
-    return arguments

@@ -40,7 +40,7 @@ def failed_result(
         "schema_version": RESULT_SCHEMA_VERSION,
         "suite_version": suite_version,
         "cell": cell_record(cell),
-        "profile": plan.suite["profile"],
+        "profile": plan.suite.profile,
         "status": "failed",
         "failure": {"stage": stage, "reason": reason[:4000], "log_tail": log_tail},
         "started_at": started.isoformat(),

@@ -53,7 +53,7 @@ def run(
     backend = registry.create(request.settings, detail or say)
     cells = select(plan, request.only)
     gpus = gpu_ids(request.gpus)
-    if gpus and plan.suite.get("device", "auto") != "cpu":
+    if gpus and plan.suite.device != "cpu":
         _on_this_host(gpus, request.gpus or "")
     jsonio.output_folder(request.out, "--out")
     say(
@@ -120,7 +120,7 @@ def select(plan: Plan, only: tuple[str, ...]) -> tuple[Cell, ...]:
 
 def needs_every_gpu(plan: Plan, python: str | None) -> bool:
     """Whether the suite names a workload that runs its own process per GPU (its runs get them all)."""
-    workloads = set(plan.suite.get("workloads") or ())
+    workloads = set(plan.suite.workloads)
     return bool(workloads) and bool(workloads & suite_listing.multi_gpu_workloads(python))
 
 

@@ -23,13 +23,13 @@ from harness.plan.model import (
     DEFAULT_ALPHA,
     DEFAULT_REGRESSION_PCT,
     DEFAULT_ROUNDS,
-    DEFAULT_SUITE,
     KNOBS,
     Cell,
     CellProblem,
     CudnnSource,
     Plan,
 )
+from harness.suite.settings import SuiteSettings
 
 # A matrix is expanded in memory before rules apply; 10^6 cells took a minute and 1.4 GB. 1024 cells is
 # already more GPU time than any qualification we run (each cell is an image and rounds of the suite).
@@ -112,7 +112,6 @@ def load(
         raise InputError(found)
     assert cells is not None  # no problem: the axes and rules were sound
     baseline_id = next(c.id for c in cells if c.matches(data["baseline"]))
-    suite = {**DEFAULT_SUITE, **data.get("suite", {})}
     thresholds = data.get("thresholds", {})
     backend = backend or data.get("backend", "local")
 
@@ -127,7 +126,7 @@ def load(
         cells=tuple(cells),
         baseline_id=baseline_id,
         knob_sets=knob_sets,
-        suite=suite,
+        suite=SuiteSettings.from_json(data.get("suite", {})),
         regression_pct=float(thresholds.get("regression_pct", DEFAULT_REGRESSION_PCT)),
         per_workload_pct={k: float(v) for k, v in thresholds.get("per_workload", {}).items()},
         matrix_sha256=hashlib.sha256(path.read_bytes()).hexdigest(),

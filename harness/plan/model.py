@@ -13,25 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from harness.suite.settings import SuiteSettings
+
 CudnnKind = Literal["bundled", "disabled", "wheel", "system"]
 AXES = ("torch", "cudnn", "base_image", "python")
 AXIS_DEFAULTS = {"base_image": "auto", "python": "installed"}
 KNOBS = ("cudnn_benchmark", "deterministic", "tf32")
-# How long each measurement samples (suite 0.7). The spread of round medians, which decides verdicts, does
-# not shrink with longer sampling: resampling the committed H100 rounds to their first 0.25 s or 0.5 s of
-# timed work gave the same verdicts as every sample (benchmarks/early_verdicts.py --timed-prefix;
-# reports/early-verdicts/). So the lengths are set by issue 19's other ask, that timed GPU work be half
-# of each process's wall time: timed_share raises a GPU measurement's min_time and time budget as far as
-# its process needs (harness/suite/share.py); min_time_s is nvbench's 0.5 s again (1 s in suite 0.6) and
-# the time budget 1 s (2 s until 0.7), the lengths where no share is asked (a CPU).
-DEFAULT_SUITE = {
-    "profile": "smoke",
-    "device": "auto",
-    "dtypes": ["fp32", "bf16"],
-    "time_budget_s": 1.0,
-    "min_time_s": 0.5,
-    "timed_share": 0.5,
-}
 DEFAULT_REGRESSION_PCT = 5.0
 DEFAULT_ALPHA = 0.002  # asv's threshold for the Mann-Whitney U test; needs 7 rounds per side
 DEFAULT_ROUNDS = 1
@@ -124,7 +111,7 @@ class Plan:
     cells: tuple[Cell, ...]
     baseline_id: str
     knob_sets: tuple[dict[str, bool], ...]
-    suite: dict[str, Any]
+    suite: SuiteSettings
     regression_pct: float
     per_workload_pct: dict[str, float] = field(default_factory=dict)
     matrix_sha256: str = ""
@@ -157,7 +144,7 @@ class Plan:
             "cells": [{"id": c.id, **c.to_json()} for c in self.cells],
             "baseline": self.baseline_id,
             "knob_sets": list(self.knob_sets),
-            "suite": self.suite,
+            "suite": self.suite.to_json(),
             "thresholds": {
                 "regression_pct": self.regression_pct,
                 "per_workload": self.per_workload_pct,
@@ -174,7 +161,7 @@ class Plan:
             cells=tuple(Cell.from_json(c) for c in raw["cells"]),
             baseline_id=raw["baseline"],
             knob_sets=tuple(raw["knob_sets"]),
-            suite=dict(raw["suite"]),
+            suite=SuiteSettings.from_json(raw["suite"]),
             regression_pct=raw["thresholds"]["regression_pct"],
             per_workload_pct=dict(raw["thresholds"]["per_workload"]),
             matrix_sha256=raw.get("matrix_sha256", ""),

@@ -67,7 +67,7 @@ class View:
             default_pct=plan.regression_pct,
             alpha=plan.alpha,
             rounds=plan.rounds,
-            note=f"sha256 `{plan.matrix_sha256[:12]}`, suite profile `{plan.suite['profile']}`",
+            note=f"sha256 `{plan.matrix_sha256[:12]}`, suite profile `{plan.suite.profile}`",
             per_workload_pct=plan.per_workload_pct,
             cells=plan.cells,
             matrix=plan.source,

@@ -36,7 +36,7 @@ class Decision:
 
 def suite_settings_sha256(plan: Plan) -> str:
     """What of the matrix shapes a cell's measurements: the suite section and the knob sets."""
-    settings = {"suite": plan.suite, "knob_sets": list(plan.knob_sets)}
+    settings = {"suite": plan.suite.to_json(), "knob_sets": list(plan.knob_sets)}
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()
 
 
