@@ -99,7 +99,7 @@ def used_anyway(record: dict[str, Any], measurements: list[dict[str, Any]]) -> s
     while the workloads ran (the engine sub-libraries load lazily, when something calls into them).
 
     ``torch.backends.cudnn.enabled = False`` reaches convolutions, batch norm and RNNs, but torch sends
-    ``scaled_dot_product_attention`` to cuDNN's kernel regardless (seen on an H100 with torch 2.11).
+    ``scaled_dot_product_attention`` to cuDNN's kernel regardless (seen with torch 2.11).
     """
     if record["requested"].get("source") != "disabled":
         return None

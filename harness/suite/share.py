@@ -1,38 +1,26 @@
 """How long each measurement of a GPU process samples: until timed work is a set share of the process.
 
-A process pays the same start-up (importing torch, 4.4 to 5.3 s on our H100; the CUDA context; probing
-cuDNN) and a fixed cost per measurement (building inputs, the first call, warm-up, host time) whatever it
-samples, and holds the GPU all that time. Issue 19 asks that timed GPU work be at least half of each
-process's wall time. Longer sampling does not make round medians agree more closely (resampling the
-committed rounds to their first 0.25 s of timed work gave the same verdicts: benchmarks/early_verdicts.py
---timed-prefix), so a process samples as long as its share needs and no longer: the timed work still
-missing is spread over the measurements left. A process of one row (a late round of a sequential
-qualification) thus samples that row for 7 to 9 s on our H100; a full round about 1 s a row.
+A process pays the same start-up (importing torch, the CUDA context, probing cuDNN) and a fixed cost per
+measurement (building inputs, the first call, warm-up, host time) whatever it samples, and holds the GPU
+all that time. The plan asks that timed GPU work be a share of each process's wall time (``timed_share``).
+Longer sampling does not make round medians agree more closely, so a process samples as long as its
+share needs and no longer: the timed work still missing is spread over the measurements left.
 
 The estimate is the process's own: its time so far that was not timed, a fixed cost for each
 measurement still to come and for the interpreter's start and exit outside the suite, and the share of
-a sampling loop that its samples fill (the rest is L2 flushes, GPU sleeps and dropped samples). On our
-H100, with suite 0.6's lengths (reports/qualify-cost/probe-0.7/): a full round's processes 55 % and 57 %
-timed, one of 4 rows 61 %, one of 1 row 51 %, against 25 % for that row without the rule.
+a sampling loop that its samples fill (the rest is L2 flushes, GPU sleeps and dropped samples).
 
-Only loops that are mostly timed work are lengthened (suite 0.9): one that rests the GPU for its power
-limit (``timer.Timer.rest_longer``) keeps the matrix's lengths, and the measurements after it make up
-its share. A lengthened loop stops once its floor is in, not at a budget past it; the floor follows the
-loop's own timed share as it samples (suite 0.10): down where the loop is more timed than the process's
-others, up only in the process's last measurement, which no later one can make up for.
-
-A short kernel's loop, a quarter to a half timed on our H100 (L2 flushes and syncs between samples),
-lowers its process's share with every second it samples, so it stops at ``SHORT_LOOP_S`` of timed work
-(suite 0.10): round medians of the first 0.05 or 0.1 s of timed work decided every committed row as all
-the samples did (benchmarks/early_verdicts.py --timed-prefix; 100.0 % of 13,500 trials, 3.04 and 3.05
-rounds a side). With both, on our H100: 4.01 GPU-minutes against today's 8.89 in one lease, every process
-50.8 to 53.1 % timed (reports/qualify-cost/session-29/lease-3-suite-0.10).
-
-Suite 0.11 (issue 34): the records beside the timing (what ran, numerics, peak memory) are not paid back by
-sampling, so a cell's first round, which checks numerics, samples as its later rounds do; and on a GPU the
-floor rules both ways: a loop stops at it also under the matrix's ``min_time_s`` (which holds where no
-share is asked), though never before ``SHORT_LOOP_S`` of timed work. On our H100 a default-profile process
-took 210 to 240 s, its first round 0.831 of suite 0.5's in one lease (reports/quiet-cheap-h100/).
+Only loops that are mostly timed work are lengthened: one that rests the GPU for its power limit
+(``timer.Timer.rest_longer``) keeps the matrix's lengths, and the measurements after it make up its
+share. A lengthened loop stops once its floor is in, not at a budget past it; the floor follows the
+loop's own timed share as it samples: down where the loop is more timed than the process's others, up
+only in the process's last measurement, which no later one can make up for. A short kernel's loop, much
+of it L2 flushes and syncs between samples, lowers its process's share with every second it samples, so
+it stops at ``SHORT_LOOP_S`` of timed work. The records beside the timing (what ran, numerics, peak
+memory) are not paid back by sampling, so a cell's first round, which checks numerics, samples as its
+later rounds do. On a GPU the floor rules both ways: a loop stops at it also under the matrix's
+``min_time_s`` (which holds where no share is asked), though never before ``SHORT_LOOP_S`` of timed work.
+docs/method.md gives the measurements behind each rule.
 """
 
 from __future__ import annotations
@@ -41,17 +29,16 @@ import time
 from collections.abc import Callable
 from typing import NamedTuple
 
-OUTSIDE_S = 1.3  # a process's wall time outside the suite's clock: 0.9 to 1.4 s on our H100 (start, exit)
-# until a measurement of this process says otherwise (H100, suite 0.6, reports/qualify-cost):
-# a measurement's wall time outside its sampling loop and its records: inputs, first call, warm-up, capture,
-# host time (0.3 s with the records until suite 0.11)
+OUTSIDE_S = 1.3  # a process's wall time outside the suite's clock (start, exit)
+# until a measurement of this process says otherwise: a measurement's wall time outside its sampling loop
+# and its records: inputs, first call, warm-up, capture, host time
 FIXED_S = 0.15
 LOOP_SHARE = 0.75  # a sampling loop's timed share; the rest is L2 flushes, GPU sleeps and dropped samples
 # at most this much timed work asked of one measurement: the last row a process can lengthen makes up
-# for the rows before it that could not be (a cold first process asked 11 s of it in session 29)
+# for the rows before it that could not be
 MAX_FLOOR_S = 30.0
 # aimed above the target: a measurement stops at its floor, and the estimate of what lies outside the
-# suite's clock is good to some tenths of a second (suite 0.10 aimed 0.01 above: 50.1 to 50.9 %)
+# suite's clock is good to some tenths of a second
 AIM_ABOVE = 0.015
 BUDGET_MARGIN = 1.25  # a raised floor raises the time budget so far that the loop can reach it
 SHORT_LOOP_S = 0.1  # the timed work a loop too little timed to lengthen stops at
@@ -65,11 +52,7 @@ class ShareAsk(NamedTuple):
       matrix's ``min_time_s``; sampling stops once it is in (``timed_floor``);
     - a loop under ``min_loop_share``: lengthening it adds more untimed time than timed work, so it stops
       at ``SHORT_LOOP_S`` of timed work instead (``short_loop``), or at the matrix's lengths if sooner;
-    - a loop that rests the GPU for its power limit: the matrix's lengths, with the time its rest needs.
-
-    Raising every row and stopping each at its floor ran a round in 117 to 127 s on our H100, against 32
-    to 43 s with the rows too little timed left to their budgets (reports/qualify-cost/session-28/
-    lease-4-floor-stop, lease-3-suite-0.8)."""
+    - a loop that rests the GPU for its power limit: the matrix's lengths, with the time its rest needs."""
 
     owed_s: float  # the timed work this measurement owes the process's share, were its loop all timed
     ratio: float  # timed seconds the process aims at per untimed second
@@ -82,8 +65,7 @@ class ShareAsk(NamedTuple):
         """(floor s, time budget s) for a loop whose samples fill ``loop_share`` of it: x timed seconds
         bring x (1 - share) / share untimed, and must outweigh those too. A loop less timed than the
         process's others leaves that to the measurements after it, unless it is the last: a short
-        kernel's loop grows less timed as it lengthens (to 0.6 from 0.88 on our H100, session 29), and
-        a floor that chased it tripled."""
+        kernel's loop grows less timed as it lengthens, and a floor that chased it would run away."""
         asked = loop_share if self.last else max(loop_share, self.loop_share)
         net = 1 - self.ratio * (1 - asked) / asked if asked > 0 else 0.0
         timed_s = MAX_FLOOR_S if net <= 0 else min(MAX_FLOOR_S, max(0.0, self.owed_s / net))
@@ -147,8 +129,8 @@ class TimedShare:
         self, timed_s: float, loop_s: float, wall_s: float, rested: bool = False, records_s: float = 0.0
     ) -> None:
         """One measurement done: its timed work, its sampling loop's wall time and its own less its
-        records (``records_s``: what ran, numerics, peak memory, which sampling does not pay back from
-        suite 0.11). ``rested``: its loop rested the GPU for the power limit (suite 0.8). Such a loop, or
+        records (``records_s``: what ran, numerics, peak memory, which sampling does not pay back).
+        ``rested``: its loop rested the GPU for the power limit. Such a loop, or
         one under ``min_loop_share``, is never lengthened, so its share says nothing of the loops that
         will be; its time counts all the same."""
         self.left, self.done = self.left - 1, self.done + 1

@@ -47,7 +47,7 @@ def record(fn: Callable[[], Any], device: str) -> WhatRan:
     cuda = device.startswith("cuda")
     start = time.perf_counter()
     # the autograd profiler that torch.profiler wraps: the wrapper's first start imports torch._inductor
-    # (hasattr(torch, "_inductor")), 4 to 7 s of each process on our H100 (issue 19)
+    # (hasattr(torch, "_inductor")): seconds of each process
     with profile(use_device="cuda" if cuda else None, use_kineto=True) as profiler:
         fn()
         if cuda:

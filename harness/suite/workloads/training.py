@@ -7,8 +7,8 @@ the numerics check does not apply here.
 The optimizer is SGD with ``fused=True``. With a plain optimizer, ``GradScaler.step`` reads the
 found-inf flag back to the host (``.item()``) inside every fp16 step; that host sync ends the GPU
 sleep that hides the enqueue, so the rest of the step was timed host-bound and differed from process
-to process (suite 0.3 on an H100: train_small_cnn fp16 +15% between two processes of one cell, bf16
-within 0.5%). A fused optimizer takes the scale and the flag as tensors, so the step stays on the GPU.
+to process (docs/method.md). A fused optimizer takes the scale and the flag as tensors, so the step
+stays on the GPU.
 """
 
 from __future__ import annotations
