@@ -8,8 +8,7 @@ Every process measures the same rows in the same order, each several ways, throu
 
 - ``C1``: one call a sample, the L2 flushed before each (suite 0.10's cold samples);
 - ``H1``: one call a sample, no flush (hot);
-- ``HN``: the row's batch (``measure.batch_size``) of calls back to back in one graph replay, hot, where
-  that batch is over 1;
+- ``HN``: ``HOT_BATCH`` calls back to back in one graph replay, hot;
 
 each twice on the row's first build (``rep``), once more on a second build made while the first is held
 (its inputs, weights and outputs at other addresses: ``build``), and ``C1`` once more with a new L2-flush
@@ -21,6 +20,12 @@ medians of its first 0.02 s and 0.05 s of timed work, the SM clock, memory clock
 every row: |ratio - 1| p50 and p95, the A/A figure on these rows), and inside one process how far a
 second measurement, a second build and a new flush buffer move the median. Where a second build moves it
 as much as another process does, the difference between processes is where their memory lies.
+
+``--study rotation``: ``C1`` against samples taken in turn from 4 graphs (``R4``; ``R4i``: their inputs
+moved too), odd processes holding an fp64 reference after each row. ``--study flush``: the suite's way
+(``R4``) with its L2 flush written (``R4w``, nvbench's and the suite's) or read (``R4r``: a read of twice
+the L2's size, which leaves clean lines; ``timer.Timer(clean_flush=True)``), in alternating order; the
+report gives each way's |ratio - 1| between processes.
 """
 
 from __future__ import annotations
@@ -55,6 +60,7 @@ ROWS = [
     ("sdpa_efficient_s2048", "bf16"),
     ("lstm", "fp32"),
 ]
+HOT_BATCH = 8  # the placement study's hot batch: calls back to back in one graph replay
 KNOBS = {"cudnn_benchmark": False, "deterministic": False, "tf32": False}
 PREFIXES_S = (0.02, 0.05)
 
@@ -78,10 +84,12 @@ def _one_process(out: Path, rows: list[tuple[str, str]], study: str = "placement
     from harness.suite import numerics
     from harness.suite.catalog import CATALOG, FAMILY
     from harness.suite.gpu_state import GpuState
-    from harness.suite.measure import Timer, batch_size, measure
+    from harness.suite.measure import measure
+    from harness.suite.timer import Timer
     from harness.suite.workloads.tensors import apply_knobs
 
     timer = Timer("cuda")
+    clean = Timer("cuda", clean_flush=True) if study == "flush" else timer
     gpu = GpuState(torch.cuda.current_device())
     handle = gpu.handle
     lines = []
@@ -100,11 +108,11 @@ def _one_process(out: Path, rows: list[tuple[str, str]], study: str = "placement
         way: str, built: Any, calls: int, flush: bool, graphs: int = 1, moved: bool = False, **where: Any
     ) -> None:
         mode = contextlib.nullcontext() if built.grad else torch.inference_mode()
-        budget, least = (0.4, 0.15) if study == "rotation" else (0.3, 0.1)
+        budget, least = (0.4, 0.15) if study in ("rotation", "flush") else (0.3, 0.1)
         with mode:
             m = measure(
                 built.fn,
-                timer,
+                clean if way.endswith("r") else timer,
                 budget,
                 least,
                 gpu,
@@ -139,6 +147,14 @@ def _one_process(out: Path, rows: list[tuple[str, str]], study: str = "placement
         spec = CATALOG[workload]
         family = FAMILY[spec.family]
         apply_knobs(KNOBS, tf32=dtype == "tf32")
+        if study == "flush":  # the suite's way (4 graphs taken in turn), its L2 flush written or read
+            built = family.build(spec, "default", "cuda", dtype)  # type: ignore[union-attr]
+            for rep in (1, 2):
+                for way in ("R4w", "R4r") if rep == 1 else ("R4r", "R4w"):
+                    one(way, built, 1, True, 4, False, build=1, rep=rep, flushbuf=1)
+            del built
+            torch.cuda.empty_cache()
+            continue
         if study == "rotation":
             built = family.build(spec, "default", "cuda", dtype)  # type: ignore[union-attr]
             for rep in (1, 2):
@@ -154,7 +170,7 @@ def _one_process(out: Path, rows: list[tuple[str, str]], study: str = "placement
                 del fp64
             continue
         first = family.build(spec, "default", "cuda", dtype)  # type: ignore[union-attr]
-        batch = batch_size(first.flops, first.bytes, dtype)
+        batch = HOT_BATCH
         ways = [("C1", 1, True), ("H1", 1, False)] + ([("HN", batch, False)] if batch > 1 else [])
         for rep in (1, 2):
             for way, calls, flush in ways:
@@ -227,7 +243,8 @@ def report_rotation(folder: Path) -> None:
             float(m["median_s"]) for m in p if m["row"] == row and m["way"] == way and m["rep"] == rep
         )
 
-    for way in ("C1", "R4", "R4i"):
+    ways = list(dict.fromkeys(m["way"] for m in next(iter(processes.values()))))
+    for way in ways:
         every, same, other, mean2 = [], [], [], []
         for row in rows:
             for (i, a), (j, b) in itertools.combinations(processes.items(), 2):
@@ -241,17 +258,17 @@ def report_rotation(folder: Path) -> None:
             f"{way:4} | {_pct(every, 0.5):.3%} / {_pct(every, 0.95):.3%} | {_pct(same, 0.95):.3%} | "
             f"{_pct(other, 0.95):.3%} | {_pct(mean2, 0.95):.3%}"
         )
-    print("\nper row, rep 1: process medians (us) C1 | R4 | R4i")
+    print("\nper row, rep 1: process medians (us) " + " | ".join(ways))
     for row in rows:
         cells = []
-        for way in ("C1", "R4", "R4i"):
+        for way in ways:
             vals = [value(p, row, way, 1) * 1e6 for p in processes.values()]
             cells.append(" ".join(f"{v:8.2f}" for v in vals) + f" ({max(vals) / min(vals) - 1:5.2%})")
         print(f"  {row:26} " + " | ".join(cells))
 
 
 def report(folders: list[Path]) -> None:
-    if any(m.get("way") == "R4" for m in _lines(_files(folders[0])[0])):
+    if any(m.get("way") in ("R4", "R4w") for m in _lines(_files(folders[0])[0])):
         report_rotation(folders[0])
         return
     processes = [_lines(path) for folder in folders for path in _files(folder)]
@@ -330,10 +347,10 @@ def main() -> None:
     p_run = sub.add_parser("run")
     p_run.add_argument("--processes", type=int, default=5)
     p_run.add_argument("--out", type=Path, required=True)
-    p_run.add_argument("--study", choices=("placement", "rotation"), default="placement")
+    p_run.add_argument("--study", choices=("placement", "rotation", "flush"), default="placement")
     p_one = sub.add_parser("one")
     p_one.add_argument("out", type=Path)
-    p_one.add_argument("--study", choices=("placement", "rotation"), default="placement")
+    p_one.add_argument("--study", choices=("placement", "rotation", "flush"), default="placement")
     p_one.add_argument("--index", type=int, default=1)
     p_report = sub.add_parser("report")
     p_report.add_argument("folders", type=Path, nargs="+")

@@ -46,7 +46,11 @@ HOST_BLOCKS = 3
 class Timer:
     """Times one call of ``fn``: CUDA events on a GPU, a synchronized host clock on the CPU."""
 
-    def __init__(self, device: str, hide_launch_latency: bool = True) -> None:
+    def __init__(self, device: str, hide_launch_latency: bool = True, clean_flush: bool = False) -> None:
+        """``clean_flush``: flush the L2 by reading a buffer of twice its size, which leaves clean lines,
+        instead of writing one of its size (nvbench's), which leaves dirty lines the timed call's misses
+        write back (``benchmarks/aa_sources.py --study flush`` compares them; the suite writes)."""
+        self.clean_flush = clean_flush
         self.cuda = device.startswith("cuda")
         self.name = "cuda_event" if self.cuda else "perf_counter"
         self.hide_launch_latency = self.cuda and hide_launch_latency
@@ -56,13 +60,20 @@ class Timer:
         self.flush_s = 0.0
         if self.cuda:
             l2_bytes = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0)
-            self.flush_bytes = l2_bytes if l2_bytes else L2_FLUSH_BYTES  # nvbench flushes the L2's size
-            self._flush = torch.empty(self.flush_bytes // 4, dtype=torch.int32, device=device)
+            # nvbench writes a buffer of the L2's size
+            self.flush_bytes = (2 if clean_flush else 1) * (l2_bytes or L2_FLUSH_BYTES)
+            self._flush = torch.zeros(self.flush_bytes // 4, dtype=torch.int32, device=device)
             # two pairs: one sample in flight while the last one is read
             self._pairs = [(_event(), _event()) for _ in range(2)]
             self._start, self._end = self._pairs[0]
             self.sleep_cycles_per_s = self._calibrate_sleep() if self.hide_launch_latency else 0.0
             self.flush_s = self._time_flush()
+
+    def _flush_l2(self) -> None:
+        if self.clean_flush:
+            self._flush.sum()
+        else:
+            self._flush.zero_()
 
     def _calibrate_sleep(self) -> float:
         """Cycles of ``torch.cuda._sleep`` per second on this GPU (as Inductor calibrates it)."""
@@ -83,7 +94,7 @@ class Timer:
         times = []
         for _ in range(5):
             self._start.record()
-            self._flush.zero_()
+            self._flush_l2()
             self._end.record()
             self._end.synchronize()
             times.append(float(self._start.elapsed_time(self._end)) / 1e3)
@@ -191,7 +202,7 @@ class Timer:
         if self.rest_cycles:
             torch.cuda._sleep(self.rest_cycles)
         if flush:
-            self._flush.zero_()
+            self._flush_l2()
         if self.block_cycles:
             torch.cuda._sleep(self.block_cycles)
         start.record()
