@@ -18,6 +18,7 @@ from harness.suite.catalog import CATALOG, for_profile
 from harness.suite.numerics_pass import numerics_pass
 from harness.suite.phases import Phases
 from harness.suite.rows import CudaContextLost, measure_shared, measure_windows, progress
+from harness.suite.settings import SuiteSettings
 from harness.suite.share import TimedShare
 
 
@@ -32,35 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--out", required=True, help="result JSON to write (atomically)")
     run.add_argument("--cell", default="{}", help="the cell spec as JSON, echoed into the result")
     run.add_argument("--expect-cudnn", default='{"source": "bundled"}', help="what cuDNN must be loaded")
-    run.add_argument("--workloads", default="", help="comma-separated ids (default: all)")
-    run.add_argument("--dtypes", default="fp32,bf16", help="any of fp32,tf32,bf16,fp16")
-    run.add_argument(
-        "--rows",
-        default="",
-        help="workload:dtype pairs to measure, not every workload x dtype (a late round: its undecided rows)",
-    )
     run.add_argument("--knobs", default='[{"cudnn_benchmark": false, "deterministic": false, "tf32": false}]')
-    run.add_argument("--profile", choices=("smoke", "default", "full"), default="smoke")
-    run.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
-    run.add_argument("--time-budget-s", type=float, default=2.0, help="sampling time limit per measurement")
-    run.add_argument(
-        "--min-time-s",
-        type=float,
-        default=0.0,
-        help="measured time before the noise target may stop sampling (nvbench: 0.5)",
-    )
-    run.add_argument(
-        "--timed-share",
-        type=float,
-        default=0.0,
-        help="on a GPU, sample longer where timed work would be under this share of the process's wall time",
-    )
-    run.add_argument("--no-numerics", action="store_true", help="skip the fp64 reference and repeat checks")
-    run.add_argument(
-        "--no-what-ran",
-        action="store_true",
-        help="skip the profiled call that records the operators and kernels",
-    )
+    SuiteSettings.add_arguments(run)
     args = parser.parse_args(argv)
     if args.command == "list":
         return _list(args.json)
@@ -93,11 +67,12 @@ def _list(as_json: bool) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    if args.rows:
-        rows = [(w, d) for w, _, d in (pair.partition(":") for pair in args.rows.split(",") if pair)]
+    settings = SuiteSettings.from_args(args)
+    if settings.rows:
+        rows = [(w, d) for w, _, d in (pair.partition(":") for pair in settings.rows)]
     else:
-        workloads = [w for w in args.workloads.split(",") if w] or for_profile(args.profile)
-        rows = list(itertools.product(workloads, args.dtypes.split(",")))
+        workloads = list(settings.workloads) or for_profile(settings.profile)
+        rows = list(itertools.product(workloads, settings.dtypes))
     unknown = list(dict.fromkeys(w for w, _ in rows if w not in CATALOG))
     if unknown:
         print(
@@ -110,7 +85,7 @@ def _run(args: argparse.Namespace) -> int:
         "schema_version": RESULT_SCHEMA_VERSION,
         "suite_version": SUITE_VERSION,
         "cell": json.loads(args.cell),
-        "profile": args.profile,
+        "profile": settings.profile,
         "started_at": started.isoformat(),
         "status": "failed",
         "failure": None,
@@ -125,7 +100,7 @@ def _run(args: argparse.Namespace) -> int:
         from harness.suite.timer import Timer
 
         setup.done("import_torch")
-        device = args.device
+        device = settings.device
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
         if device == "cuda" and not torch.cuda.is_available():
@@ -163,17 +138,17 @@ def _run(args: argparse.Namespace) -> int:
             setup.done("timer")
             knob_sets = json.loads(args.knobs)
             total = len(knob_sets) * len(rows)
-            share = TimedShare(args.timed_share if device == "cuda" else 0.0, total, clock_started)
+            share = TimedShare(settings.timed_share if device == "cuda" else 0.0, total, clock_started)
             cells = list(itertools.product(knob_sets, rows))
             if device == "cpu":
-                doc["measurements"].extend(measure_windows(cells, args, timer))
+                doc["measurements"].extend(measure_windows(cells, settings, timer))
             else:
                 for knobs, (workload, dtype) in cells:
-                    entry = measure_shared(share, workload, dtype, knobs, args, device, timer, gpu)
+                    entry = measure_shared(share, workload, dtype, knobs, settings, device, timer, gpu)
                     doc["measurements"].append(entry)
                     progress(len(doc["measurements"]), total, entry)
-            if not args.no_numerics:
-                numerics_pass(doc["measurements"], args.profile, device)
+            if settings.numerics:
+                numerics_pass(doc["measurements"], settings.profile, device)
             # the engine sub-libraries load when a workload first needs them, not at start
             doc["cudnn"]["loaded_after_run"] = cudnn_probe.mapped_cudnn_files()
             anyway = cudnn_probe.used_anyway(doc["cudnn"], doc["measurements"])

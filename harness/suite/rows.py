@@ -7,8 +7,7 @@ data (``status: error``) and the process goes on, unless the error left the CUDA
 
 from __future__ import annotations
 
-import argparse
-import copy
+import dataclasses
 import sys
 import time
 from typing import Any
@@ -17,6 +16,7 @@ from harness.suite import host, windows
 from harness.suite.catalog import CATALOG, FAMILY
 from harness.suite.contract import BuildsCalls, MeasuresItself, Unsupported
 from harness.suite.phases import Phases
+from harness.suite.settings import SuiteSettings
 from harness.suite.share import ShareAsk, TimedShare
 
 # a measurement's records beside its timing: the timed share leaves them out
@@ -41,14 +41,12 @@ def error_text(exc: BaseException, device: str, what: str) -> str:
 
 
 def measure_windows(
-    cells: list[tuple[dict[str, bool], tuple[str, str]]], args: argparse.Namespace, timer: Any
+    cells: list[tuple[dict[str, bool], tuple[str, str]]], settings: SuiteSettings, timer: Any
 ) -> list[dict[str, Any]]:
     """On a CPU, every row timed in ``windows.WINDOWS`` passes over the rows, each window its share of
     the time budget, merged into one measurement per row (harness/suite/windows.py)."""
-    share = copy.copy(args)
-    share.time_budget_s = args.time_budget_s / windows.WINDOWS
-    later = copy.copy(share)
-    later.no_what_ran = True  # recorded once, in the first window
+    share = dataclasses.replace(settings, time_budget_s=settings.time_budget_s / windows.WINDOWS)
+    later = dataclasses.replace(share, what_ran=False)  # recorded once, in the first window
     parts: list[list[dict[str, Any]]] = [[] for _ in cells]
     merged: list[dict[str, Any]] = []
     for window in range(windows.WINDOWS):
@@ -73,15 +71,15 @@ def measure_shared(
     workload: str,
     dtype: str,
     knobs: dict[str, bool],
-    args: argparse.Namespace,
+    settings: SuiteSettings,
     device: str,
     timer: Any,
     gpu: Any,
 ) -> dict[str, Any]:
     """One row, sampled longer where the process's timed share asks it to (harness/suite/share.py)."""
     began = time.perf_counter()
-    ask = share.ask(args.time_budget_s)
-    entry = measure_one(workload, dtype, knobs, args, device, timer, gpu, ask)
+    ask = share.ask(settings.time_budget_s)
+    entry = measure_one(workload, dtype, knobs, settings, device, timer, gpu, ask)
     timed_s = sum(entry.get("samples_s", ())) * entry.get("batch", 1)
     rested = bool(entry.get("power_rest_s"))
     # the records beside the timing are not the sampling's to pay back
@@ -95,7 +93,7 @@ def measure_one(
     workload: str,
     dtype: str,
     knobs: dict[str, bool],
-    args: argparse.Namespace,
+    settings: SuiteSettings,
     device: str,
     timer: Any,
     gpu: Any,
@@ -121,21 +119,20 @@ def measure_one(
     start = time.perf_counter()
     try:
         if isinstance(family, MeasuresItself):  # its own processes: nothing to build or record here
-            entry.update(family.measure(spec, args.profile, device, dtype, knobs, args.time_budget_s))
+            entry.update(family.measure(spec, settings.profile, device, dtype, knobs, settings.time_budget_s))
             entry["stats"] = summarize(entry["samples_s"])
             entry["status"], entry["wall_s"] = "ok", time.perf_counter() - start
             return entry
         if not isinstance(family, BuildsCalls):
             raise TypeError(f"workload family {spec.family} has neither build nor measure")
-        built = family.build(spec, args.profile, device, dtype)
+        built = family.build(spec, settings.profile, device, dtype)
         entry["params"] = built.params
         build_s = time.perf_counter() - start
         mode = contextlib.nullcontext() if built.grad else torch.inference_mode()
         with mode:
             before = gpu.snapshot() if gpu is not None else {}
-            entry.update(
-                measure(built.fn, timer, args.time_budget_s, args.min_time_s, gpu, ask=ask, graphs=GRAPHS)
-            )
+            budget_s, least_s = settings.time_budget_s, settings.min_time_s
+            entry.update(measure(built.fn, timer, budget_s, least_s, gpu, ask=ask, graphs=GRAPHS))
             entry["phases_s"] = {"build": build_s, **entry["phases_s"]}
             if gpu is not None:
                 entry["gpu_state"] = gpu_state.delta(before, gpu.snapshot())
@@ -143,7 +140,7 @@ def measure_one(
             if device == "cuda":
                 entry["peak_memory_bytes"] = _peak_memory(built.fn)
                 after.done("peak_memory")
-            if not args.no_what_ran:
+            if settings.what_ran:
                 try:
                     entry["what_ran"] = what_ran.record(built.fn, device)
                 except Exception as exc:  # a record beside the timing: never a reason to lose the timing
