@@ -127,15 +127,16 @@ def _init(args: argparse.Namespace) -> int:
 def _plan(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
+    from harness.plan.axes import AXES
+
     plan = _load_plan(args.matrix)
     if args.json:
         print(json.dumps(plan.to_json(), indent=2))
         return EXIT_OK
     rows = [
-        [c.id + (" *" if c.id == plan.baseline_id else ""), c.torch, c.cudnn.label, c.base_image, c.python]
-        for c in plan.cells
+        [c.id + (" *" if c.id == plan.baseline_id else ""), *(c.text(a) for a in AXES)] for c in plan.cells
     ]
-    print(tabulate(rows, headers=["cell (* baseline)", "torch", "cuDNN", "base image", "python"]))
+    print(tabulate(rows, headers=["cell (* baseline)", *(a.title for a in AXES)]))
     print(
         f"\n{len(plan.cells)} cells x {len(plan.knob_sets)} knob sets, backend {plan.backend}, "
         f"suite profile {plan.suite.profile}, regression threshold {plan.regression_pct:g}%"

@@ -17,16 +17,14 @@ from typing import Any
 from harness import schemas
 from harness.errors import InputError, Problem
 from harness.plan import yamlfile
+from harness.plan.axes import AXES
 from harness.plan.model import (
-    AXES,
-    AXIS_DEFAULTS,
     DEFAULT_ALPHA,
     DEFAULT_REGRESSION_PCT,
     DEFAULT_ROUNDS,
     KNOBS,
     Cell,
     CellProblem,
-    CudnnSource,
     Plan,
 )
 from harness.suite.settings import SuiteSettings
@@ -143,10 +141,10 @@ def _cells(
 ) -> list[Cell] | None:
     """The axes' product with the rules applied; None where it would be too large to make (said in
     ``found``, as is every rule that does nothing)."""
-    axes = {axis: data["axes"].get(axis, [AXIS_DEFAULTS.get(axis)]) for axis in AXES}
+    axes = {a.name: data["axes"].get(a.name, [a.default]) for a in AXES}
     expanded = math.prod(len(values) for values in axes.values())
     if expanded > MAX_CELLS:
-        sizes = " x ".join(f"{len(axes[a])} {a}" for a in AXES)
+        sizes = " x ".join(f"{len(values)} {axis}" for axis, values in axes.items())
         found.append(
             problem(
                 ["axes"],
@@ -156,8 +154,7 @@ def _cells(
         )
         return None
     cells = [
-        Cell(torch=t, cudnn=CudnnSource.from_json(c), base_image=b, python=p)
-        for t, c, b, p in itertools.product(*(axes[a] for a in AXES))
+        Cell.from_json(dict(zip(axes, values, strict=True))) for values in itertools.product(*axes.values())
     ]
     rules = data.get("rules", {})
     for i, selector in enumerate(rules.get("exclude", [])):

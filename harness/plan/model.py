@@ -1,8 +1,8 @@
-"""The plan's documents: a Cell (one point of the image axes), its cuDNN source, and the Plan.
+"""The plan's documents: a Cell (one point of the axes, ``axes.AXES``) and the Plan.
 
-A Cell is one point of the image axes (torch build x cuDNN source x base image x Python) and
-gets a stable id derived from its content, so the same cell keeps its id (and its results)
-when other cells are added or removed. Run knobs vary inside a cell's run.
+A Cell holds one value of each axis and gets a stable id derived from its content, so the same cell
+keeps its id (and its results) when other cells are added or removed. Run knobs vary inside a cell's
+run.
 """
 
 from __future__ import annotations
@@ -11,13 +11,11 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
+from harness.plan.axes import AXES, BY_NAME, Axis, CudnnSource
 from harness.suite.settings import SuiteSettings
 
-CudnnKind = Literal["bundled", "disabled", "wheel", "system"]
-AXES = ("torch", "cudnn", "base_image", "python")
-AXIS_DEFAULTS = {"base_image": "auto", "python": "installed"}
 KNOBS = ("cudnn_benchmark", "deterministic", "tf32")
 DEFAULT_REGRESSION_PCT = 5.0
 DEFAULT_ALPHA = 0.002  # asv's threshold for the Mann-Whitney U test; needs 7 rounds per side
@@ -26,27 +24,9 @@ DEFAULT_IMAGE_PYTHON = "/usr/bin/python3"  # torch: image cells, unless docker.i
 
 
 @dataclass(frozen=True)
-class CudnnSource:
-    kind: CudnnKind
-    value: str | None = None  # version, 'auto' or a directory for system; version for wheel
-
-    @classmethod
-    def from_json(cls, raw: str | Mapping[str, str]) -> CudnnSource:
-        if isinstance(raw, str):
-            return cls(raw)  # type: ignore[arg-type]
-        ((kind, value),) = raw.items()
-        return cls(kind, value)  # type: ignore[arg-type]
-
-    def to_json(self) -> str | dict[str, str]:
-        return self.kind if self.value is None else {self.kind: self.value}
-
-    @property
-    def label(self) -> str:
-        return self.kind if self.value is None else f"{self.kind}:{self.value}"
-
-
-@dataclass(frozen=True)
 class Cell:
+    """One value of each axis (``axes.AXES``: this class's fields, in that order)."""
+
     torch: str
     cudnn: CudnnSource
     base_image: str = "auto"
@@ -54,52 +34,29 @@ class Cell:
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> Cell:
-        return cls(
-            torch=raw["torch"],
-            cudnn=CudnnSource.from_json(raw["cudnn"]),
-            base_image=raw.get("base_image", AXIS_DEFAULTS["base_image"]),
-            python=raw.get("python", AXIS_DEFAULTS["python"]),
-        )
+        return cls(**{a.name: a.read(raw.get(a.name, a.default)) for a in AXES})
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "torch": self.torch,
-            "cudnn": self.cudnn.to_json(),
-            "base_image": self.base_image,
-            "python": self.python,
-        }
+        return {a.name: a.write(getattr(self, a.name)) for a in AXES}
+
+    def text(self, axis: Axis) -> str:
+        """This cell's value on ``axis`` as a table shows it."""
+        return axis.text(getattr(self, axis.name))
 
     @property
     def label(self) -> str:
         """Short, readable name of a cell for table headers: torch build and cuDNN source."""
-        return f"{self.torch} / cuDNN {self.cudnn.label}"
+        return " / ".join(a.in_label + self.text(a) for a in AXES if a.in_label is not None)
 
     @property
     def id(self) -> str:
         """``torch<ver>-<variant>_cudnn-<source>_<hash>``: readable, and unique by content."""
         digest = hashlib.sha256(json.dumps(self.to_json(), sort_keys=True).encode()).hexdigest()[:10]
-        torch = (
-            f"torch-{self.torch}"
-            if self.torch in ("installed", "image")
-            else "torch" + self.torch.replace("+", "-")
-        )
-        source: str = self.cudnn.kind
-        if self.cudnn.value is not None:
-            value = "path" if self.cudnn.value.startswith("/") else self.cudnn.value
-            source += f"-{value}"
-        return f"{torch}_cudnn-{source}_{digest}"
+        slugs = [a.slug(getattr(self, a.name)) for a in AXES if a.slug is not None]
+        return "_".join([*slugs, digest])
 
     def matches(self, selector: Mapping[str, Any]) -> bool:
-        for axis, wanted in selector.items():
-            if axis == "cudnn":
-                if wanted in ("wheel", "system"):
-                    if self.cudnn.kind != wanted:
-                        return False
-                elif CudnnSource.from_json(wanted) != self.cudnn:
-                    return False
-            elif getattr(self, axis) != wanted:
-                return False
-        return True
+        return all(BY_NAME[axis].matches(getattr(self, axis), wanted) for axis, wanted in selector.items())
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from harness.plan.axes import AXIS_NAMES
 from harness.report import markdown, stats
 from harness.report.model import Analysis, Section, Value, View
 
@@ -176,9 +177,7 @@ def _busy_host(analysis: Analysis) -> list[str]:
 def _cpu_a_a(analysis: Analysis) -> list[str]:
     """On a CPU, cells that differ only in their cuDNN source run the same code: an A/A check."""
     runs = [doc for entries in analysis.docs.values() for doc, _ in entries]
-    cells = {
-        tuple(doc.get("cell", {}).get(axis) for axis in ("torch", "python", "base_image")) for doc in runs
-    }
+    cells = {tuple(doc.get("cell", {}).get(axis) for axis in AXIS_NAMES if axis != "cudnn") for doc in runs}
     if len(analysis.docs) < 2 or not runs or len(cells) != 1 or any(d.get("device") != "cpu" for d in runs):
         return []
     return [

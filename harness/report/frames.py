@@ -10,7 +10,8 @@ from typing import Any
 
 import pandas as pd
 
-from harness.plan.model import Cell, CudnnSource
+from harness.plan.axes import AXES
+from harness.plan.model import Cell
 from harness.results.documents import LoadedResults, round_of
 from harness.suite.document import CellRecord, Knobs, Numerics, ResultDocument, WhatRan
 
@@ -39,13 +40,12 @@ def long_form(loaded: LoadedResults) -> pd.DataFrame:
     rows = []
     for doc, file in zip(loaded.documents, loaded.files, strict=True):
         cell = doc["cell"]
-        common = {
+        common: dict[str, Any] = {
             "group": cell["id"],
             "cell_id": cell["id"],
             "round": round_of(doc),
             "cell": cell_label(cell),
-            "torch": cell["torch"],
-            "cudnn_source": CudnnSource.from_json(cell["cudnn"]).label,
+            **{a.column: a.text(a.read(cell.get(a.name, a.default))) for a in AXES if a.column},
             "cudnn_runtime": doc["cudnn"]["runtime_version"] if "cudnn" in doc else None,
             "device": doc.get("device"),
             "cell_status": doc["status"],
