@@ -43,8 +43,15 @@ def document(
             "alpha": alpha,
             "regression_pct": default_pct,
             "confidence": stats.CONFIDENCE,
-            "test": "Mann-Whitney U, two-sided, on per-round medians (raw samples when one round)",
-            "interval": "percentile bootstrap of the ratio of medians",
+            "test": (
+                "per row, its 'test': Mann-Whitney U, two-sided, on per-round medians (7 or more rounds a "
+                "side); Welch's t on the logs of the round medians, 'same' by TOST (3 to 6 rounds); the raw "
+                "samples of one process (one round)"
+            ),
+            "interval": (
+                "per row, at its 'interval_level': a percentile bootstrap of the ratio of medians (Mann-"
+                "Whitney, one round), Welch's 1 - 2 alpha interval of the ratio (3 to 6 rounds)"
+            ),
         },
         "counts": result.counts,
         "numerics_worse": result.numerics_worse,
