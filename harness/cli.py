@@ -165,10 +165,13 @@ def _run(args: argparse.Namespace) -> int:
     return _exit_code(_run_plan(plan, args, args.out or Path("results") / plan.name))
 
 
-def _run_plan(plan: Plan, args: argparse.Namespace, out: Path) -> list[CellOutcome]:
+def _run_plan(
+    plan: Plan, args: argparse.Namespace, out: Path, rounds: range | None = None
+) -> list[CellOutcome]:
     from harness.executors import launch
 
-    return launch.run(plan, arguments.run_request(args, plan.backend, out), _say, _progress, CONSOLE.runs)
+    request = arguments.run_request(args, plan.backend, out)
+    return launch.run(plan, request, _say, _progress, CONSOLE.runs, rounds)
 
 
 def _exit_code(outcomes: list[CellOutcome]) -> int:
@@ -380,7 +383,6 @@ def _repro(args: argparse.Namespace) -> int:
 
 def _qualify(args: argparse.Namespace) -> int:
     from harness.report import folders
-    from harness.results import folder
 
     if args.backend == "k8s" or args.dry_run:
         raise InputError.one(
@@ -390,7 +392,7 @@ def _qualify(args: argparse.Namespace) -> int:
     out = args.out or Path("results") / plan.name
     report_out = jsonio.output_folder(args.report_out or Path("reports") / plan.name, "--report-out")
     first = plan.rounds if args.all_rounds else min(FIRST_ROUNDS, plan.rounds)
-    outcomes = _run_plan(dataclasses.replace(plan, rounds=first), args, out)
+    outcomes = _run_plan(plan, args, out, range(1, first + 1))  # plan.json: the whole plan
     if _exit_code(outcomes) == EXIT_INFRASTRUCTURE:
         return EXIT_INFRASTRUCTURE
     ran = any(not o.kept for o in outcomes)
@@ -412,10 +414,8 @@ def _qualify(args: argparse.Namespace) -> int:
                 dtypes=tuple(dict.fromkeys(d for _, d in still.rows)),
                 rows=tuple(f"{w}:{d}" for w, d in still.rows),  # exactly these, not the product
             ),
-            first_round=round_index,
-            rounds=round_index,
         )
-        outcomes = _run_plan(later, args, out)
+        outcomes = _run_plan(later, args, out, range(round_index, round_index + 1))
         if _exit_code(outcomes) == EXIT_INFRASTRUCTURE:
             return EXIT_INFRASTRUCTURE
         ran = ran or any(not o.kept for o in outcomes)
@@ -425,7 +425,6 @@ def _qualify(args: argparse.Namespace) -> int:
             f"of the rows that needed them; for more, raise 'rounds:' in {args.matrix} (qualify then runs "
             "only the undecided rows), or run with --fresh to measure everything again"
         )
-    folder.write_plan(out, plan)  # the whole matrix and its rounds, for reports of the folder later
     return _said(folders.report(plan, [out], report_out, _policy(args), _warn))
 
 

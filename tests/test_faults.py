@@ -124,9 +124,9 @@ def test_an_image_removed_after_its_build_is_built_again(engine, base_image, whe
     assert build.error is None
     engine.images.remove(build.image.reference, force=True)  # gone between this build and the run
     out = tmp_path / "r"
-    doc = backend.run_cell(cell, plan, out / "x.r1.json", out / "logs" / "x.r1.log")
-    assert doc["status"] == "ok", doc.get("failure")
-    assert doc["run"]["image"]["cached"] is False and engine.images.get(build.image.reference)
+    finished = backend.run_cell(cell, plan, out)
+    assert finished.document["status"] == "ok", finished.document.get("failure")
+    assert finished.run["image"]["cached"] is False and engine.images.get(build.image.reference)
 
 
 def _dockerd() -> tuple[int, list[str]] | None:

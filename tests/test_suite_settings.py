@@ -9,7 +9,8 @@ import json
 
 import pytest
 
-from harness.plan.model import Cell, CudnnSource, Plan
+from harness.plan.axes import CudnnSource
+from harness.plan.model import Cell, Plan
 from harness.results import resume
 from harness.suite.settings import SuiteSettings
 

@@ -1,7 +1,8 @@
-"""What a backend is: it realizes a Cell and runs the suite in it, writing one result document per run.
+"""What a backend is: it realizes a Cell and runs the suite in it, giving back each run's document and facts.
 
-A backend never raises for a cell that fails: the failure is written as a result with
-``status: failed``, its reason and its log tail, and the matrix goes on.
+A backend never raises for a cell that fails: the failure comes back as a document with
+``status: failed`` and its reason (its log tail is added where the result is written), and the matrix
+goes on. The result file is written by the caller, through ``results.folder.write_result``.
 """
 
 from __future__ import annotations
@@ -9,11 +10,20 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from harness.plan.model import Cell, Plan
-from harness.suite.document import Identity, ResultDocument
+from harness.suite.document import Identity, RunRecord, SuiteResult
+
+
+@dataclass(frozen=True)
+class FinishedRun:
+    """What one run of the suite gave: its document and the facts of the run."""
+
+    document: SuiteResult  # what the suite wrote, or the failed result the backend made for it
+    run: RunRecord  # the backend's record: command, exit code, wall time, identity, image or environment
 
 
 class Backend(Protocol):
@@ -23,13 +33,12 @@ class Backend(Protocol):
         self,
         cell: Cell,
         plan: Plan,
-        result_path: Path,
-        log_path: Path,
+        results_dir: Path,
         round_index: int = 1,
         gpus: tuple[str, ...] = (),
-    ) -> ResultDocument:
-        """Run the suite for ``cell`` (its ``round_index``-th independent process); write and return its
-        result.
+    ) -> FinishedRun:
+        """Run the suite for ``cell`` (its ``round_index``-th independent process), its log and scratch in
+        ``results_dir``; return what it gave, for ``folder.write_result``.
 
         ``gpus``: the only GPU ids the run may see (empty: the backend's default). Called from
         several threads at once when runs go concurrently on several GPUs.
@@ -37,7 +46,7 @@ class Backend(Protocol):
         ...
 
     def stop(self) -> None:
-        """From another thread: end every run in flight; each raises KeyboardInterrupt and writes nothing."""
+        """From another thread: end every run in flight; each raises KeyboardInterrupt and gives nothing."""
         ...
 
     def identity(self, cell: Cell, plan: Plan) -> Identity:

@@ -16,10 +16,10 @@ from pathlib import Path
 import harness
 from harness import images, jsonio, suite_listing
 from harness.backends import docker_engine, docker_rerun, gpu_access
-from harness.backends.base import suite_arguments
+from harness.backends.base import FinishedRun, suite_arguments
 from harness.backends.docker_containers import Containers
 from harness.backends.docker_images import Build, CellImages, expected_cudnn
-from harness.backends.records import failed_result, finish_result
+from harness.backends.records import failed_result
 from harness.plan.model import Cell, Plan
 from harness.results import folder, resume
 from harness.suite.document import GpuAccessMode, Identity, ResultDocument, RunRecord, SuiteResult
@@ -90,23 +90,18 @@ class DockerBackend:
         self,
         cell: Cell,
         plan: Plan,
-        result_path: Path,
-        log_path: Path,
+        results_dir: Path,
         round_index: int = 1,
         gpus: tuple[str, ...] = (),
-    ) -> ResultDocument:
+    ) -> FinishedRun:
         with docker_engine.errors("the cell was running"):  # building, inspecting or running it
-            return self._run_cell(cell, plan, result_path, log_path, round_index, gpus)
+            return self._run_cell(
+                cell, plan, folder.log_path(results_dir, cell.id, round_index), round_index, gpus
+            )
 
     def _run_cell(
-        self,
-        cell: Cell,
-        plan: Plan,
-        result_path: Path,
-        log_path: Path,
-        round_index: int,
-        gpus: tuple[str, ...],
-    ) -> ResultDocument:
+        self, cell: Cell, plan: Plan, log_path: Path, round_index: int, gpus: tuple[str, ...]
+    ) -> FinishedRun:
         started = dt.datetime.now(dt.timezone.utc)
         t0 = time.monotonic()
         with self._lock:
@@ -140,7 +135,7 @@ class DockerBackend:
                         cell, plan, self.suite_version, "build", build.error, build.log_tail, started
                     )
                     run["wall_s"] = time.monotonic() - t0
-                    return finish_result(doc, cell, run, result_path, log_path)
+                    return FinishedRun(doc, run)
                 run["image"] = self.images.image_facts(build)
             command = suite_arguments(
                 cell,
@@ -151,18 +146,16 @@ class DockerBackend:
             )
             doc = self._run_container(cell, plan, build.image_id or "", command, run, log_path, started, gpus)
         run["wall_s"] = time.monotonic() - t0
-        return finish_result(doc, cell, run, result_path, log_path)
+        return FinishedRun(doc, run)
 
-    def rerun(
-        self, previous: ResultDocument, result_path: Path, log_path: Path, plan: Plan
-    ) -> ResultDocument:
+    def rerun(self, previous: ResultDocument, source: str, log_path: Path, plan: Plan) -> FinishedRun:
         """Run the image a result came from again, with the suite arguments the harness gives that cell.
 
         A result file is untrusted: its command and image id are not run as they are. The cell must be
         one of the plan's, the image one this harness built for that cell (its label says so), and the
         command the one re-derived from the plan; anything else is refused (InputError).
         """
-        cell, image_id, command = self.rerun_command(previous, plan, str(result_path.name))
+        cell, image_id, command = self.rerun_command(previous, plan, source)
         started = dt.datetime.now(dt.timezone.utc)
         t0 = time.monotonic()
         run: RunRecord = {
@@ -174,7 +167,7 @@ class DockerBackend:
         with docker_engine.errors("the cell was running"):
             doc = self._run_container(cell, plan, image_id, command, run, log_path, started)
         run["wall_s"] = time.monotonic() - t0
-        return finish_result(doc, cell, run, result_path, log_path)
+        return FinishedRun(doc, run)
 
     def rerun_command(self, previous: ResultDocument, plan: Plan, source: str) -> tuple[Cell, str, list[str]]:
         """The cell, image id and command a re-run of ``previous`` would run, each checked as ``rerun``

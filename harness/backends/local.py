@@ -27,14 +27,14 @@ from typing import Any, TextIO
 import harness
 from harness import resources, suite_listing
 from harness.backends import cudnn_dirs
-from harness.backends.base import needs_gpu, suite_arguments
-from harness.backends.records import failed_result, finish_result, read_suite_result
+from harness.backends.base import FinishedRun, needs_gpu, suite_arguments
+from harness.backends.records import failed_result, read_suite_result
 from harness.environments import cache, cudnn_releases, packages, venvs
 from harness.errors import BackendUnavailable, InputError, bounded
 from harness.plan.model import Cell, Plan
 from harness.results import folder, resume
 from harness.suite import lifeline
-from harness.suite.document import Identity, ResultDocument, RunRecord
+from harness.suite.document import Identity, RunRecord
 
 POLL_S = 0.2
 _PROBE = Path(__file__).with_name("interpreter_probe.py")
@@ -146,14 +146,14 @@ class LocalBackend:
         self,
         cell: Cell,
         plan: Plan,
-        result_path: Path,
-        log_path: Path,
+        results_dir: Path,
         round_index: int = 1,
         gpus: tuple[str, ...] = (),
-    ) -> ResultDocument:
+    ) -> FinishedRun:
         started = dt.datetime.now(dt.timezone.utc)
         t0 = time.monotonic()
-        with folder.scratch_folder(result_path.parent) as scratch:
+        log_path = folder.log_path(results_dir, cell.id, round_index)
+        with folder.scratch_folder(results_dir) as scratch:
             raw_path = Path(scratch) / "result.json"
             python, environment = self.python, None
             try:
@@ -202,7 +202,7 @@ class LocalBackend:
         }
         if environment is not None:
             run["environment"] = environment.record()
-        return finish_result(doc, cell, run, result_path, log_path)
+        return FinishedRun(doc, run)
 
     def _realize(
         self, cell: Cell, plan: Plan, scratch: Path, python: str

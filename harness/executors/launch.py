@@ -43,13 +43,15 @@ def run(
     say: Callable[[str], None],
     detail: Callable[[str], None] | None = None,
     tick: Callable[[int, int], None] | None = None,
+    rounds: range | None = None,
 ) -> list[CellOutcome]:
-    """Run the chosen cells' rounds, kept results kept; a failed run is recorded and the next one runs.
+    """Run the chosen cells' ``rounds`` (default: every round of the plan), kept results kept; a failed run
+    is recorded and the next one runs.
 
     ``say``: run-level lines; ``detail``: what a backend says during a run (default: ``say``); ``tick``:
     (finished, to run) as runs finish."""
     if request.slurm is not None:
-        return _submit(plan, request, say)
+        return _submit(plan, request, say, rounds)
     backend = registry.create(request.settings, detail or say)
     cells = select(plan, request.only)
     gpus = gpu_ids(request.gpus)
@@ -74,12 +76,15 @@ def run(
         gpus=gpus,
         exclusive=exclusive,
         tick=tick,
+        rounds=rounds,
     )
     _say_kept(outcomes, request.out, say)
     return outcomes
 
 
-def _submit(plan: Plan, request: RunRequest, say: Callable[[str], None]) -> list[CellOutcome]:
+def _submit(
+    plan: Plan, request: RunRequest, say: Callable[[str], None], rounds: range | None
+) -> list[CellOutcome]:
     """Submit the runs to Slurm as one array job; each task runs the matrix's backend on its node."""
     from harness.executors import slurm
 
@@ -103,7 +108,9 @@ def _submit(plan: Plan, request: RunRequest, say: Callable[[str], None]) -> list
         f"{request.out}/ (a folder every node must see; each task runs the {plan.backend} backend there)"
         + _mode_words(request.mode)
     )
-    outcomes = slurm.Submission(plan, request.out, request.settings, req, say).run(cells, request.mode)
+    outcomes = slurm.Submission(plan, request.out, request.settings, req, say).run(
+        cells, request.mode, rounds
+    )
     _say_kept(outcomes, request.out, say)
     return outcomes
 

@@ -31,9 +31,10 @@ def run(
     gpus: tuple[str, ...] = (),
     exclusive: bool = False,
     tick: Callable[[int, int], None] | None = None,
+    rounds: range | None = None,
 ) -> list[CellOutcome]:
-    """Run every round of the plan's cells (or ``cells`` of them); a failed run is recorded and the next
-    one runs.
+    """Run ``rounds`` (default: every round) of the plan's cells (or ``cells`` of them); a failed run is
+    recorded and the next one runs.
 
     ``gpus``: the GPU ids to use, one per concurrent run (empty: whatever the backend sees, one run at
     a time). ``exclusive``: every run needs all of ``gpus`` at once. ``tick``: told (finished, to run)
@@ -43,11 +44,11 @@ def run(
     interrupted run continues where it stopped. ``plan.json`` always describes the whole matrix, so a
     report can place any subset run into it.
     """
-    with prepared(plan, results_dir, say):
+    with prepared(plan, results_dir, say, rounds):
         for line in backend.sweep(results_dir):
             say(line)
         chosen = plan.cells if cells is None else cells
-        return _Rounds(plan, backend, results_dir, say, gpus, exclusive, tick).run(chosen, mode)
+        return _Rounds(plan, backend, results_dir, say, gpus, exclusive, tick).run(chosen, mode, rounds)
 
 
 class _Rounds:
@@ -76,7 +77,7 @@ class _Rounds:
         self.lock = threading.Lock()
         self.started, self.ran, self.total, self.to_run = time.monotonic(), 0, 0, 0
 
-    def run(self, cells: tuple[Cell, ...], mode: resume.Mode) -> list[CellOutcome]:
+    def run(self, cells: tuple[Cell, ...], mode: resume.Mode, rounds: range | None) -> list[CellOutcome]:
         todo, outcomes, self.total = decide(
             self.plan,
             cells,
@@ -84,6 +85,7 @@ class _Rounds:
             lambda cell: self.backend.identity(cell, self.plan),
             mode,
             self.say,
+            rounds,
         )
         self.to_run, self.started = len(todo), time.monotonic()
         self.tick(0, self.to_run)
@@ -132,14 +134,8 @@ class _Rounds:
         )
         start = time.monotonic()
         try:
-            doc = self.backend.run_cell(
-                cell,
-                self.plan,
-                folder.result_path(self.results_dir, cell.id, round_index),
-                folder.log_path(self.results_dir, cell.id, round_index),
-                round_index,
-                gpus=gpus,
-            )
+            finished = self.backend.run_cell(cell, self.plan, self.results_dir, round_index, gpus=gpus)
+            doc = folder.write_result(self.results_dir, cell, finished.document, finished.run)
         except OSError as exc:  # the results folder itself failed (disk full, gone): nothing can be kept
             raise RunStopped(
                 f"cannot write into {self.results_dir} ({exc.strerror or exc}) during {cell.id} round "

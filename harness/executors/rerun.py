@@ -48,5 +48,6 @@ def rerun(
         if result_path.exists() or result_path.is_symlink():
             folder.supersede(result_path)
         say(f"re-running {cell_id} in image {document['run']['image']['id']}")
-        doc = backend.rerun(document, result_path, folder.log_path(out, cell_id, round_index), plan)
+        finished = backend.rerun(document, result_path.name, folder.log_path(out, cell_id, round_index), plan)
+        doc = folder.write_result(out, plan.cell(cell_id), finished.document, finished.run)
     return doc, result_path

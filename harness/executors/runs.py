@@ -24,27 +24,35 @@ class CellOutcome:
     stage: str | None = None  # where a failed run failed (build, gpu-access, run, ...)
 
 
-def schedule(cells: tuple[Cell, ...], rounds: int, first: int = 1) -> list[tuple[int, Cell]]:
-    """(round, cell) of rounds ``first``..``rounds`` in run order: cells forward in odd rounds, backward
-    in even ones (A B B A ...).
+def schedule(cells: tuple[Cell, ...], rounds: range) -> list[tuple[int, Cell]]:
+    """(round, cell) of ``rounds`` in run order: cells forward in odd rounds, backward in even ones
+    (A B B A ...).
 
     Interleaving puts slow drift (clocks, temperature, other tenants) on both sides of a
     comparison instead of on whichever cell ran last, as asv's --interleave-rounds does.
     """
     order = []
-    for round_index in range(first, rounds + 1):
+    for round_index in rounds:
         ordered = cells if round_index % 2 else tuple(reversed(cells))
         order += [(round_index, cell) for cell in ordered]
     return order
 
 
+def all_rounds(plan: Plan) -> range:
+    return range(1, plan.rounds + 1)
+
+
 @contextlib.contextmanager
-def prepared(plan: Plan, results_dir: Path, say: Callable[[str], None]) -> Iterator[None]:
-    """Hold the results folder's lock, say what an interrupted run left there, write ``plan.json``."""
+def prepared(
+    plan: Plan, results_dir: Path, say: Callable[[str], None], rounds: range | None = None
+) -> Iterator[None]:
+    """Hold the results folder's lock, say what an interrupted run left there, write ``plan.json`` where
+    ``rounds`` (default: all the plan's) begin at round 1: later rounds of a sequential qualification
+    (its undecided rows) add to the folder's plan, they do not replace it."""
     with folder.locked(results_dir) as swept:
         if swept:
             say(f"removed what an interrupted run left: {', '.join(swept)}")
-        if plan.first_round == 1:  # later rounds of a sequential qualification add to the folder's plan
+        if (rounds or all_rounds(plan)).start == 1:
             folder.write_plan(results_dir, plan)
         yield
 
@@ -70,12 +78,14 @@ def decide(
     identity: Callable[[Cell], Identity],
     mode: resume.Mode,
     say: Callable[[str], None],
+    rounds: range | None = None,
 ) -> tuple[list[Pending], dict[int, CellOutcome], int]:
-    """Which runs of the schedule to run, the kept ones' outcomes by position, and the schedule's length.
+    """Which runs of the schedule of ``rounds`` (default: all the plan's) to run, the kept ones' outcomes
+    by position, and the schedule's length.
 
     Shared by every way of running (here, and the Slurm submission), so they keep and redo the same runs.
     """
-    order = schedule(cells, plan.rounds, plan.first_round)
+    order = schedule(cells, rounds or all_rounds(plan))
     pending: list[Pending] = []
     kept: dict[int, CellOutcome] = {}
     for position, (round_index, cell) in enumerate(order, 1):

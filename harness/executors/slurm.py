@@ -222,11 +222,13 @@ class Submission:
             raise InputError(found)
         self.identity = registry.identity(settings, plan)
 
-    def run(self, cells: tuple[Cell, ...], mode: resume.Mode) -> list[CellOutcome]:
+    def run(
+        self, cells: tuple[Cell, ...], mode: resume.Mode, rounds: range | None = None
+    ) -> list[CellOutcome]:
         self._refuse_if_an_array_still_writes_here()
-        with prepared(self.plan, self.results_dir, self.say):
+        with prepared(self.plan, self.results_dir, self.say, rounds):
             pending, outcomes, total = decide(
-                self.plan, cells, self.results_dir, self.identity, mode, self.say
+                self.plan, cells, self.results_dir, self.identity, mode, self.say, rounds
             )
             tasks = [Task(index, p.position, p.cell, p.round_index) for index, p in enumerate(pending)]
             if tasks:
@@ -436,18 +438,17 @@ def run_task(results_dir: Path, tasks_file: Path, index: int, say: Callable[[str
         f"slurm task {index}: {cell.id} round {round_index} on {os.uname().nodename} with the {backend.name} "
         f"backend" + (f", GPUs {visible}" if visible else "")
     )
-    result_path = folder.result_path(results_dir, cell.id, round_index)
-    log = folder.log_path(results_dir, cell.id, round_index)
-    document = backend.run_cell(cell, plan, result_path, log, round_index, gpus=gpus)
+    finished = backend.run_cell(cell, plan, results_dir, round_index, gpus=gpus)
     slurm: SlurmRecord = {
         "job": f"{os.environ.get('SLURM_ARRAY_JOB_ID', '?')}_{os.environ.get('SLURM_ARRAY_TASK_ID', index)}",
         "node": os.environ.get("SLURMD_NODENAME", os.uname().nodename),
     }
     if os.environ.get("SLURM_JOB_PARTITION"):
         slurm["partition"] = os.environ["SLURM_JOB_PARTITION"]
-    document["run"]["slurm"] = slurm
-    jsonio.write_atomic(result_path, document, compact=True)
-    say(f"slurm task {index}: {document['status']} -> {result_path}")
+    document = folder.write_result(results_dir, cell, finished.document, {**finished.run, "slurm": slurm})
+    say(
+        f"slurm task {index}: {document['status']} -> {folder.result_path(results_dir, cell.id, round_index)}"
+    )
     return document
 
 

@@ -75,9 +75,6 @@ class Plan:
     source: str = ""
     rounds: int = DEFAULT_ROUNDS
     alpha: float = DEFAULT_ALPHA
-    # where a run starts: a sequential qualification's later rounds run the plan again from round n, for
-    # its undecided rows only; never written to plan.json (the folder keeps the whole plan)
-    first_round: int = 1
     slurm: dict[str, Any] = field(default_factory=dict)  # how 'run --backend slurm' asks for each task
     docker: dict[str, Any] = field(default_factory=dict)  # gpu_access, driver_dir, image_python
 

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import shutil
@@ -25,6 +26,7 @@ from typing import IO, Any
 from harness import jsonio, schemas
 from harness.errors import BackendUnavailable, InputError, Problem
 from harness.plan.model import Cell, Plan
+from harness.suite.document import CellRecord, ResultDocument, RunRecord, SuiteResult
 
 MAX_BYTES = 64 * 1024 * 1024  # the largest document read from a folder (untrusted input)
 PLAN_FILE = "plan.json"
@@ -38,6 +40,8 @@ PARTIAL_SUFFIX = ".part"  # a log being written; renamed when its run finishes
 SCRATCH_PREFIX = ".cell-"
 MAX_DEPTH = 8  # how far below a results folder shards are looked for
 PROBLEMS_BYTES = 16 * 1024  # what is read back of a quarantined document's problems
+LOG_TAIL_CHARS = 4000  # what a failed result keeps of its run's log
+MIN_FREE_BYTES = 4 * 1024 * 1024  # below this, a failed run is blamed on the disk, not the cell
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,39 @@ def log_tail(log: Path, limit: int) -> str:
         return jsonio.read_text_nofollow(log, limit)
     except OSError:
         return ""
+
+
+def cell_record(cell: Cell) -> CellRecord:
+    """The cell as a result names it: its id and its content."""
+    return {
+        "id": cell.id,
+        "torch": cell.torch,
+        "cudnn": cell.cudnn.to_json(),
+        "base_image": cell.base_image,
+        "python": cell.python,
+    }
+
+
+def write_result(results_dir: Path, cell: Cell, document: SuiteResult, run: RunRecord) -> ResultDocument:
+    """The one place a run's result is written: ``document`` (what the suite wrote, or the failed result a
+    backend made) with the cell named, the backend's run record, and, for a failure without one, its
+    log's tail; the log gets its final name first. Written once, atomically, as the result of
+    ``run``'s round.
+
+    A failure while the results folder's disk is (nearly) full is not the cell's: it raises ENOSPC,
+    so the run stops and the cell runs again once there is room, instead of being kept as failed.
+    """
+    if document.get("status") != "ok" and shutil.disk_usage(results_dir).free < MIN_FREE_BYTES:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(results_dir))
+    round_index = run.get("round", 1)
+    log = log_path(results_dir, cell.id, round_index)
+    finish_log(log)
+    result: ResultDocument = {**document, "cell": cell_record(cell), "run": run}
+    failure = result.get("failure")
+    if failure and not failure.get("log_tail"):
+        result["failure"] = {**failure, "log_tail": log_tail(log, LOG_TAIL_CHARS)}
+    jsonio.write_atomic(result_path(results_dir, cell.id, round_index), result, compact=True)
+    return result
 
 
 def scratch(results_dir: Path) -> Path:
