@@ -6,7 +6,9 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Mapping
 from pathlib import Path
+from typing import IO, Any
 
 import pytest
 
@@ -40,15 +42,42 @@ def harness_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *([existing] if existing else [])])}
 
 
-def run_cli(*args: str, cwd: Path | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    """``python -m harness ARGS`` as a user runs it."""
+def run_cli(
+    *args: str,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 600,
+    errors: str = "strict",
+) -> subprocess.CompletedProcess[str]:
+    """``python -m harness ARGS`` as a user runs it, to its end; ``env`` replaces :func:`harness_env`, and
+    ``errors`` says how what it prints is read where that is not UTF-8."""
     return subprocess.run(
         [sys.executable, "-m", "harness", *args],
         cwd=cwd or REPO,
-        env=harness_env(),
+        env=harness_env() if env is None else env,
         capture_output=True,
-        text=True,
+        encoding="utf-8",
+        errors=errors,
         timeout=timeout,
+    )
+
+
+def start_cli(
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    stdout: int | IO[Any] = subprocess.PIPE,
+    stderr: int | IO[Any] = subprocess.STDOUT,
+    text: bool = True,
+) -> subprocess.Popen[Any]:
+    """``python -m harness ARGS`` started and left running, for a test that interrupts it or watches it
+    while it runs; both streams come through ``stdout`` unless ``stderr`` says otherwise."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "harness", *args],
+        cwd=REPO,
+        env=harness_env() if env is None else env,
+        stdout=stdout,
+        stderr=stderr,
+        text=text,
     )
 
 

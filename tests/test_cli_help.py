@@ -15,7 +15,7 @@ import tomllib
 
 from harness import __version__, arguments
 from harness.suite import SUITE_VERSION
-from tests.conftest import REPO, harness_env, run_cli
+from tests.conftest import REPO, harness_env, run_cli, start_cli
 
 
 def test_help_lists_the_commands_people_use_and_the_exit_codes():
@@ -70,13 +70,7 @@ print(sorted({{m.split(".")[0] for m in sys.modules}} & set({HEAVY!r})))
 
 
 def test_python_m_harness_help_imports_no_scipy_pandas_or_matplotlib():
-    done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "harness", "report", "--help"],
-        env=harness_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_cli("report", "--help", env={**harness_env(), "PYTHONPROFILEIMPORTTIME": "1"}, timeout=120)
     assert done.returncode == 0 and "usage:" in done.stdout, done.stderr[-2000:]
     imported = {line.split("|")[-1].strip().split(".")[0] for line in done.stderr.splitlines()}
     assert not imported & {"scipy", "pandas", "matplotlib"}, imported & set(HEAVY)
@@ -188,12 +182,15 @@ def test_progress_lines_carry_their_time_and_verbosity_chooses_how_many(tmp_path
 def test_a_terminal_gets_a_live_bar_of_the_runs_with_elapsed_time_and_time_left(tmp_path, write_matrix):
     path = write_matrix(SMOKE)
     main, replica = pty.openpty()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "harness", "run", "--matrix", str(path), "--out", str(tmp_path / "r")],
+    proc = start_cli(
+        "run",
+        "--matrix",
+        str(path),
+        "--out",
+        str(tmp_path / "r"),
+        env={**harness_env(), "COLUMNS": "120", "TERM": "xterm"},
         stdout=replica,
         stderr=replica,
-        cwd=REPO,
-        env={**harness_env(), "COLUMNS": "120", "TERM": "xterm"},
     )
     os.close(replica)
     seen = b""

@@ -25,7 +25,7 @@ import pytest
 
 from harness import jsonio
 from harness.results import documents
-from tests.conftest import run_cli
+from tests.conftest import harness_env, run_cli, start_cli
 from tests.docker_engine import BASE, MATRIX, run_matrix
 
 
@@ -275,15 +275,8 @@ def test_gpu_cells_a_host_cannot_serve_fail_with_what_to_install(ran, mode, says
 def test_no_engine_is_a_clear_error(tmp_path):
     matrix = tmp_path / "matrix.yaml"
     matrix.write_text(MATRIX)
-    done = subprocess.run(
-        [sys.executable, "-m", "harness", "images", "--matrix", str(matrix)],
-        capture_output=True,
-        text=True,
-        env={
-            **os.environ,
-            "DOCKER_HOST": f"unix://{tmp_path}/no.sock",
-            "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
-        },
+    done = run_cli(
+        "images", "--matrix", str(matrix), env={**harness_env(), "DOCKER_HOST": f"unix://{tmp_path}/no.sock"}
     )
     assert (
         done.returncode == 3
@@ -322,24 +315,8 @@ def test_runs_go_concurrently_one_gpu_id_each_and_ctrl_c_removes_every_container
     slow = tmp_path / "slow.yaml"
     slow.write_text(matrix.read_text().replace("time_budget_s: 0.05", "time_budget_s: 30, min_time_s: 30"))
     stopped = tmp_path / "stopped"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "harness",
-            "run",
-            "--matrix",
-            str(slow),
-            "--wheelhouse",
-            str(wheelhouse),
-            "--out",
-            str(stopped),
-            "--gpus",
-            "0,1",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+    proc = start_cli(
+        "run", "--matrix", str(slow), "--wheelhouse", str(wheelhouse), "--out", str(stopped), "--gpus", "0,1"
     )
     import docker
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -22,7 +21,7 @@ import pytest
 
 from harness import jsonio
 from harness.results import documents
-from tests.conftest import REPO, harness_env
+from tests.conftest import run_cli, start_cli
 from tests.docker_engine import MATRIX, run_matrix
 
 # long enough to be caught mid-run: the suite imports torch, then measures for a while
@@ -152,32 +151,17 @@ def test_an_engine_restart_mid_matrix_stops_the_run_and_the_next_run_completes(
     matrix = tmp_path / "matrix.yaml"
     matrix.write_text(SLOW)
     out = tmp_path / "r"
-    subprocess.run(
-        [sys.executable, "-m", "harness", "images", "--matrix", str(matrix), "--wheelhouse", str(wheelhouse)],
-        cwd=REPO,
-        env=harness_env(),
-        check=True,
-        capture_output=True,
-        timeout=1800,
-    )
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "harness",
-            "run",
-            "--matrix",
-            str(matrix),
-            "--out",
-            str(out),
-            "--wheelhouse",
-            str(wheelhouse),
-        ],
-        cwd=REPO,
-        env=harness_env(),
-        stdout=subprocess.PIPE,
+    built = run_cli("images", "--matrix", str(matrix), "--wheelhouse", str(wheelhouse), timeout=1800)
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    proc = start_cli(
+        "run",
+        "--matrix",
+        str(matrix),
+        "--out",
+        str(out),
+        "--wheelhouse",
+        str(wheelhouse),
         stderr=subprocess.PIPE,
-        text=True,
     )
     try:
         wait_for_container(engine, "bundled")

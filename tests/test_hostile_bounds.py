@@ -12,12 +12,11 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 from harness import jsonio
 from harness.results import folder
-from tests.conftest import GPU_LOCAL_ROUNDS, REPO, harness_env, run_cli
+from tests.conftest import GPU_LOCAL_ROUNDS, REPO, run_cli, start_cli
 
 LOCAL = GPU_LOCAL_ROUNDS
 
@@ -120,18 +119,14 @@ def test_a_python_that_prints_garbage_is_named_and_refused(tmp_path, write_matri
 
 
 def test_a_reader_that_leaves_ends_the_command_quietly():
-    command = [
-        sys.executable,
-        "-m",
-        "harness",
+    proc = start_cli(
         "compare",
         str(LOCAL),
         str(LOCAL.parent / "results"),
         "--only",
         "bundled",
-    ]
-    proc = subprocess.Popen(
-        command, cwd=REPO, env=harness_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        stderr=subprocess.PIPE,
+        text=False,
     )
     assert proc.stdout is not None
     proc.stdout.close()  # `| head` that has read all it wanted

@@ -17,7 +17,7 @@ import pytest
 
 from harness.errors import InputError
 from harness.results import folder
-from tests.conftest import GPU_LOCAL_ROUNDS, REPO, harness_env, run_cli
+from tests.conftest import GPU_LOCAL_ROUNDS, REPO, harness_env, run_cli, start_cli
 
 RELU = """\
 schema_version: 1
@@ -140,18 +140,8 @@ def test_a_report_into_a_folder_being_written_is_refused_with_a_message(tmp_path
 
 def test_two_reports_into_one_folder_at_once_never_mix_it(tmp_path):
     out = tmp_path / "report"
-    command = [sys.executable, "-m", "harness", "report", "--results", str(GPU_LOCAL_ROUNDS)]
-    procs = [
-        subprocess.Popen(
-            [*command, "--out", str(out)],
-            cwd=REPO,
-            env=harness_env(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(2)
-    ]
+    command = ("report", "--results", str(GPU_LOCAL_ROUNDS), "--out", str(out))
+    procs = [start_cli(*command, stderr=subprocess.PIPE) for _ in range(2)]
     outcomes = [(p.communicate(timeout=600)[1], p.returncode) for p in procs]
     outcomes = [(code, err) for err, code in outcomes]
     for code, err in outcomes:

@@ -16,8 +16,6 @@ import os
 import random
 import re
 import shutil
-import subprocess
-import sys
 import xml.dom.minidom
 import xml.etree.ElementTree as ET
 from collections import Counter
@@ -32,7 +30,7 @@ from harness import jsonio
 from harness.report import digest, markdown, plots, stats, terminal, verdicts
 from harness.report.model import Analysis, Document, Section, Value, View
 from harness.results import documents
-from tests.conftest import GPU_LOCAL_ROUNDS, harness_env
+from tests.conftest import GPU_LOCAL_ROUNDS, run_cli
 
 # CommonMark with GitHub's tables and strikethrough; raw HTML on, as GitHub has it
 MD = MarkdownIt("commonmark").enable(["table", "strikethrough"])
@@ -219,20 +217,9 @@ HOSTILE = (
 )
 BENIGN = "plain words\nin two lines"
 FORMULA = "=HYPERLINK(1)"
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    """``python -m harness ARGS``; what it prints read as UTF-8 with anything else escaped (the console
-    is not a file these tests are about)."""
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args],
-        env=harness_env(),
-        capture_output=True,
-        encoding="utf-8",
-        errors="backslashreplace",
-        timeout=600,
-        check=False,
-    )
+# what the command prints is read as UTF-8 with anything else escaped (the console is not a file these
+# tests are about)
+ESCAPED = "backslashreplace"
 
 
 def _results(folder: Path, text: str) -> Path:
@@ -265,7 +252,7 @@ def rendered(tmp_path_factory) -> dict[str, Path]:
     for name, text in (("hostile", HOSTILE), ("benign", BENIGN)):
         root = tmp_path_factory.mktemp(name)
         results = _results(root / "results", text)
-        done = run_cli("report", "--results", str(results), "--out", str(root / "report"))
+        done = run_cli("report", "--results", str(results), "--out", str(root / "report"), errors=ESCAPED)
         assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr[-3000:]
         out[name] = root / "report"
     return out
@@ -454,7 +441,7 @@ def test_a_result_file_whose_name_is_not_utf8_is_reported_escaped(tmp_path):
     shutil.copytree(GPU_LOCAL_ROUNDS, folder)
     first = sorted(folder.glob("*.json.gz"))[0]
     os.rename(bytes(first), bytes(first.parent) + b"/\xff" + first.name.encode())
-    done = run_cli("report", "--results", str(folder), "--out", str(tmp_path / "report"))
+    done = run_cli("report", "--results", str(folder), "--out", str(tmp_path / "report"), errors=ESCAPED)
     assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr[-3000:]
     report = tmp_path / "report"
     for name in ("report.md", "report.html", "summary.md", "junit.xml", "results.csv", "verdicts.csv"):
@@ -470,7 +457,7 @@ def test_the_repro_readme_keeps_its_structure_whatever_a_result_holds(tmp_path):
         out = tmp_path / f"{name}-repro"
         done = run_cli(
             "repro", "--results", str(results), "--workload", "sdpa", "--dtype", "bf16",
-            "--candidate", "system", "--out", str(out),
+            "--candidate", "system", "--out", str(out), errors=ESCAPED,
         )  # fmt: skip
         assert done.returncode == 0, done.stdout + done.stderr[-3000:]
         readmes.append(_read(out / "README.md"))

@@ -6,7 +6,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -14,7 +13,7 @@ import pytest
 
 from harness import jsonio
 from harness.results import documents
-from tests.conftest import REPO, harness_env, run_cli
+from tests.conftest import REPO, run_cli, start_cli
 
 MATRIX = """
 schema_version: 1
@@ -76,13 +75,8 @@ def test_a_second_run_keeps_every_valid_result_and_runs_nothing(matrix_file, tmp
 
 def test_a_killed_orchestrator_leaves_nothing_partial_and_the_next_run_resumes(matrix_file, tmp_path):
     out = tmp_path / "r"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "harness", "run", "--matrix", str(matrix_file), "--out", str(out)],
-        cwd=REPO,
-        env=harness_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    command = ("run", "--matrix", str(matrix_file), "--out", str(out))
+    proc = start_cli(*command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     # kill it while its second run is measuring: one result is written, one is in flight
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and len(list(out.glob("torch*.json.gz"))) < 1:
@@ -121,14 +115,7 @@ def test_ctrl_c_stops_cleanly_with_exit_130(matrix_file, tmp_path):
     matrix_file.write_text(
         MATRIX.replace("time_budget_s: 0.05", "time_budget_s: 3").replace("min_time_s: 0.02", "min_time_s: 3")
     )
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "harness", "run", "--matrix", str(matrix_file), "--out", str(out)],
-        cwd=REPO,
-        env=harness_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_cli("run", "--matrix", str(matrix_file), "--out", str(out), stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not list((out / "logs").glob("*.part")):
         time.sleep(0.05)
@@ -199,13 +186,8 @@ def test_results_made_differently_are_superseded_not_kept(matrix_file, tmp_path)
 
 def test_two_runs_into_one_folder_at_once_are_refused(matrix_file, tmp_path):
     out = tmp_path / "r"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "harness", "run", "--matrix", str(matrix_file), "--out", str(out)],
-        cwd=REPO,
-        env=harness_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    command = ("run", "--matrix", str(matrix_file), "--out", str(out))
+    proc = start_cli(*command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not (out / "plan.json").exists():
@@ -246,14 +228,7 @@ def test_a_disk_filled_mid_run_stops_the_run_keeps_what_was_whole_and_the_next_r
             pytest.fail(f"cannot mount a tmpfs for the full-disk test: {mounted.stderr.decode()}")
         pytest.skip("this machine cannot mount a tmpfs")
     try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "harness", "run", "--matrix", str(matrix_file), "--out", str(out)],
-            cwd=REPO,
-            env=harness_env(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        proc = start_cli("run", "--matrix", str(matrix_file), "--out", str(out), stderr=subprocess.PIPE)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and not list(out.glob("torch*.json.gz")):
             time.sleep(0.05)
@@ -288,24 +263,16 @@ def test_a_workload_added_to_a_profile_runs_although_the_suite_version_stayed(tm
     out = tmp_path / "r"
 
     def run() -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "harness",
-                "run",
-                "--matrix",
-                str(matrix),
-                "--out",
-                str(out),
-                "--only",
-                "bundled",
-            ],
+        return run_cli(
+            "run",
+            "--matrix",
+            str(matrix),
+            "--out",
+            str(out),
+            "--only",
+            "bundled",
             cwd=package,
             env={**os.environ, "PYTHONPATH": str(package)},
-            capture_output=True,
-            text=True,
-            timeout=600,
         )
 
     def workloads() -> set[str]:

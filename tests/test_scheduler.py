@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as dt
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,8 +17,7 @@ import pytest
 import yaml
 
 from harness.results import documents
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.conftest import run_cli, start_cli
 
 
 def _matrix(tmp_path: Path, workloads: list[str], budget: float, rounds: int = 2) -> Path:
@@ -49,17 +47,6 @@ def _matrix(tmp_path: Path, workloads: list[str], budget: float, rounds: int = 2
     return path
 
 
-def _harness(*args: str, **kwargs) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        **kwargs,
-    )
-
-
 def _runs(out: Path) -> list[dict]:
     docs = []
     for path in sorted(out.glob("*.r*.json.gz")):
@@ -80,7 +67,7 @@ def _overlap(a: dict, b: dict) -> bool:
 
 def test_runs_go_concurrently_one_gpu_each_and_never_two_on_one(tmp_path):
     out = tmp_path / "out"
-    done = _harness(
+    done = run_cli(
         "run", "--matrix", str(_matrix(tmp_path, ["gemm"], 1.5)), "--out", str(out), "--gpus", "0,1"
     )
     assert done.returncode == 0, done.stdout + done.stderr
@@ -97,7 +84,7 @@ def test_runs_go_concurrently_one_gpu_each_and_never_two_on_one(tmp_path):
 def test_a_multi_gpu_workload_gets_every_gpu_and_runs_alone(tmp_path):
     out = tmp_path / "out"
     matrix = _matrix(tmp_path, ["ddp_train_step"], 0.5, rounds=1)
-    done = _harness("run", "--matrix", str(matrix), "--out", str(out), "--gpus", "0,1")
+    done = run_cli("run", "--matrix", str(matrix), "--out", str(out), "--gpus", "0,1")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "each run gets all of them" in done.stdout
     docs = _runs(out)
@@ -113,23 +100,8 @@ def test_a_multi_gpu_workload_gets_every_gpu_and_runs_alone(tmp_path):
 
 def test_ctrl_c_stops_every_concurrent_run_and_keeps_nothing_partial(tmp_path):
     out = tmp_path / "out"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "harness",
-            "run",
-            "--matrix",
-            str(_matrix(tmp_path, ["gemm"], 5)),
-            "--out",
-            str(out),
-            "--gpus",
-            "0,1",
-        ],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+    proc = start_cli(
+        "run", "--matrix", str(_matrix(tmp_path, ["gemm"], 5)), "--out", str(out), "--gpus", "0,1"
     )
     deadline = time.monotonic() + 120
     while len(list((out / "logs").glob("*.log.part"))) < 2 and time.monotonic() < deadline:
@@ -144,7 +116,7 @@ def test_ctrl_c_stops_every_concurrent_run_and_keeps_nothing_partial(tmp_path):
     assert _suite_processes(out) == []
     assert list(out.glob("*.r*.json.gz")) == []
     # the next run sweeps what was left and runs everything
-    done = _harness(
+    done = run_cli(
         "run", "--matrix", str(_matrix(tmp_path, ["gemm"], 0.3)), "--out", str(out), "--gpus", "0,1"
     )
     assert done.returncode == 0 and len(_runs(out)) == 4, done.stdout + done.stderr
@@ -161,7 +133,7 @@ def _suite_processes(out: Path) -> list[str]:
 )
 def test_bad_gpu_lists_are_refused_before_anything_runs(tmp_path, gpus, message):
     out = tmp_path / "out"
-    done = _harness(
+    done = run_cli(
         "run", "--matrix", str(_matrix(tmp_path, ["gemm"], 0.1)), "--out", str(out), "--gpus", gpus
     )
     assert done.returncode == 2 and "--gpus" in done.stderr and message in done.stderr, done.stderr

@@ -9,7 +9,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import pytest
 import yaml
 
 from harness.results import documents
-from tests.conftest import REPO, harness_env, require_slurm, run_cli
+from tests.conftest import require_slurm, run_cli, start_cli
 
 
 @pytest.fixture(scope="module")
@@ -101,25 +100,7 @@ def test_a_cpu_matrix_runs_through_slurm_end_to_end(cluster, tmp_path):
 def test_a_task_that_ends_without_a_result_is_reported_and_resubmitted(cluster, tmp_path):
     out = tmp_path / "results"
     matrix = _matrix(tmp_path, workload="gemm", budget=4)
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "harness",
-            "run",
-            "--backend",
-            "slurm",
-            "--matrix",
-            str(matrix),
-            "--out",
-            str(out),
-        ],
-        cwd=REPO,
-        env=harness_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    proc = start_cli("run", "--backend", "slurm", "--matrix", str(matrix), "--out", str(out))
     deadline, victim = time.monotonic() + 120, None
     while victim is None and time.monotonic() < deadline:
         victim = next(
@@ -142,25 +123,8 @@ def test_a_task_that_ends_without_a_result_is_reported_and_resubmitted(cluster, 
 
 def test_ctrl_c_cancels_the_array(cluster, tmp_path):
     out = tmp_path / "results"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "harness",
-            "run",
-            "--backend",
-            "slurm",
-            "--matrix",
-            str(_matrix(tmp_path, workload="gemm", budget=5)),
-            "--out",
-            str(out),
-        ],
-        cwd=REPO,
-        env=harness_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    matrix = _matrix(tmp_path, workload="gemm", budget=5)
+    proc = start_cli("run", "--backend", "slurm", "--matrix", str(matrix), "--out", str(out))
     deadline = time.monotonic() + 120
     while (
         not any(state == "RUNNING" for _, state in _array_tasks("harness-slurm-ci"))
@@ -196,25 +160,7 @@ def test_bad_slurm_settings_are_refused_before_anything_is_submitted(tmp_path, a
 def test_an_array_left_by_a_killed_run_is_not_swept_from_under_it(cluster, tmp_path):
     out = tmp_path / "results"
     matrix = _matrix(tmp_path, workload="gemm", budget=5)
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "harness",
-            "run",
-            "--backend",
-            "slurm",
-            "--matrix",
-            str(matrix),
-            "--out",
-            str(out),
-        ],
-        cwd=REPO,
-        env=harness_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    proc = start_cli("run", "--backend", "slurm", "--matrix", str(matrix), "--out", str(out))
     deadline = time.monotonic() + 120
     while (
         not any(state == "RUNNING" for _, state in _array_tasks("harness-slurm-ci"))
