@@ -103,7 +103,8 @@ def _validity(analysis: Analysis, name: Callable[[str], str] = str) -> list[str]
     if len(uuids) > 1:
         found.append(
             f"The runs were spread over {len(uuids)} physical GPUs: the differences between GPUs are part "
-            "of every comparison (A/A across two H100s is wider than on one); see Environment of every run."
+            "of every comparison (an A/A across two GPUs of one model is wider than on one: docs/method.md); "
+            "see Environment of every run."
         )
     overridden = sorted(
         {
