@@ -1,7 +1,8 @@
 """The real Docker engine for tests: the engine, a registry-free base image, an offline torch wheelhouse.
 
 Without an engine these fixtures skip on a developer machine and FAIL in CI (CI=true), where
-.ci/run installs and starts one. Registered for every test module in conftest.py.
+.ci/run installs and starts one; every test that needs the engine is marked ``engine``. Registered for
+every test module in conftest.py.
 """
 
 from __future__ import annotations
@@ -48,6 +49,14 @@ def run_matrix(matrix: Path, wheelhouse: Path, out: Path, *extra: str):
         *extra,
         timeout=1800,
     )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that asks for the engine, itself or through a fixture built on it, is marked ``engine``: the
+    fixture is what needs one, so the mark cannot be forgotten (``-m "not engine"`` leaves them out)."""
+    for item in items:
+        if "engine" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.engine)
 
 
 @pytest.fixture(scope="module")

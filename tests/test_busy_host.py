@@ -9,6 +9,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from harness import jsonio
 from harness.suite import host
 from tests.conftest import REPO, run_cli
@@ -28,6 +30,7 @@ def test_samples_quantized_at_the_scheduler_tick_are_a_stalled_measurement():
     assert host.stalled([1e-6, 1e-3]) is None  # too few samples to say
 
 
+@pytest.mark.slow
 def test_a_busy_host_is_recorded_and_its_rows_are_never_a_verdict(tmp_path):
     results = tmp_path / "results"
     shutil.copytree(CPU_AXIS, results)
@@ -56,6 +59,7 @@ def test_a_busy_host_is_recorded_and_its_rows_are_never_a_verdict(tmp_path):
     assert "Run again with nothing else running" in first_section
 
 
+@pytest.mark.slow
 def test_the_cpu_suite_fixes_and_records_its_threads_and_the_load(tmp_path, write_matrix):
     matrix = write_matrix(
         "schema_version: 1\nname: threads\nbackend: local\naxes: {torch: [installed], cudnn: [bundled, "

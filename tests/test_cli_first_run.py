@@ -53,6 +53,7 @@ def test_init_refuses_a_folder_and_replaces_a_link_not_what_it_points_at(tmp_pat
     assert link.read_text() == starter.STARTER
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("row", "says"),
     [

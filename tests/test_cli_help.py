@@ -165,6 +165,7 @@ baseline: {cudnn: bundled}
 """
 
 
+@pytest.mark.slow
 def test_progress_lines_carry_their_time_and_verbosity_chooses_how_many(tmp_path, write_matrix):
     path = write_matrix(SMOKE)
     normal = run_cli("run", "--matrix", str(path), "--out", str(tmp_path / "a"))
@@ -179,6 +180,7 @@ def test_progress_lines_carry_their_time_and_verbosity_chooses_how_many(tmp_path
     assert len(list((tmp_path / "c").glob("*.json.gz"))) == 2  # quiet, not idle
 
 
+@pytest.mark.slow
 def test_a_terminal_gets_a_live_bar_of_the_runs_with_elapsed_time_and_time_left(tmp_path, write_matrix):
     path = write_matrix(SMOKE)
     main, replica = pty.openpty()

@@ -9,8 +9,12 @@ import io
 import json
 import shutil
 
+import pytest
+
 from harness import jsonio
 from tests.conftest import REPO, run_cli
+
+pytestmark = pytest.mark.slow  # every test here takes seconds (docs/development.md: the fast tests)
 
 SHARDS = sorted((REPO / "reports" / "gpu-verdicts").glob("results-shard*"))  # one matrix: 3 cells each
 SWEEP = REPO / "reports" / "cudnn-releases-h100"  # 'results' (10 cells) and 'upper' (4): two matrices

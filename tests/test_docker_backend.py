@@ -48,6 +48,7 @@ def built(engine, base_image, wheelhouse, tmp_path_factory):
     return root, matrix, first, second
 
 
+@pytest.mark.slow
 def test_two_cells_build_and_an_unchanged_rebuild_builds_nothing(built):
     _, _, first, second = built
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
@@ -56,6 +57,7 @@ def test_two_cells_build_and_an_unchanged_rebuild_builds_nothing(built):
     assert "0 built, 2 cached, 0 failed" in second.stdout
 
 
+@pytest.mark.slow
 def test_images_carry_provenance_labels(engine, built):
     images = [
         i
@@ -90,6 +92,7 @@ def ran(built, wheelhouse):
     return root, done
 
 
+@pytest.mark.slow
 def test_the_suite_runs_in_least_privilege_containers(ran):
     root, done = ran
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -118,6 +121,7 @@ def test_the_suite_runs_in_least_privilege_containers(ran):
     assert "| relu " in (root / "report" / "report.md").read_text()
 
 
+@pytest.mark.slow
 def test_rerun_uses_the_exact_image(ran, tmp_path):
     root, _ = ran
     result = next((root / "results").glob("torch*bundled*.json.gz"))
@@ -130,6 +134,7 @@ def test_rerun_uses_the_exact_image(ran, tmp_path):
     assert documents.check(tmp_path / result.name)[1] == []
 
 
+@pytest.mark.slow
 def test_rerun_runs_only_what_the_harness_would_and_never_overwrites(ran, engine, tmp_path):
     """A result file is untrusted: a command or an image it names is not run unless the harness would."""
     import shutil
@@ -177,6 +182,7 @@ def test_rerun_runs_only_what_the_harness_would_and_never_overwrites(ran, engine
     assert again.returncode == 0 and len(list((tmp_path / "twice" / "superseded").glob("*.json.gz"))) == 1
 
 
+@pytest.mark.slow
 def test_a_failed_build_fails_its_cell_and_the_others_run(engine, base_image, wheelhouse, tmp_path):
     matrix = tmp_path / "matrix.yaml"
     matrix.write_text(
@@ -193,6 +199,7 @@ def test_a_failed_build_fails_its_cell_and_the_others_run(engine, base_image, wh
     assert "torch==9.9.9+cpu" in failed["failure"]["log_tail"]
 
 
+@pytest.mark.slow
 def test_no_ca_bundle_or_wheel_in_any_layer_or_the_history(engine, base_image, wheelhouse, tmp_path):
     marker = secrets.token_hex(16)
     ca = tmp_path / "corporate-ca.pem"
@@ -236,6 +243,7 @@ def test_no_ca_bundle_or_wheel_in_any_layer_or_the_history(engine, base_image, w
     engine.images.remove(image.id, force=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("mode", "says"),
     [
@@ -285,6 +293,7 @@ def test_no_engine_is_a_clear_error(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_a_cell_past_its_time_limit_is_killed_and_recorded(built, wheelhouse, tmp_path):
     _, matrix, _, _ = built
     done = run_matrix(matrix, wheelhouse, tmp_path / "r", "--timeout-s", "1")
@@ -295,6 +304,7 @@ def test_a_cell_past_its_time_limit_is_killed_and_recorded(built, wheelhouse, tm
     assert not list((tmp_path / "r").glob(".cell-*"))  # scratch output folders are gone
 
 
+@pytest.mark.slow
 def test_runs_go_concurrently_one_gpu_id_each_and_ctrl_c_removes_every_container(built, wheelhouse, tmp_path):
     """Two cells at once with --gpus 0,1 (the ids travel as device requests; CPU cells ask for none)."""
     _, built_matrix, _, _ = built
@@ -333,6 +343,7 @@ def test_runs_go_concurrently_one_gpu_id_each_and_ctrl_c_removes_every_container
     assert list(stopped.glob("*.r*.json.gz")) == []
 
 
+@pytest.mark.slow
 def test_a_gpu_run_asks_the_engine_for_exactly_its_gpu_ids(ran):
     root, _ = ran
     from harness.backends.docker import DockerBackend
@@ -350,6 +361,7 @@ def test_a_gpu_run_asks_the_engine_for_exactly_its_gpu_ids(ran):
     assert cdi["Driver"] == "cdi" and cdi["DeviceIDs"] == ["nvidia.com/gpu=0", "nvidia.com/gpu=1"]
 
 
+@pytest.mark.slow
 def test_slurm_tasks_run_each_cell_in_its_container(built, wheelhouse, tmp_path):
     """--backend slurm with a docker matrix: each array task runs its cell's container on the node."""
     from tests.conftest import require_slurm
@@ -367,6 +379,7 @@ def test_slurm_tasks_run_each_cell_in_its_container(built, wheelhouse, tmp_path)
         assert doc["run"]["container"]["user"] == "10001:10001" and doc["run"]["slurm"]["node"]
 
 
+@pytest.mark.slow
 def test_torch_from_the_image_builds_no_torch_layer_and_records_what_the_image_holds(
     built, wheelhouse, tmp_path
 ):
@@ -430,6 +443,7 @@ baseline: {{cudnn: bundled}}
             assert doc["failure"]["stage"] == "gpu-access" and doc["run"]["gpu_access"]["mode"] == mode
 
 
+@pytest.mark.slow
 def test_a_docker_row_becomes_two_dockerfiles_that_build_and_run_its_reproducer(
     ran, engine, wheelhouse, tmp_path
 ):

@@ -24,6 +24,8 @@ from harness.results import documents
 from tests.conftest import run_cli, start_cli
 from tests.docker_engine import MATRIX, run_matrix
 
+pytestmark = pytest.mark.slow  # every test here takes seconds (docs/development.md: the fast tests)
+
 # long enough to be caught mid-run: the suite imports torch, then measures for a while
 SLOW = MATRIX.replace("time_budget_s: 0.05", "time_budget_s: 1.0, min_time_s: 0.5")
 

@@ -213,6 +213,7 @@ def test_plan_json_checks_its_slurm_block_as_the_matrix_does(tmp_path):
         assert [p.field for p in found] == [field], found
 
 
+@pytest.mark.slow
 def test_a_results_folder_slurm_cannot_carry_is_refused_before_anything_is_written(tmp_path, fake_slurm):
     for name in ("r\nrm -rf ~", "r\\x", "r\u2028x", "r\tx"):
         out = tmp_path / name / "results"
@@ -274,6 +275,7 @@ def test_the_batch_script_carries_hostile_paths_as_single_arguments(tmp_path, mo
     assert not pwned(tmp_path)
 
 
+@pytest.mark.slow
 def test_a_run_through_sbatch_keeps_a_hostile_results_folder_out_of_its_directives(tmp_path, fake_slurm):
     """The whole path: 'run --backend slurm' into a folder whose name is shell, Python and Slurm syntax;
     sbatch gets the folder on its argv ('%' doubled: Slurm expands %A in --output), the script reads as

@@ -14,6 +14,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from harness import jsonio
 from harness.results import folder
 from tests.conftest import GPU_LOCAL_ROUNDS, REPO, run_cli, start_cli
@@ -31,6 +33,7 @@ def _baseline_files(results: Path) -> list[Path]:
     return sorted(results.glob("*bundled*.json.gz"))
 
 
+@pytest.mark.slow
 def test_a_refused_document_never_echoes_a_megabyte(tmp_path):
     doc = jsonio.read(_baseline_files(_copy(tmp_path))[0])
     doc["device"] = ["x" * 64] * 16384  # a megabyte where one word belongs
@@ -52,6 +55,7 @@ def test_a_refused_document_never_echoes_a_megabyte(tmp_path):
     assert problems.stat().st_size < 20_000
 
 
+@pytest.mark.slow
 def test_a_deep_folder_chain_is_walked_without_recursion(tmp_path):
     results = _copy(tmp_path)
     os.chdir(results)
@@ -89,6 +93,7 @@ def _rmdir_deep(root: Path, path: Path) -> None:
         os.close(fd)
 
 
+@pytest.mark.slow
 def test_terminal_output_never_carries_a_control_character_from_results(tmp_path):
     results = _copy(tmp_path)
     planted = results / "\x1b]0;owned\x07\x1b[2J.json.gz"  # a file name is result text too
@@ -103,6 +108,7 @@ def test_terminal_output_never_carries_a_control_character_from_results(tmp_path
         assert not [c for c in stream if ord(c) < 32 and c not in "\n\t"]  # ... never acted on
 
 
+@pytest.mark.slow
 def test_a_python_that_prints_garbage_is_named_and_refused(tmp_path, write_matrix):
     matrix = write_matrix(
         "schema_version: 1\nname: g\nbackend: local\naxes: {torch: [installed], cudnn: [bundled]}\n"
@@ -118,6 +124,7 @@ def test_a_python_that_prints_garbage_is_named_and_refused(tmp_path, write_matri
         assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_a_reader_that_leaves_ends_the_command_quietly():
     proc = start_cli(
         "compare",
@@ -135,6 +142,7 @@ def test_a_reader_that_leaves_ends_the_command_quietly():
     assert b"Traceback" not in err and b"BrokenPipe" not in err and b"Exception ignored" not in err
 
 
+@pytest.mark.slow
 def test_a_plan_with_an_empty_suite_is_refused_not_a_traceback(tmp_path):
     results = _copy(tmp_path)
     plan = jsonio.read(results / "plan.json")
@@ -145,6 +153,7 @@ def test_a_plan_with_an_empty_suite_is_refused_not_a_traceback(tmp_path):
     assert "suite: 'profile' is a required property" in done.stderr
 
 
+@pytest.mark.slow
 def test_two_files_that_claim_one_run_but_differ_are_refused_naming_both(tmp_path):
     results = _copy(tmp_path)
     original = _baseline_files(results)[0]
@@ -162,6 +171,7 @@ def test_two_files_that_claim_one_run_but_differ_are_refused_naming_both(tmp_pat
     assert "environment" in done.stderr
 
 
+@pytest.mark.slow
 def test_an_infinite_number_in_the_baseline_is_a_refusal_not_an_infrastructure_failure(tmp_path):
     results = _copy(tmp_path)
     for path in _baseline_files(results):

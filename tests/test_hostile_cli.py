@@ -15,11 +15,14 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from harness import cli
 from tests.conftest import GPU_LOCAL_ROUNDS, HOSTILE_MATRIX
+
+pytestmark = pytest.mark.slow  # every test here takes seconds (docs/development.md: the fast tests)
 
 LOCAL = GPU_LOCAL_ROUNDS
 SCRATCH = Path(tempfile.mkdtemp(prefix="hostile-cli-"))

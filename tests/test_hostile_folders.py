@@ -57,6 +57,7 @@ def _run(matrix: Path, out: Path) -> subprocess.CompletedProcess[str]:
     return run_cli("run", "--matrix", str(matrix), "--out", str(out))
 
 
+@pytest.mark.slow
 def test_a_lock_file_planted_as_a_link_is_refused_not_truncated(tmp_path, outside):
     out = tmp_path / "results"
     out.mkdir()
@@ -81,6 +82,7 @@ def test_a_logs_folder_planted_as_a_link_is_neither_swept_nor_written(tmp_path, 
     _untouched(outside)
 
 
+@pytest.mark.slow
 def test_links_planted_at_scratch_temporary_and_log_names_are_removed_as_links(tmp_path, outside):
     out = tmp_path / "results"
     (out / folder.LOGS).mkdir(parents=True)
@@ -117,6 +119,7 @@ def test_the_log_and_the_lock_refuse_a_link_at_the_point_of_use(tmp_path, outsid
     _untouched(outside)
 
 
+@pytest.mark.slow
 def test_a_report_never_sweeps_or_writes_a_measurements_link(tmp_path, outside):
     out = tmp_path / "report"
     out.mkdir()
@@ -127,6 +130,7 @@ def test_a_report_never_sweeps_or_writes_a_measurements_link(tmp_path, outside):
     _untouched(outside)
 
 
+@pytest.mark.slow
 def test_a_report_into_a_folder_being_written_is_refused_with_a_message(tmp_path):
     out = tmp_path / "report"
     with folder.locked(out):  # what a run or another report holds while it writes
@@ -138,6 +142,7 @@ def test_a_report_into_a_folder_being_written_is_refused_with_a_message(tmp_path
     assert done.returncode in (0, 1) and (out / "report.md").exists(), done.stderr
 
 
+@pytest.mark.slow
 def test_two_reports_into_one_folder_at_once_never_mix_it(tmp_path):
     out = tmp_path / "report"
     command = ("report", "--results", str(GPU_LOCAL_ROUNDS), "--out", str(out))
@@ -152,6 +157,7 @@ def test_two_reports_into_one_folder_at_once_never_mix_it(tmp_path):
     assert not [p for p in out.iterdir() if p.name.startswith(".tmp-")]
 
 
+@pytest.mark.slow
 def test_what_a_run_and_a_report_write_follows_the_umask_and_is_never_executable(tmp_path):
     matrix = tmp_path / "m.yaml"
     matrix.write_text(RELU)

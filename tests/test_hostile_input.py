@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -129,6 +130,7 @@ def assert_safe(plan: Plan) -> None:
             )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_any_one_field_replaced_by_anything_is_accepted_safely_or_refused_with_its_location(data):
@@ -170,6 +172,7 @@ def test_arbitrary_text_is_a_matrix_or_a_clear_refusal(text):
     assert_safe(plan)
 
 
+@pytest.mark.slow
 def test_bombs_and_deep_nesting_are_refused_not_a_crash(tmp_path):
     laughs = ['a: &a ["x","x","x","x","x","x","x","x","x"]'] + [
         f"{chr(97 + i)}: &{chr(97 + i)} [" + ",".join([f"*{chr(96 + i)}"] * 9) + "]" for i in range(1, 10)
@@ -206,6 +209,7 @@ def test_the_small_result_is_valid_before_it_is_damaged(tmp_path):
     assert documents.check(file)[1] == []
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(data=st.data())
 def test_a_result_with_any_field_replaced_is_checked_without_crashing(data):
@@ -219,6 +223,7 @@ def test_a_result_with_any_field_replaced_is_checked_without_crashing(data):
         assert problems  # NaN never passes; nor does a negative or infinite time
 
 
+@pytest.mark.slow
 def test_a_result_naming_a_path_outside_its_folder_is_refused(tmp_path):
     for forged_id in ("../../etc/cron.d/evil", "/tmp/evil", "..", "a/../../b"):
         document = copy.deepcopy(SMALL_RESULT)
@@ -231,6 +236,7 @@ def test_a_result_naming_a_path_outside_its_folder_is_refused(tmp_path):
         assert not (tmp_path / "out").exists() and not (tmp_path.parent / "etc").exists()
 
 
+@pytest.mark.slow
 def test_a_matrix_of_too_many_cells_is_refused_before_it_is_expanded(tmp_path):
     document = copy.deepcopy(VALID)
     document["axes"] = {

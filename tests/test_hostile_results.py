@@ -36,6 +36,7 @@ def _copy_results(tmp_path: Path) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_no_string_from_a_result_file_reaches_an_html_attribute(tmp_path):
     folder = _copy_results(tmp_path)
     for path in folder.glob("*.json.gz"):
@@ -60,6 +61,7 @@ def _rounds(report: Path) -> set[tuple[int, int]]:
     return {(r["rounds_baseline"], r["rounds_candidate"]) for r in rows}
 
 
+@pytest.mark.slow
 def test_copies_of_a_run_count_once_however_they_arrive(tmp_path):
     # the same folder once, and three times: the same 3 rounds a side, so the same verdicts (copies
     # counted as rounds would make 9+9 and a far smaller p)
@@ -115,6 +117,7 @@ def test_a_measurement_repeated_inside_a_document_makes_it_invalid(tmp_path):
 MATRIX = HOSTILE_MATRIX
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("budget", [".nan", ".inf", "-.inf", "1.0e+999"])
 def test_nan_and_infinity_are_refused_where_they_are_written(tmp_path, budget):
     path = tmp_path / "matrix.yaml"
@@ -126,6 +129,7 @@ def test_nan_and_infinity_are_refused_where_they_are_written(tmp_path, budget):
     assert not (tmp_path / "r").exists()  # refused before anything was written
 
 
+@pytest.mark.slow
 def test_keys_that_are_not_text_are_refused_without_a_traceback(tmp_path):
     path = tmp_path / "matrix.yaml"
     for key in ("[a, b]", "1", "null", "true"):
@@ -134,6 +138,7 @@ def test_keys_that_are_not_text_are_refused_without_a_traceback(tmp_path):
         assert done.returncode == 2 and "is not text" in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_a_fifo_or_a_device_is_refused_at_once_as_a_matrix_plan_or_result(tmp_path):
     import os
 
@@ -201,6 +206,7 @@ def test_a_value_out_of_range_is_refused_before_anything_runs(tmp_path, args, op
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.slow
 def test_an_output_folder_that_is_a_file_or_cannot_be_written_is_refused(tmp_path):
     matrix = str(_local_matrix(tmp_path))
     a_file = tmp_path / "a-file"
@@ -229,6 +235,7 @@ def test_an_output_folder_that_is_a_file_or_cannot_be_written_is_refused(tmp_pat
     assert a_file.read_text() == "mine\n" and not (REPO / "results" / "hostile").exists()  # qualify's default
 
 
+@pytest.mark.slow
 def test_a_folder_with_no_valid_result_is_refused_not_a_traceback(tmp_path):
     folder = _copy_results(tmp_path)
     for path in folder.glob("*.json.gz"):
@@ -238,6 +245,7 @@ def test_a_folder_with_no_valid_result_is_refused_not_a_traceback(tmp_path):
     assert not (tmp_path / "report").exists() and len(list((folder / "quarantine").glob("*.json.gz"))) == 3
 
 
+@pytest.mark.slow
 def test_a_run_compared_with_itself_is_refused(tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(LOCAL, copy)
@@ -246,6 +254,7 @@ def test_a_run_compared_with_itself_is_refused(tmp_path):
         assert done.returncode == 2 and "compared with itself" in done.stderr, done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_results_of_cells_the_plan_lacks_are_said_and_not_compared(tmp_path):
     folder = tmp_path / "results"
     shutil.copytree(LOCAL, folder)
@@ -268,6 +277,7 @@ def _shifted(doc: dict, seconds: int) -> dict:
     return doc
 
 
+@pytest.mark.slow
 def test_shards_of_one_cell_from_different_torch_builds_do_not_merge(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     shutil.copytree(LOCAL, a)
@@ -281,6 +291,7 @@ def test_shards_of_one_cell_from_different_torch_builds_do_not_merge(tmp_path):
     assert "'2.12.0+cu130'" in done.stderr and not (tmp_path / "report").exists()
 
 
+@pytest.mark.slow
 def test_run_does_not_overwrite_the_plan_of_another_matrix(tmp_path):
     folder = _copy_results(tmp_path)
     before = (folder / "plan.json").read_bytes()
@@ -333,6 +344,7 @@ def test_a_result_that_contradicts_itself_is_invalid(tmp_path, damage, field):
     assert field in [p.field for p in problems], problems
 
 
+@pytest.mark.slow
 def test_a_slurm_tasks_file_is_checked_before_a_task_runs_what_it_names(tmp_path):
     folder = _copy_results(tmp_path)
     cell = jsonio.read(folder / "plan.json")["cells"][0]["id"]

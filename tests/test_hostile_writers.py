@@ -262,6 +262,7 @@ def _read(path: Path) -> str:
     return path.read_bytes().decode("utf-8")  # every file is UTF-8, whatever the text held
 
 
+@pytest.mark.slow
 def test_junit_xml_is_well_formed_whatever_a_result_holds(rendered):
     data = (rendered["hostile"] / "junit.xml").read_bytes()
     root = ET.fromstring(data)
@@ -272,6 +273,7 @@ def test_junit_xml_is_well_formed_whatever_a_result_holds(rendered):
     assert [e.tag for e in root.iter()] == [e.tag for e in benign.iter()]
 
 
+@pytest.mark.slow
 def test_markdown_files_keep_their_structure_whatever_a_result_holds(rendered):
     for name in ("report.md", "summary.md"):
         hostile, benign = (_read(rendered[k] / name) for k in ("hostile", "benign"))
@@ -286,6 +288,7 @@ def test_markdown_files_keep_their_structure_whatever_a_result_holds(rendered):
         assert max(map(len, lines)) <= markdown.MAX_LINE, name
 
 
+@pytest.mark.slow
 def test_the_html_page_keeps_its_structure_whatever_a_result_holds(rendered):
     hostile, benign = (_parsed(_read(rendered[k] / "report.html")) for k in ("hostile", "benign"))
     del hostile.tags["br"], benign.tags["br"]
@@ -305,6 +308,7 @@ def _is_number(text: str) -> bool:
         return False
 
 
+@pytest.mark.slow
 def test_csv_files_hold_no_formula_whatever_a_result_holds(rendered):
     for name in ("results.csv", "verdicts.csv"):
         rows = _csv_cells(rendered["hostile"] / name)
@@ -436,6 +440,7 @@ def test_a_dollar_sign_in_a_plot_label_is_text_not_a_formula():
     assert caption and len(png) > 1000
 
 
+@pytest.mark.slow
 def test_a_result_file_whose_name_is_not_utf8_is_reported_escaped(tmp_path):
     folder = tmp_path / "results"
     shutil.copytree(GPU_LOCAL_ROUNDS, folder)
@@ -450,6 +455,7 @@ def test_a_result_file_whose_name_is_not_utf8_is_reported_escaped(tmp_path):
     ET.parse(report / "junit.xml")
 
 
+@pytest.mark.slow
 def test_the_repro_readme_keeps_its_structure_whatever_a_result_holds(tmp_path):
     readmes = []
     for name, text in (("hostile", HOSTILE), ("benign", BENIGN)):

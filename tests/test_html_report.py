@@ -169,6 +169,7 @@ def test_the_distribution_plot_names_its_threshold_band(drawn):
     assert axes.get_yticklabels()[0].get_text() == "A: wheel:9.10.0 (3 rounds)"
 
 
+@pytest.mark.slow
 def test_no_two_tick_labels_meet_with_many_rows_groups_or_releases(drawn):
     view = releases_view(13)  # 12 candidate groups
     rows = [(f"workload_{i:03d}_with_a_long_name", [(1 + i / 1000, "same")] * 12) for i in range(200)]
@@ -232,6 +233,7 @@ def test_log_ticks_are_round_few_and_inside_the_axis(low, high, expected):
     assert len(narrow) >= 2 and all(100 <= t <= 100.5 for t in narrow)
 
 
+@pytest.mark.slow
 def test_the_heatmap_comes_right_after_the_scorecard_and_is_in_the_contents(rendered):
     page = (rendered / "report.html").read_text()
     headings = re.findall(r"<h2 id='([^']*)'>", page)

@@ -122,6 +122,7 @@ def test_submission_to_an_unreachable_cluster_fails_clearly(tmp_path, monkeypatc
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_what_the_pods_write_is_gathered_into_a_results_folder_that_report_reads(tmp_path):
     # each pod runs its Job's container args; here the same args run the suite directly, with the
     # results volume a folder and the completion index filled in as the kubelet would

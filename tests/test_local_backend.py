@@ -55,6 +55,7 @@ def smoke_run(tmp_path_factory) -> tuple[Path, Path, subprocess.CompletedProcess
     return root, path, done
 
 
+@pytest.mark.slow
 def test_qualify_runs_every_cell_and_reports_failed_ones(smoke_run):
     root, path, done = smoke_run
     plan = matrix.load(path)
@@ -86,6 +87,7 @@ def test_qualify_runs_every_cell_and_reports_failed_ones(smoke_run):
             assert doc["cudnn"]["enabled"] is (cell.cudnn.kind != "disabled")
 
 
+@pytest.mark.slow
 def test_the_report_shows_every_cell_and_the_failures(smoke_run):
     root, _, _ = smoke_run
     text = (root / "report" / "report.md").read_text()
@@ -101,6 +103,7 @@ def test_the_report_shows_every_cell_and_the_failures(smoke_run):
     assert {c["basis"] for c in verdict["comparisons"]} == {"samples"}
 
 
+@pytest.mark.slow
 def test_rerunning_the_report_is_stable(smoke_run):
     root, _, _ = smoke_run
     done = run_cli("report", "--results", str(root / "results"), "--out", str(root / "report2"))
@@ -121,6 +124,7 @@ def test_a_python_without_torch_is_a_clear_error(tmp_path):
         LocalBackend(str(tmp_path / "nope"))
 
 
+@pytest.mark.slow
 def test_a_cell_that_outlives_its_time_limit_fails_and_the_next_runs(tmp_path, write_matrix):
     path = write_matrix("""
 schema_version: 1
@@ -196,6 +200,7 @@ def test_the_shadow_makes_python_see_the_chosen_cudnn_and_nothing_else(tmp_path)
     ).is_symlink()  # the original is untouched
 
 
+@pytest.mark.slow
 def test_only_runs_a_subset_and_the_plan_keeps_every_cell(tmp_path, write_matrix):
     path = write_matrix(SMOKE)
     done = run_cli("run", "--matrix", str(path), "--out", str(tmp_path / "r"), "--only", "disabled")
@@ -209,6 +214,7 @@ def test_only_runs_a_subset_and_the_plan_keeps_every_cell(tmp_path, write_matrix
     assert report.returncode == 3 and "## Failed runs" in text and ": no result file" in text
 
 
+@pytest.mark.slow
 def test_qualify_adds_rounds_only_for_the_rows_still_undecided(tmp_path, write_matrix):
     # conv's 1000 % threshold decides it in 3 rounds (a 90 % one did not always: with one outlying round
     # on a loaded CPU, Welch's t has some 2 degrees of freedom and a ×3 wide interval); relu's 0.01 %

@@ -89,6 +89,7 @@ def in_tmp(tmp_path, monkeypatch) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_an_environment_is_created_once_then_reused(wheelhouse, in_tmp):
     root, said = in_tmp / "cache", []
     first = venvs.ensure(root, spec(wheelhouse), said.append)
@@ -108,6 +109,7 @@ def test_an_environment_is_created_once_then_reused(wheelhouse, in_tmp):
     assert (again.path, again.lock_sha256, again.lock) == (first.path, first.lock_sha256, first.lock)
 
 
+@pytest.mark.slow
 def test_another_package_source_is_another_environment(wheelhouse, in_tmp):
     root = in_tmp / "cache"
     other = in_tmp / "copy-of-the-wheelhouse"
@@ -128,6 +130,7 @@ def test_another_package_source_is_another_environment(wheelhouse, in_tmp):
     assert venvs.ensure(root, spec(wheelhouse), lambda line: None).created is False
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["a file of torch is gone", "the manifest is gone (half-built)"])
 def test_a_damaged_environment_is_built_again(wheelhouse, in_tmp, damage):
     root = in_tmp / "cache"
@@ -146,6 +149,7 @@ def test_a_damaged_environment_is_built_again(wheelhouse, in_tmp, damage):
     assert venvs.ensure(root, spec(wheelhouse), lambda line: None).created is False
 
 
+@pytest.mark.slow
 def test_a_torch_the_wheelhouse_lacks_is_an_install_error(wheelhouse, in_tmp):
     with pytest.raises(packages.InstallError) as caught:
         venvs.ensure(in_tmp / "cache", spec(wheelhouse, "0.0.1"), lambda line: None)
@@ -155,6 +159,7 @@ def test_a_torch_the_wheelhouse_lacks_is_an_install_error(wheelhouse, in_tmp):
     assert "cannot be found in" in message
 
 
+@pytest.mark.slow
 def test_an_environment_is_reused_whatever_folder_the_harness_runs_from(wheelhouse, in_tmp, monkeypatch):
     """A user runs the harness from a checkout installed editable (as this repository, with its
     cudnn_matrix_harness.egg-info), or with PYTHONPATH set (as run_cli does): neither is in the
@@ -219,6 +224,7 @@ def result_of(results: Path, torch: str) -> tuple[Path, dict[str, Any]]:
     return path, jsonio.read(path)
 
 
+@pytest.mark.slow
 def test_a_cell_with_a_torch_version_runs_in_its_own_environment(env_run, wheelhouse):
     root, done, _ = env_run
     assert done.returncode == 1, done.stdout + done.stderr  # the 0.0.1 cell failed
@@ -241,6 +247,7 @@ def test_a_cell_with_a_torch_version_runs_in_its_own_environment(env_run, wheelh
     assert doc["environment"]["torch"]["version"] == "2.13.0+cpu"
 
 
+@pytest.mark.slow
 def test_a_torch_that_cannot_be_found_fails_its_cell_only(env_run, wheelhouse):
     root, _, _ = env_run
     _, doc = result_of(root / "results", "0.0.1")
@@ -254,6 +261,7 @@ def test_a_torch_that_cannot_be_found_fails_its_cell_only(env_run, wheelhouse):
     assert result_of(root / "results", "2.13.0+cpu")[1]["status"] == "ok"
 
 
+@pytest.mark.slow
 def test_a_run_again_keeps_the_result_and_a_damaged_environment_is_built_again(env_run):
     root, _, run = env_run
     _, before = result_of(root / "results", "2.13.0+cpu")
@@ -509,6 +517,7 @@ def fake_runner(real: list[dict[str, Any]], calls: list[str]):
     return run
 
 
+@pytest.mark.slow
 def test_bisect_finds_the_planted_release_measuring_fewer_than_a_sweep(sweep, real_rounds, tmp_path):
     _, plan = sweep
     calls: list[str] = []
@@ -538,6 +547,7 @@ def test_bisect_finds_the_planted_release_measuring_fewer_than_a_sweep(sweep, re
     assert any("the change is between 9.15.1.9 and 9.16.0.29" in line for line in said), said
 
 
+@pytest.mark.slow
 def test_bisect_reuses_the_releases_a_results_folder_holds(sweep, real_rounds, tmp_path):
     _, plan = sweep
     reuse = tmp_path / "earlier"
@@ -567,6 +577,7 @@ def test_bisect_reuses_the_releases_a_results_folder_holds(sweep, real_rounds, t
     }
 
 
+@pytest.mark.slow
 def test_bisect_searches_from_a_newer_good_release_to_an_older_bad_one(sweep, real_rounds, tmp_path):
     _, plan = sweep
     calls: list[str] = []
@@ -579,6 +590,7 @@ def test_bisect_searches_from_a_newer_good_release_to_an_older_bad_one(sweep, re
     assert found.measured == len(calls) < found.between == len(WHEELS)
 
 
+@pytest.mark.slow
 def test_bisect_says_when_good_and_bad_do_not_differ(sweep, real_rounds, tmp_path):
     _, plan = sweep
     with pytest.raises(InputError, match=r"9\.15\.1\.9 is not judged different from 9\.12\.0\.46"):
@@ -609,6 +621,7 @@ def series_report(real_rounds, tmp_path_factory) -> tuple[Path, subprocess.Compl
     return root / "report", done
 
 
+@pytest.mark.slow
 def test_the_report_shows_the_series_and_where_the_change_began(series_report):
     out, done = series_report
     # against the bundled cuDNN (9.19.0, after the change) the releases before it are faster, none slower
@@ -635,6 +648,7 @@ def test_the_report_shows_the_series_and_where_the_change_began(series_report):
     assert len(changes_csv) == 2 and "9.15.1.9,9.16.0.29,slower" in changes_csv[1]
 
 
+@pytest.mark.slow
 def test_verdict_json_carries_the_series(series_report):
     out, _ = series_report
     verdict = json.loads((out / "verdict.json").read_text())

@@ -37,6 +37,7 @@ def section(text: str, title: str) -> str:
     return text.split(f"## {title}")[1].split("\n## ")[0].split("\n### ")[0]
 
 
+@pytest.mark.slow
 def test_report_names_the_cudnn_each_cell_loaded(tmp_path):
     done = run_cli("report", "--results", str(GPU_REPORT / "results"), "--out", str(tmp_path))
     assert done.returncode == 0, done.stderr
@@ -49,6 +50,7 @@ def test_report_names_the_cudnn_each_cell_loaded(tmp_path):
     assert "NVIDIA H100 80GB HBM3" in text and "580.159.04" in text
 
 
+@pytest.mark.slow
 def test_seven_rounds_call_the_real_regressions_and_exit_1(verdict_report):
     out, done = verdict_report
     assert done.returncode == 1, done.stdout + done.stderr
@@ -66,6 +68,7 @@ def test_seven_rounds_call_the_real_regressions_and_exit_1(verdict_report):
     assert "outcome: regression (exit 1)" in done.stdout
 
 
+@pytest.mark.slow
 def test_the_gpu_rows_say_what_ran_and_the_sdpa_reproducer_agrees(verdict_report):
     # the reading of the 9.14 attention row: torch dispatched away from cuDNN, cuDNN did not get slower
     out, _ = verdict_report
@@ -93,6 +96,7 @@ def test_the_gpu_rows_say_what_ran_and_the_sdpa_reproducer_agrees(verdict_report
     assert "flash" in repro["what_ran"]["candidate"][0] and "cudnn" in repro["what_ran"]["baseline"][0]
 
 
+@pytest.mark.slow
 def test_every_number_links_to_the_result_file_it_came_from(verdict_report):
     out, _ = verdict_report
     text = (out / "report.md").read_text()
@@ -116,6 +120,7 @@ def test_every_number_links_to_the_result_file_it_came_from(verdict_report):
     assert max(len(line) for line in text.splitlines()) <= 300
 
 
+@pytest.mark.slow
 def test_committed_verdict_report_matches_a_fresh_render(verdict_report):
     out, _ = verdict_report
     fresh, committed = (
@@ -134,6 +139,7 @@ def test_committed_verdict_report_matches_a_fresh_render(verdict_report):
     assert cells(out) == cells(VERDICTS)
 
 
+@pytest.mark.slow
 def test_an_a_a_comparison_of_the_same_cell_calls_no_regression_and_names_both_gpus(tmp_path):
     # the sweep's bundled cell, 3 rounds in each of its two leases, each lease on another H100
     args = ("--only", "bundled", "--out", str(tmp_path))
@@ -148,6 +154,7 @@ def test_an_a_a_comparison_of_the_same_cell_calls_no_regression_and_names_both_g
     assert "afe89a69" in environment and "578fad11" in environment
 
 
+@pytest.mark.slow
 def test_results_that_must_not_be_compared_are_refused(tmp_path):
     other = tmp_path / "other-machine"
     shutil.copytree(SHARDS[1], other)
@@ -167,6 +174,7 @@ def test_results_that_must_not_be_compared_are_refused(tmp_path):
     assert done.returncode == 2 and "results differ in device" in done.stderr
 
 
+@pytest.mark.slow
 def test_a_different_suite_version_is_refused(tmp_path):
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     source = next(SHARDS[0].glob("*bundled*.json.gz"))
@@ -181,6 +189,7 @@ def test_a_different_suite_version_is_refused(tmp_path):
     assert done.returncode == 2 and "results differ in suite version" in done.stderr
 
 
+@pytest.mark.slow
 def test_compare_refuses_bad_input_and_moves_nothing(tmp_path):
     good = next(SHARDS[0].glob("*bundled*.json.gz"))
     broken = tmp_path / "broken.json"
@@ -192,6 +201,7 @@ def test_compare_refuses_bad_input_and_moves_nothing(tmp_path):
     assert done.returncode == 2 and "no such file or folder" in done.stderr
 
 
+@pytest.mark.slow
 def test_one_round_per_side_gives_numbers_but_no_verdict(tmp_path):
     a, b = (next(SHARDS[0].glob(f"*{k}*.r1.json.gz")) for k in ("bundled", "disabled"))
     done = run_cli("compare", str(a), str(b))
@@ -220,6 +230,7 @@ def test_table_cells_can_never_break_a_markdown_table():
     assert "line<br>break" in row and "(f%20%281%29.json)" in row
 
 
+@pytest.mark.slow
 def test_a_damaged_plan_file_is_bad_input_not_a_traceback(tmp_path):
     for text in ('{"name": 3}', "garbage", '{"cells": [], "baseline": "x"}'):
         (tmp_path / "plan.json").write_text(text)
@@ -231,6 +242,7 @@ def test_a_damaged_plan_file_is_bad_input_not_a_traceback(tmp_path):
     assert done.returncode == 2 and "no plan.json here" in done.stderr
 
 
+@pytest.mark.slow
 def test_the_sweep_results_are_valid_and_loaded_exactly_the_cudnn_they_asked_for():
     for path in sorted((SWEEP / "results").glob("torch*.json.gz")):
         document, problems = documents.check(path)
@@ -282,6 +294,7 @@ def test_the_two_gpu_runs_went_concurrently_one_gpu_each(tmp_path):
     assert "ratio 1.96x (target >= 1.9x: met)" in (MULTI / "run-output.txt").read_text()
 
 
+@pytest.mark.slow
 def test_a_ddp_result_reports_its_scaling(tmp_path):
     done = run_cli("report", "--results", str(MULTI / "ddp"), "--out", str(tmp_path))
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
@@ -300,6 +313,7 @@ def test_a_ddp_result_reports_its_scaling(tmp_path):
         )
 
 
+@pytest.mark.slow
 def test_a_report_says_what_ran_on_each_side_and_groups_the_changes(tmp_path):
     # Real H100 results of one cell on both sides (A/A), given what a profiled call would record:
     # cuDNN's attention kernel everywhere, except that side B's sdpa ran the flash backend.
@@ -343,6 +357,7 @@ def test_a_report_says_what_ran_on_each_side_and_groups_the_changes(tmp_path):
     assert "| what ran " in table and f"same: {cudnn_sdpa}" in table  # what ran, named
 
 
+@pytest.mark.slow
 def test_a_cell_run_with_cudnn_benchmark_off_and_on_compares_the_two_and_names_what_each_picked(
     tmp_path, write_matrix
 ):
@@ -375,6 +390,7 @@ baseline: {cudnn: bundled}
     assert "| conv2d_r50_3x3 " in table and "same kernels" in table and "aten::" in table
 
 
+@pytest.mark.slow
 def test_compare_prints_like_pyperf_and_filters_sorts_and_formats(tmp_path):
     a = next(SHARDS[0].glob("*bundled*.r1.json.gz"))
     b = next(SHARDS[0].glob("*disabled*.r1.json.gz"))
@@ -404,6 +420,7 @@ def test_compare_prints_like_pyperf_and_filters_sorts_and_formats(tmp_path):
     assert all(isinstance(json.loads(f), list) for f in files)  # JSON arrays, not Python reprs
 
 
+@pytest.mark.slow
 def test_the_markdown_answers_first_gpu_outcome_warnings_scorecard_then_the_method(verdict_report):
     out, done = verdict_report
     text = (out / "report.md").read_text()
@@ -426,6 +443,7 @@ def test_the_markdown_answers_first_gpu_outcome_warnings_scorecard_then_the_meth
     assert "conv2d_r50_3x3 bf16" in summary[0] and summary[-1].startswith("  FASTER") and len(summary) == 9
 
 
+@pytest.mark.slow
 def test_ci_systems_get_a_short_summary_and_junit_xml(verdict_report, tmp_path):
     out, _ = verdict_report
     verdict = json.loads((out / "verdict.json").read_text())

@@ -38,6 +38,7 @@ def _seconds(cell: str) -> float:
     return float(number) * UNITS[unit]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("dirs", "test", "center"),
     [
@@ -87,6 +88,7 @@ def test_no_document_that_does_not_exist_is_cited():
     assert not cited
 
 
+@pytest.mark.slow
 def test_the_repro_readme_describes_the_rows_own_timer(tmp_path):
     out = tmp_path / "repro"
     done = run_cli(
@@ -108,6 +110,7 @@ def test_the_repro_readme_describes_the_rows_own_timer(tmp_path):
     assert "Welch's t" in readme and "99.6% interval" in readme
 
 
+@pytest.mark.slow
 def test_a_report_with_regressions_ends_its_answer_with_their_reproducers(tmp_path):
     out = _report(tmp_path, GPU_LOCAL_ROUNDS)
     text = (out / "report.md").read_text()
@@ -118,6 +121,7 @@ def test_a_report_with_regressions_ends_its_answer_with_their_reproducers(tmp_pa
     assert "What to do next" in (out / "summary.md").read_text()
 
 
+@pytest.mark.slow
 def test_inconclusive_rows_get_the_command_that_decides_them_and_its_cost(tmp_path):
     out = _report(tmp_path, CPU_AXIS)
     # report.md wraps prose at any space, so where a line breaks depends on tmp_path's length
@@ -127,6 +131,7 @@ def test_inconclusive_rows_get_the_command_that_decides_them_and_its_cost(tmp_pa
     assert "`rounds: 7`" in steps and re.search(r"about \d+ more processes, \d+ (s|min) at most", steps)
 
 
+@pytest.mark.slow
 def test_an_a_a_comparison_says_to_keep_the_baseline(tmp_path):
     args = ("--only", "bundled", "--out", str(tmp_path / "aa"))
     done = run_cli("compare", str(SWEEP / "results"), str(SWEEP / "upper"), *args)
@@ -140,6 +145,7 @@ def test_compare_help_says_which_test_judges_a_row():
     assert "Welch's t" in shown and "Mann-Whitney U" in shown and "1 - 2 alpha" in shown
 
 
+@pytest.mark.slow
 def test_qualify_on_a_finished_folder_says_nothing_was_left_to_decide(tmp_path, write_matrix):
     matrix = write_matrix(
         "schema_version: 1\nname: done\nbackend: local\naxes: {torch: [installed], cudnn: [bundled, "

@@ -13,6 +13,8 @@ import pytest
 
 from tests.conftest import run_cli
 
+pytestmark = pytest.mark.slow  # every test here takes seconds (docs/development.md: the fast tests)
+
 MATRIX = """
 schema_version: 1
 name: repro-cpu

@@ -15,6 +15,8 @@ from harness import jsonio
 from harness.results import documents
 from tests.conftest import REPO, run_cli, start_cli
 
+pytestmark = pytest.mark.slow  # every test here takes seconds (docs/development.md: the fast tests)
+
 MATRIX = """
 schema_version: 1
 name: resume-test

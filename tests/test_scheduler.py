@@ -65,6 +65,7 @@ def _overlap(a: dict, b: dict) -> bool:
     return a0 < b1 and b0 < a1
 
 
+@pytest.mark.slow
 def test_runs_go_concurrently_one_gpu_each_and_never_two_on_one(tmp_path):
     out = tmp_path / "out"
     done = run_cli(
@@ -81,6 +82,7 @@ def test_runs_go_concurrently_one_gpu_each_and_never_two_on_one(tmp_path):
     assert not any(_overlap(a, b) for a, b in pairs if a["run"]["gpus"] == b["run"]["gpus"])
 
 
+@pytest.mark.slow
 def test_a_multi_gpu_workload_gets_every_gpu_and_runs_alone(tmp_path):
     out = tmp_path / "out"
     matrix = _matrix(tmp_path, ["ddp_train_step"], 0.5, rounds=1)
@@ -98,6 +100,7 @@ def test_a_multi_gpu_workload_gets_every_gpu_and_runs_alone(tmp_path):
         assert m["stats"]["median"] == pytest.approx(m["scaling"]["median_step_s"][1])
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_every_concurrent_run_and_keeps_nothing_partial(tmp_path):
     out = tmp_path / "out"
     proc = start_cli(

@@ -68,6 +68,7 @@ def _array_tasks(job_name: str) -> list[tuple[str, str]]:
     return [tuple(line.split()) for line in listed.stdout.splitlines()]  # type: ignore[misc]
 
 
+@pytest.mark.slow
 def test_a_cpu_matrix_runs_through_slurm_end_to_end(cluster, tmp_path):
     out, report = tmp_path / "results", tmp_path / "report"
     done = run_cli(
@@ -97,6 +98,7 @@ def test_a_cpu_matrix_runs_through_slurm_end_to_end(cluster, tmp_path):
     assert again.returncode == 0 and "submitted" not in again.stdout  # everything kept, nothing submitted
 
 
+@pytest.mark.slow
 def test_a_task_that_ends_without_a_result_is_reported_and_resubmitted(cluster, tmp_path):
     out = tmp_path / "results"
     matrix = _matrix(tmp_path, workload="gemm", budget=4)
@@ -121,6 +123,7 @@ def test_a_task_that_ends_without_a_result_is_reported_and_resubmitted(cluster, 
     assert len(_results(out)) == 4
 
 
+@pytest.mark.slow
 def test_ctrl_c_cancels_the_array(cluster, tmp_path):
     out = tmp_path / "results"
     matrix = _matrix(tmp_path, workload="gemm", budget=5)
@@ -157,6 +160,7 @@ def test_bad_slurm_settings_are_refused_before_anything_is_submitted(tmp_path, a
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_an_array_left_by_a_killed_run_is_not_swept_from_under_it(cluster, tmp_path):
     out = tmp_path / "results"
     matrix = _matrix(tmp_path, workload="gemm", budget=5)

@@ -190,6 +190,7 @@ def run_suite(
     return done, json.loads(out.read_text()) if out.exists() else {}
 
 
+@pytest.mark.slow
 def test_suite_run_writes_a_complete_document(tmp_path):
     done, doc = run_suite(
         tmp_path,
@@ -358,6 +359,7 @@ def test_each_workload_family_holds_its_specs_beside_its_builder():
     assert len(CATALOG) == sum(len(f.SPECS) for f in FAMILIES)  # ids are unique across families
 
 
+@pytest.mark.slow
 def test_a_workload_that_cannot_run_here_is_recorded_unsupported_not_as_an_error(tmp_path):
     # Each raises Unsupported: the fault needs a GPU; torch has no CPU kernel for a forced efficient
     # attention; a training step has no fp64 reference (so no numerics, which its spec says too).
@@ -413,6 +415,7 @@ def test_the_suite_names_its_source_and_any_change_to_it_changes_the_name(tmp_pa
     assert listed_hash(tmp_path) != suite.source_sha256()
 
 
+@pytest.mark.slow
 def test_each_measurement_records_what_ran_in_one_profiled_call_outside_its_samples(tmp_path):
     from jsonschema import Draft202012Validator
 
@@ -481,6 +484,7 @@ def test_what_ran_reads_the_backend_and_cudnn_from_operator_names():
     assert not any(what_ran._is_cudnn(n) for n in ("aten::cudnn_is_acceptable", "aten::mkldnn_convolution"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", ["bundled", "disabled"])
 def test_ddp_ranks_run_with_the_cells_cudnn_setting(tmp_path, source):
     # the ranks are fresh processes: torch's default (cuDNN on) unless the cell's setting is handed over
