@@ -26,7 +26,7 @@ import yaml
 from harness import images, repro, schemas
 from harness.backends import registry
 from harness.errors import InputError
-from harness.executors import slurm
+from harness.executors import slurm, slurm_request
 from harness.plan import matrix
 from harness.plan.model import Cell, CudnnSource, Plan
 from harness.results import folder
@@ -190,12 +190,14 @@ def test_slurm_values_that_bypass_the_matrix_schema_are_refused_by_the_request(t
     plan = load_slurm_plan(tmp_path)
     for key, value in [("partition", v) for v in HOSTILE] + [("account", "a\n"), ("time", "10\n")]:
         with pytest.raises(InputError) as caught:
-            slurm.request(dataclasses.replace(plan, slurm={key: value}), None, None, None, None, False)
+            slurm_request.request(
+                dataclasses.replace(plan, slurm={key: value}), None, None, None, None, False
+            )
         (problem,) = caught.value.problems
         assert problem.field == f"slurm.{key}" and "\n" not in str(problem), problem
     for asked, option in [(("gpu\x00", None), "--slurm-partition"), ((None, "a\u2028b"), "--slurm-account")]:
         with pytest.raises(InputError) as caught:
-            slurm.request(plan, *asked, None, None, False)
+            slurm_request.request(plan, *asked, None, None, False)
         assert option in str(caught.value) and "\n" not in str(caught.value)
 
 
@@ -231,7 +233,7 @@ def test_the_batch_script_carries_hostile_paths_as_single_arguments(tmp_path, mo
     out = tmp_path / HOSTILE_NAME / "results"
     out.mkdir(parents=True)
     plan = load_slurm_plan(tmp_path)
-    request = slurm.request(plan, "gpu,debug", "acct-1", "1-00:00:00", 2, False)
+    request = slurm_request.request(plan, "gpu,debug", "acct-1", "1-00:00:00", 2, False)
     submission = slurm.Submission(plan, out, registry.Settings("local", 60.0), request, lambda line: None)
     cwd = tmp_path / "cwd\nrm -rf ~ $(touch pwned)'"
     cwd.mkdir()

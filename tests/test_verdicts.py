@@ -6,12 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness import cli, schemas
+from harness import cli_output, schemas
 from harness.report import frames, stats, verdicts
 from harness.report.frames import KEYS
 
 ROUNDS = 7
-POLICY = verdicts.Policy(cli.GATE_EXIT)
+POLICY = verdicts.Policy(cli_output.GATE_EXIT)
 
 
 def round_medians(
@@ -163,10 +163,10 @@ def test_the_gate_keeps_regressions_and_infrastructure_failures_apart_and_the_cl
     gate = verdicts.gate(unsure, none, [], POLICY)
     assert gate.exit_code == 0 and gate.outcome == "pass-with-inconclusive"
     assert any("NOT evidence of no change" in line for line in gate.lines)
-    strict = verdicts.gate(unsure, none, [], verdicts.Policy(cli.GATE_EXIT, strict=True))
+    strict = verdicts.gate(unsure, none, [], verdicts.Policy(cli_output.GATE_EXIT, strict=True))
     assert (strict.outcome, strict.exit_code) == ("regression", 1)
     # the library records the code the CLI chose for each outcome; it chooses none itself
-    assert set(cli.GATE_EXIT) == set(verdicts.OUTCOMES)
+    assert set(cli_output.GATE_EXIT) == set(verdicts.OUTCOMES)
     other = verdicts.Policy(dict.fromkeys(verdicts.OUTCOMES, 7))
     assert verdicts.gate(slower, none, [], other).exit_code == 7
 

@@ -86,7 +86,7 @@ def _submit(
     plan: Plan, request: RunRequest, say: Callable[[str], None], rounds: range | None
 ) -> list[CellOutcome]:
     """Submit the runs to Slurm as one array job; each task runs the matrix's backend on its node."""
-    from harness.executors import slurm
+    from harness.executors import slurm, slurm_request
 
     assert request.slurm is not None
     if request.gpus is not None:
@@ -99,7 +99,7 @@ def _submit(
         )
     ask = request.slurm
     exclusive = needs_every_gpu(plan, request.settings.python)
-    req = slurm.request(plan, ask.partition, ask.account, ask.time, ask.gpus, exclusive)
+    req = slurm_request.request(plan, ask.partition, ask.account, ask.time, ask.gpus, exclusive)
     jsonio.output_folder(request.out, "--out")
     slurm.available()
     cells = select(plan, request.only)

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.backends import gpu_access
 from harness.plan.model import Cell, Plan
 from harness.results import folder, resume
 from harness.suite.document import Identity, ResultDocument
@@ -114,3 +115,11 @@ def outcome_of(
         kept=kept,
         stage=failure["stage"] if failure else None,
     )
+
+
+def nothing_ran(outcomes: list[CellOutcome]) -> str | None:
+    """Why no run could even start (every one failed where the host gives the containers their GPUs);
+    None where any got further."""
+    if outcomes and all(o.stage == gpu_access.STAGE for o in outcomes):
+        return outcomes[0].reason or ""
+    return None

@@ -11,6 +11,8 @@ task) and writes the result into the results folder, which must be on a filesyst
 A task that ends without a result (pre-empted, timed out, its node lost, cancelled) is reported with the
 state Slurm gives it, and the run exits 3; the same command again submits exactly the runs still
 missing (``--rerun-failed``: the failed ones too). Ctrl-C cancels the array.
+
+What each task asks Slurm for is ``slurm_request``'s; what it runs on its node, ``slurm_task``'s.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
-import re
 import shlex
 import shutil
 import subprocess
@@ -27,158 +28,20 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from harness import jsonio, resources, schemas
+from harness import jsonio, resources
 from harness.backends import registry
-from harness.backends.base import needs_gpu
 from harness.backends.records import read_result
-from harness.errors import BackendUnavailable, InputError, Problem, RunStopped
+from harness.errors import BackendUnavailable, InputError, RunStopped
 from harness.executors.runs import CellOutcome, decide, outcome_of, prepared, tag
+from harness.executors.slurm_request import Request, directive, results_dir_problems
 from harness.plan.model import Cell, Plan
 from harness.results import folder, resume
-from harness.suite.document import ResultDocument, SlurmRecord
 
 SLURM_DIR = "slurm"
 POLL_S = 2.0
-# An '#SBATCH' line cannot be quoted: sbatch splits it at whitespace, and a line break ends the comment and
-# starts a shell command. So every value written on one is checked whole (fullmatch: Python's '$' lets a
-# trailing newline through) against plain characters, and the paths (the results folder) go on sbatch's
-# command line instead.
-TIME_FORMAT = re.compile(r"([0-9]+-)?[0-9]{1,2}(:[0-9]{2}){0,2}")
-SETTINGS = {  # the matrix's slurm.NAME and --slurm-NAME: the pattern, and what it is in an error
-    "partition": (
-        re.compile(r"[A-Za-z0-9_.,-]{1,128}"),
-        "a partition name: letters, digits, '_', '.', '-' (several separated by ',')",
-    ),
-    "account": (re.compile(r"[A-Za-z0-9_.-]{1,128}"), "an account name: letters, digits, '_', '.', '-'"),
-    "time": (TIME_FORMAT, "a time limit in Slurm's format: minutes, HH:MM:SS or D-HH:MM:SS"),
-}
-DIRECTIVE = re.compile(r"[A-Za-z0-9_.,:+-]{1,256}")  # any '#SBATCH' value, checked again as it is written
-DEFAULT_TIME = "01:00:00"
 COMMANDS = ("sbatch", "squeue", "scontrol", "scancel")
 COMMAND_TIMEOUT_S = 120.0  # a Slurm controller that does not answer must not hang the run
-
-
-@dataclass(frozen=True)
-class Request:
-    """What each task of the array asks Slurm for."""
-
-    partition: str | None
-    account: str | None
-    time: str
-    gpus: int
-    cpus_per_task: int | None
-
-    def sbatch_lines(self) -> list[str]:
-        lines = [directive("time", self.time)]
-        if self.partition:
-            lines.append(directive("partition", self.partition))
-        if self.account:
-            lines.append(directive("account", self.account))
-        if self.gpus:
-            lines.append(directive("gres", f"gpu:{self.gpus}"))
-        if self.cpus_per_task:
-            lines.append(directive("cpus-per-task", str(self.cpus_per_task)))
-        return lines
-
-    def describe(self) -> str:
-        parts = [f"time limit {self.time}", f"{self.gpus} GPU{'s' if self.gpus != 1 else ''} per task"]
-        if self.partition:
-            parts.insert(0, f"partition {self.partition}")
-        if self.account:
-            parts.insert(1, f"account {self.account}")
-        return ", ".join(parts)
-
-
-def request(
-    plan: Plan,
-    partition: str | None,
-    account: str | None,
-    time_limit: str | None,
-    gpus: int | None,
-    exclusive: bool,
-) -> Request:
-    """The matrix's ``slurm:`` section with the command line's ``--slurm-*`` over it; every value checked
-    here too, as plan.json's or a library caller's may not have been."""
-    given = plan.slurm
-    asked = {"partition": partition, "account": account, "time": time_limit}
-    chosen: dict[str, str | None] = {}
-    problems = []
-    for name, option in asked.items():
-        value = option or given.get(name) or (DEFAULT_TIME if name == "time" else None)
-        why = None if value is None else setting_problem(name, value)
-        if why:
-            where = (
-                Problem(f"--slurm-{name}", "", why)
-                if option
-                else Problem(_source(plan), f"slurm.{name}", why)
-            )
-            problems.append(where)
-        chosen[name] = value
-    on_gpu = any(needs_gpu(cell, plan) for cell in plan.cells)
-    count = gpus if gpus is not None else given.get("gpus", 1 if on_gpu else 0)
-    if not _whole(count, 0):
-        problems.append(Problem("--slurm-gpus", "", f"{count!r} is not a whole number of GPUs, 0 or more"))
-        count = 0
-    cpus = given.get("cpus_per_task")
-    if cpus is not None and not _whole(cpus, 1):
-        problems.append(Problem(_source(plan), "slurm.cpus_per_task", f"{cpus!r} is not a whole number >= 1"))
-    if exclusive and count < 2:
-        problems.append(
-            Problem(
-                "slurm.gpus",
-                str(count),
-                "the suite names a multi-GPU workload; ask for the GPUs it should span, e.g. --slurm-gpus 8",
-            )
-        )
-    if problems:
-        raise InputError(problems)
-    return Request(chosen["partition"], chosen["account"], str(chosen["time"]), count, cpus)
-
-
-def setting_problem(name: str, value: object) -> str | None:
-    """Why ``value`` cannot be the Slurm setting ``name`` (partition, account, time), with the fix; None if
-    it can."""
-    pattern, what = SETTINGS[name]
-    if isinstance(value, str) and pattern.fullmatch(value):
-        return None
-    return f"{value!r} is not {what}; an '#SBATCH' line takes no spaces, quotes or line breaks"
-
-
-def results_dir_problems(results_dir: Path) -> list[Problem]:
-    """What Slurm cannot carry of the results folder's path: a backslash in ``--output`` turns off its %A
-    and %a (every task would write one file), and a line break or another unprintable character splits
-    squeue's one line per job, where a later run finds an array still writing here."""
-    path = str(results_dir.resolve())
-    bad = sorted({c for c in path if c == "\\" or not c.isprintable()})
-    if not bad:
-        return []
-    return [
-        Problem(
-            "--out",
-            "",
-            f"{path!r} holds {', '.join(map(ascii, bad))}, which Slurm cannot carry in a job's output path "
-            "and comment; name a results folder whose path has none",
-        )
-    ]
-
-
-def directive(option: str, value: str) -> str:
-    """One '#SBATCH --option=value' line, ``value`` checked again here, the last place before the file."""
-    if not DIRECTIVE.fullmatch(value):
-        raise InputError(
-            [Problem("slurm", option, f"{value!r} cannot go on an '#SBATCH' line: use plain characters")]
-        )
-    return f"#SBATCH --{option}={value}"
-
-
-def _whole(value: object, least: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= least
-
-
-def _source(plan: Plan) -> str:
-    return plan.source or "matrix"
 
 
 def available() -> None:
@@ -397,59 +260,6 @@ def _final_state(job: str, index: int) -> str:
         + (f", {reason}" if reason not in ("None", "") else "")
         + (f", exit {fields['ExitCode']}" if fields.get("ExitCode", "0:0") != "0:0" else "")
     )
-
-
-def _tasks(tasks_file: Path, index: int, plan: Plan) -> dict[str, Any]:
-    """The tasks file, checked before a task runs anything it names: its schema, the index, the plan's
-    cells."""
-    source = str(tasks_file)
-    try:
-        settings = jsonio.read(tasks_file, folder.MAX_BYTES)
-    except (OSError, ValueError, RecursionError) as exc:
-        raise InputError(
-            [Problem(source, "", f"not a tasks file written by 'run --backend slurm' ({exc})")]
-        ) from None
-    found = schemas.problems("slurm-tasks", settings, source)
-    if not found and not 0 <= index < len(settings["tasks"]):
-        found.append(
-            Problem(source, "tasks", f"has {len(settings['tasks'])} tasks; --index {index} is none of them")
-        )
-    if not found and not any(c.id == settings["tasks"][index]["cell"] for c in plan.cells):
-        found.append(
-            Problem(source, f"tasks[{index}].cell", "is none of the cells of the folder's plan.json")
-        )
-    if found:
-        raise InputError(found)
-    checked: dict[str, Any] = settings
-    return checked
-
-
-def run_task(results_dir: Path, tasks_file: Path, index: int, say: Callable[[str], None]) -> ResultDocument:
-    """On a node: run one task's cell with the matrix's backend; its result lands in ``results_dir``."""
-    plan = folder.stored_plan(results_dir)
-    raw = _tasks(tasks_file, index, plan)
-    task = raw["tasks"][index]
-    cell, round_index = plan.cell(task["cell"]), int(task["round"])
-    backend = registry.create(registry.Settings.from_json(raw), say)
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
-    # docker: the container gets the GPUs Slurm gave this task; local: the environment already says so
-    gpus = tuple(g for g in visible.split(",") if g) if backend.name == "docker" else ()
-    say(
-        f"slurm task {index}: {cell.id} round {round_index} on {os.uname().nodename} with the {backend.name} "
-        f"backend" + (f", GPUs {visible}" if visible else "")
-    )
-    finished = backend.run_cell(cell, plan, results_dir, round_index, gpus=gpus)
-    slurm: SlurmRecord = {
-        "job": f"{os.environ.get('SLURM_ARRAY_JOB_ID', '?')}_{os.environ.get('SLURM_ARRAY_TASK_ID', index)}",
-        "node": os.environ.get("SLURMD_NODENAME", os.uname().nodename),
-    }
-    if os.environ.get("SLURM_JOB_PARTITION"):
-        slurm["partition"] = os.environ["SLURM_JOB_PARTITION"]
-    document = folder.write_result(results_dir, cell, finished.document, {**finished.run, "slurm": slurm})
-    say(
-        f"slurm task {index}: {document['status']} -> {folder.result_path(results_dir, cell.id, round_index)}"
-    )
-    return document
 
 
 def _slurm(*command: str) -> subprocess.CompletedProcess[str]:

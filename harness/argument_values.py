@@ -1,0 +1,73 @@
+"""What the parsed command line asks, as the library takes it: the matrix's plan, build options, a
+backend's settings, a run request, a Kubernetes target."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from harness import images, suite_listing
+from harness.backends import registry
+from harness.errors import InputError, Problem
+
+if TYPE_CHECKING:
+    from harness.executors import k8s_jobs
+    from harness.executors.launch import RunRequest
+    from harness.plan.model import Plan
+
+
+def plan(path: Path, backend: str | None = None) -> Plan:
+    """The matrix, checked for the backend that will realize its cells (the command line's, else its own)."""
+    from harness.plan import matrix
+
+    return matrix.load(path, suite_listing.workload_ids(), registry.cell_problems, backend)
+
+
+def k8s_target(args: argparse.Namespace) -> k8s_jobs.Target:
+    """Where --backend k8s sends its Jobs."""
+    from harness.executors import k8s_jobs
+
+    return k8s_jobs.Target(args.k8s_registry, args.k8s_namespace, args.k8s_results_claim, args.timeout_s)
+
+
+def build_options(args: argparse.Namespace) -> images.BuildOptions:
+    problems = []
+    if args.wheelhouse is not None and not any(args.wheelhouse.glob("*.whl")):
+        problems.append(Problem(str(args.wheelhouse), "--wheelhouse", "holds no .whl files"))
+    if args.ca_bundle is not None and not args.ca_bundle.is_file():
+        problems.append(Problem(str(args.ca_bundle), "--ca-bundle", "no such file"))
+    if problems:
+        raise InputError(problems)
+    return images.BuildOptions(index_url=args.index_url, wheelhouse=args.wheelhouse, ca_bundle=args.ca_bundle)
+
+
+def settings(args: argparse.Namespace, backend: str) -> registry.Settings:
+    """How to make ``backend`` from what the command line says."""
+    if backend == "docker":
+        if args.command == "rerun":  # the image exists: nothing is built, and the GPUs are the container's
+            return registry.Settings("docker", args.timeout_s, gpu_access=args.gpu_access, gpus=args.gpus)
+        return registry.Settings(
+            "docker",
+            args.timeout_s,
+            memory=args.memory,
+            gpu_access=args.gpu_access,
+            build=build_options(args),
+        )
+    return registry.Settings("local", args.timeout_s, python=args.python, build=build_options(args))
+
+
+def run_request(args: argparse.Namespace, backend: str, out: Path) -> RunRequest:
+    """What ``run`` and ``qualify`` ask: where, which cells, what to redo, on which GPUs or through Slurm."""
+    from harness.executors import slurm_request
+    from harness.executors.launch import RunRequest, SlurmAsk
+    from harness.results.resume import Mode
+
+    mode = Mode.RERUN_FAILED if args.rerun_failed else (Mode.FRESH if args.fresh else Mode.RESUME)
+    ask = None
+    if args.backend == "slurm":
+        found = slurm_request.results_dir_problems(out)  # before the folder is made
+        if found:
+            raise InputError(found)
+        ask = SlurmAsk(args.slurm_partition, args.slurm_account, args.slurm_time, args.slurm_gpus)
+    return RunRequest(out, settings(args, backend), tuple(args.only or ()), mode, args.gpus, ask)

@@ -1,0 +1,73 @@
+"""``qualify``'s rounds: a sequential qualification, as a sequence of plain steps.
+
+The first rounds run every row of every cell (``FIRST_ROUNDS``, or every round the matrix asks); then
+each later round, up to the matrix's, runs again only the rows a report would still call inconclusive,
+in the cells that have them and the baseline. The caller judges the folder afterwards, as ``report``
+does. Library code: progress goes through ``say``, nothing is printed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.executors import runs
+from harness.executors.runs import CellOutcome
+from harness.plan.model import Plan
+from harness.report import folders
+
+# the first rounds for every row; later rounds (up to the matrix's) only for the undecided ones
+FIRST_ROUNDS = 3
+Say = Callable[[str], None]
+Run = Callable[[Plan, range], list[CellOutcome]]  # run some rounds of a plan into the folder (launch.run)
+
+
+@dataclass(frozen=True)
+class Rounds:
+    """What the rounds of a qualification did."""
+
+    outcomes: list[CellOutcome]  # the last runs made: where nothing could run, why
+    measured: bool  # whether any run was made (False: the folder already held every round needed)
+    stopped: bool = False  # nothing could run (``runs.nothing_ran``): the rounds stopped there
+
+
+def run_rounds(plan: Plan, out: Path, all_rounds: bool, run: Run, say: Say) -> Rounds:
+    """Run ``plan``'s rounds into ``out`` (its folder's ``plan.json`` is the whole plan), first every
+    row, then only the undecided ones."""
+    first = plan.rounds if all_rounds else min(FIRST_ROUNDS, plan.rounds)
+    done = _ran(run(plan, range(1, first + 1)))
+    for round_index in range(first + 1, plan.rounds + 1):
+        if done.stopped:
+            break
+        still = folders.undecided(plan, [out])
+        if still is None:
+            say(f"every row is decided after {round_index - 1} rounds; the other rounds are not needed")
+            break
+        say(
+            f"round {round_index} of at most {plan.rounds}: {still.count} rows still undecided; running "
+            f"{', '.join(f'{w} {d}' for w, d in still.rows)} again in {len(still.cells)} cells"
+        )
+        later = _ran(run(undecided_only(plan, still), range(round_index, round_index + 1)))
+        done = Rounds(later.outcomes, done.measured or later.measured, later.stopped)
+    return done
+
+
+def undecided_only(plan: Plan, still: folders.Undecided) -> Plan:
+    """The plan narrowed to what is still undecided: those cells, and exactly those rows (not the product
+    of their workloads and dtypes)."""
+    return dataclasses.replace(
+        plan,
+        cells=tuple(c for c in plan.cells if c.id in still.cells),
+        suite=dataclasses.replace(
+            plan.suite,
+            workloads=tuple(dict.fromkeys(w for w, _ in still.rows)),
+            dtypes=tuple(dict.fromkeys(d for _, d in still.rows)),
+            rows=tuple(f"{w}:{d}" for w, d in still.rows),
+        ),
+    )
+
+
+def _ran(outcomes: list[CellOutcome]) -> Rounds:
+    return Rounds(outcomes, any(not o.kept for o in outcomes), runs.nothing_ran(outcomes) is not None)
