@@ -44,26 +44,33 @@ def measure_windows(
     cells: list[tuple[dict[str, bool], tuple[str, str]]], settings: SuiteSettings, timer: Any
 ) -> list[dict[str, Any]]:
     """On a CPU, every row timed in ``windows.WINDOWS`` passes over the rows, each window its share of
-    the time budget, merged into one measurement per row (harness/suite/windows.py)."""
+    the time budget, merged into one measurement per row (harness/suite/windows.py). A workload that
+    measures itself in processes of its own is measured once, in the first pass, with the whole budget."""
     share = dataclasses.replace(settings, time_budget_s=settings.time_budget_s / windows.WINDOWS)
     later = dataclasses.replace(share, what_ran=False)  # recorded once, in the first window
     parts: list[list[dict[str, Any]]] = [[] for _ in cells]
-    merged: list[dict[str, Any]] = []
+    done: list[dict[str, Any] | None] = [None] * len(cells)
     for window in range(windows.WINDOWS):
         for index, (knobs, (workload, dtype)) in enumerate(cells):
-            part = measure_one(workload, dtype, knobs, later if window else share, "cpu", timer, None)
+            spec = CATALOG.get(workload)
+            whole = spec is not None and isinstance(FAMILY[spec.family], MeasuresItself)
+            if whole and window:
+                continue
+            part = measure_one(
+                workload, dtype, knobs, settings if whole else later if window else share, "cpu", timer, None
+            )
             parts[index].append(part)
-            if window < windows.WINDOWS - 1:
+            if not whole and window < windows.WINDOWS - 1:
                 progress(index + 1, len(cells), part, f" (window {window + 1} of {windows.WINDOWS})")
                 continue
-            entry = windows.merge(parts[index])
+            entry = part if whole else windows.merge(parts[index])
             if entry.get("status") == "ok":  # host time: another process shows in the samples
                 why = host.stalled(entry["samples_s"], entry.get("batch", 1))
                 if why:
                     entry["stalled"] = why
-            merged.append(entry)
-            progress(len(merged), len(cells), entry)
-    return merged
+            done[index] = entry
+            progress(index + 1, len(cells), entry)
+    return [entry for entry in done if entry is not None]
 
 
 def measure_shared(
