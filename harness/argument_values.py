@@ -1,5 +1,6 @@
-"""What the parsed command line asks, as the library takes it: the matrix's plan, build options, a
-backend's settings, a run request, a Kubernetes target."""
+"""What the parsed command line asks, as the library takes it (the matrix's plan, build options, a
+backend's settings, a run request, a Kubernetes target), and the other way: the flag of a setting the
+library names in an error."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from harness import images, suite_listing
 from harness.backends import registry
-from harness.errors import InputError, Problem
+from harness.errors import HarnessError, InputError, Problem
 
 if TYPE_CHECKING:
     from harness.executors import k8s_jobs
@@ -67,7 +68,25 @@ def run_request(args: argparse.Namespace, backend: str, out: Path) -> RunRequest
     ask = None
     if args.backend == "slurm":
         found = slurm_request.results_dir_problems(out)  # before the folder is made
+        if args.gpus is not None:
+            why = "Slurm picks each task's GPUs; ask for a count with --slurm-gpus"
+            found.append(Problem("--gpus", args.gpus, why))
         if found:
             raise InputError(found)
         ask = SlurmAsk(args.slurm_partition, args.slurm_account, args.slurm_time, args.slurm_gpus)
     return RunRequest(out, settings(args, backend), tuple(args.only or ()), mode, args.gpus, ask)
+
+
+def flag(setting: str) -> str:
+    """The option that gives ``setting``: each option's destination is the setting it gives."""
+    return "--" + setting.replace("_", "-")
+
+
+def flagged(problem: Problem) -> Problem:
+    """``problem`` as the command line says it: the setting it names, by its flag."""
+    return problem if problem.setting is None else problem.named(flag(problem.setting))
+
+
+def flagged_error(error: HarnessError) -> str:
+    """``error``'s message, with the flag of the setting it is about where it is about one."""
+    return f"{error} ({flag(error.setting)})" if error.setting else str(error)

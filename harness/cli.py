@@ -66,15 +66,15 @@ def _command(argv: list[str] | None, prog: str) -> int:
     out = Output(Console(getattr(args, "verbosity", NORMAL)))
     try:
         return COMMANDS[args.command](args, out)
-    except InputError as exc:
+    except InputError as exc:  # the library names what the command line gave by its setting; here, its flag
         for problem in exc.problems:
-            out.warn(f"error: {problem}")
+            out.warn(f"error: {argument_values.flagged(problem)}")
         return EXIT_BAD_INPUT
     except BackendUnavailable as exc:  # this machine cannot run what was asked, or the run had to stop
-        out.warn(f"error: {exc}")
+        out.warn(f"error: {argument_values.flagged_error(exc)}")
         return EXIT_INFRASTRUCTURE
     except HarnessError as exc:
-        out.warn(f"error: {exc}")
+        out.warn(f"error: {argument_values.flagged_error(exc)}")
         return EXIT_FAILED
     except KeyboardInterrupt:
         out.warn("interrupted")
@@ -156,7 +156,7 @@ def _qualify(args: argparse.Namespace, out: Output) -> int:
         )
     plan = argument_values.plan(args.matrix, registry.realizing(args.backend))
     results = args.out or Path("results") / plan.name
-    report_out = jsonio.output_folder(args.report_out or Path("reports") / plan.name, "--report-out")
+    report_out = jsonio.output_folder(args.report_out or Path("reports") / plan.name, "report_out")
     request = argument_values.run_request(args, plan.backend, results)
     done = qualify.run_rounds(
         plan,

@@ -54,7 +54,7 @@ def gather(args: argparse.Namespace, out: Output) -> int:
         raise InputError.one(
             "--from", str(args.source), "is not a folder: give the copy of the results volume"
         )
-    where = jsonio.output_folder(args.out or Path("results") / plan.name, "--out")
+    where = jsonio.output_folder(args.out or Path("results") / plan.name, "out")
     target = k8s_jobs.Target(args.k8s_registry)
     done = k8s_gather.gather(plan, args.source, where, argument_values.build_options(args), target, out.say)
     for name, why in done.refused:

@@ -91,7 +91,7 @@ def repro(args: argparse.Namespace, out: Output) -> int:
 
     plan = folders.merged_plan(args.results)
     where = args.out or Path("repro") / f"{args.workload}-{args.dtype}"
-    jsonio.output_folder(where, "--out")
+    jsonio.output_folder(where, "out")
     with folder.locked(where):  # two reproducers into one folder never mix their files
         written = repro.write(
             plan,

@@ -5,10 +5,15 @@ HarnessError             something went wrong
 └── BackendUnavailable   the machine cannot realize what was asked (no torch, no cuDNN found)
     └── RunStopped       the run cannot go on (the engine went away, the disk is full); what
                          finished is kept and the next run resumes
+
+The library names a value its caller gave by the setting it sets ("out", "gpus", "slurm_time"), never by
+a command-line flag: a Problem's ``setting`` and a HarnessError's ``setting`` say which, and the command
+line shows that setting's flag instead.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 # what a Problem keeps of each part: a refusal of a hostile document never echoes a megabyte of it
@@ -28,10 +33,21 @@ class Problem:
     field: str
     message: str
     line: int | None = None
+    setting: str | None = None  # a setting the caller gave, named in ``source`` or ``field``
 
     def __post_init__(self) -> None:
         for name, limit in LIMITS.items():
             object.__setattr__(self, name, bounded(str(getattr(self, name)), limit))
+
+    def named(self, name: str) -> Problem:
+        """The problem with its setting called ``name`` (the command line's flag for it)."""
+        if self.setting is None:
+            return self
+        return dataclasses.replace(
+            self,
+            source=name if self.source == self.setting else self.source,
+            field=name if self.field == self.setting else self.field,
+        )
 
     def __str__(self) -> str:
         where = f"{self.source}:{self.line}" if self.line else self.source
@@ -40,7 +56,9 @@ class Problem:
 
 
 class HarnessError(Exception):
-    pass
+    def __init__(self, *args: object, setting: str | None = None) -> None:
+        super().__init__(*args)
+        self.setting = setting  # the setting the caller gave that the error is about, if one is
 
 
 class InputError(HarnessError):

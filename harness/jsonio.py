@@ -205,12 +205,20 @@ def files_under(root: Path, max_depth: int | None = None) -> Iterator[Path]:
         yield from (Path(folder) / name for name in dirs if os.path.islink(Path(folder) / name))
 
 
-def output_folder(path: Path, option: str) -> Path:
-    """``path`` as a folder this command may write into, created if missing; InputError (exit 2) naming
-    ``option`` when it is a file, lies under a file, or cannot be created or written."""
+def output_folder(path: Path, setting: str) -> Path:
+    """``path`` as a folder this command may write into, created if missing; InputError naming the
+    ``setting`` that gave it ("out") when it is a file, lies under a file, or cannot be created or
+    written."""
     if path.exists() and not path.is_dir():
         raise InputError(
-            [Problem(str(path), option, "is a file, not a folder; name a folder (it is created)")]
+            [
+                Problem(
+                    str(path),
+                    setting,
+                    "is a file, not a folder; name a folder (it is created)",
+                    setting=setting,
+                )
+            ]
         )
     try:
         path.mkdir(parents=True, exist_ok=True)
@@ -222,8 +230,9 @@ def output_folder(path: Path, option: str) -> Path:
             [
                 Problem(
                     str(path),
-                    option,
+                    setting,
                     f"cannot be written here ({exc.strerror or exc}); name a writable folder",
+                    setting=setting,
                 )
             ]
         ) from None

@@ -195,10 +195,11 @@ def test_slurm_values_that_bypass_the_matrix_schema_are_refused_by_the_request(t
             )
         (problem,) = caught.value.problems
         assert problem.field == f"slurm.{key}" and "\n" not in str(problem), problem
-    for asked, option in [(("gpu\x00", None), "--slurm-partition"), ((None, "a\u2028b"), "--slurm-account")]:
+    for asked, setting in [(("gpu\x00", None), "slurm_partition"), ((None, "a\u2028b"), "slurm_account")]:
         with pytest.raises(InputError) as caught:
             slurm_request.request(plan, *asked, None, None, False)
-        assert option in str(caught.value) and "\n" not in str(caught.value)
+        (problem,) = caught.value.problems  # the caller's setting, which the command line names by its flag
+        assert problem.setting == setting and "\n" not in str(caught.value)
 
 
 def test_plan_json_checks_its_slurm_block_as_the_matrix_does(tmp_path):

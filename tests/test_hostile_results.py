@@ -360,7 +360,7 @@ def test_a_slurm_tasks_file_is_checked_before_a_task_runs_what_it_names(tmp_path
         json.dumps({**good, "python": "/tmp/evil\nrm -rf /"}): ("python", 0),
         json.dumps({**good, "timeout_s": -1}): ("timeout_s", 0),
         json.dumps({**good, "backend": "k8s"}): ("backend", 0),
-        json.dumps(good): ("--index 5 is none of them", 5),
+        json.dumps(good): ("index 5 is none of them", 5),
         json.dumps({**good, "tasks": [{"cell": "torch-x_cudnn-y_0123456789", "round": 1}]}): (
             "tasks[0].cell",
             0,

@@ -37,7 +37,7 @@ def build_all(
 ) -> list[Build]:
     """``images``: build every cell's image (those whose tag exists are cached), each log in ``log_dir``."""
     backend = DockerBackend(options, progress=progress)
-    jsonio.output_folder(log_dir, "--log-dir")
+    jsonio.output_folder(log_dir, "log_dir")
     built = []
     for index, cell in enumerate(plan.cells, 1):
         say(f"[{index}/{len(plan.cells)}] {cell.id}: building")

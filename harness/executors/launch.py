@@ -33,7 +33,7 @@ class RunRequest:
     settings: registry.Settings
     only: tuple[str, ...] = ()  # run only the cells whose id contains one of these
     mode: resume.Mode = resume.Mode.RESUME
-    gpus: str | None = None  # --gpus as given: ids, 'all', or None (the backend's default)
+    gpus: str | None = None  # the GPU ids as given: ids, 'all', or None (the backend's default)
     slurm: SlurmAsk | None = None  # submit to Slurm instead of running here
 
 
@@ -57,7 +57,7 @@ def run(
     gpus = gpu_ids(request.gpus)
     if gpus and plan.suite.device != "cpu":
         _on_this_host(gpus, request.gpus or "")
-    jsonio.output_folder(request.out, "--out")
+    jsonio.output_folder(request.out, "out")
     say(
         f"running {len(cells)} of {len(plan.cells)} cells of {plan.name!r} into {request.out}/ (logs in "
         f"{request.out}/logs/)" + _mode_words(request.mode)
@@ -90,17 +90,12 @@ def _submit(
 
     assert request.slurm is not None
     if request.gpus is not None:
-        raise InputError(
-            [
-                Problem(
-                    "--gpus", request.gpus, "Slurm picks each task's GPUs; ask for a count with --slurm-gpus"
-                )
-            ]
-        )
+        why = "Slurm picks each task's GPUs; ask it for a count of them per task instead"
+        raise InputError([Problem("gpus", request.gpus, why, setting="gpus")])
     ask = request.slurm
     exclusive = needs_every_gpu(plan, request.settings.python)
     req = slurm_request.request(plan, ask.partition, ask.account, ask.time, ask.gpus, exclusive)
-    jsonio.output_folder(request.out, "--out")
+    jsonio.output_folder(request.out, "out")
     slurm.available()
     cells = select(plan, request.only)
     say(
@@ -121,7 +116,8 @@ def select(plan: Plan, only: tuple[str, ...]) -> tuple[Cell, ...]:
         return plan.cells
     cells = tuple(c for c in plan.cells if any(text in c.id for text in only))
     if not cells:
-        raise InputError([Problem("--only", "", f"no cell id contains {' or '.join(only)}; see 'plan'")])
+        why = f"no cell id contains {' or '.join(only)}; see 'plan'"
+        raise InputError([Problem("only", "", why, setting="only")])
     return cells
 
 
@@ -132,7 +128,7 @@ def needs_every_gpu(plan: Plan, python: str | None) -> bool:
 
 
 def host_gpus(given: str) -> list[tuple[str, str]]:
-    """(index, UUID) of every GPU nvidia-smi lists here; ``given`` (the --gpus text) names the error."""
+    """(index, UUID) of every GPU nvidia-smi lists here; ``given`` (the GPU ids asked) names the error."""
     try:
         listed = subprocess.run(
             ["nvidia-smi", "--query-gpu=index,uuid", "--format=csv,noheader"],
@@ -145,10 +141,11 @@ def host_gpus(given: str) -> list[tuple[str, str]]:
         raise InputError(
             [
                 Problem(
-                    "--gpus",
+                    "gpus",
                     given,
-                    f"cannot list this host's GPUs with nvidia-smi ({exc}); a suite on the CPU needs no "
-                    "--gpus (with suite.device: cpu the ids only number concurrent runs)",
+                    f"cannot list this host's GPUs with nvidia-smi ({exc}); a suite on the CPU needs no GPU "
+                    "ids (with suite.device: cpu the ids only number concurrent runs)",
+                    setting="gpus",
                 )
             ]
         ) from None
@@ -156,7 +153,7 @@ def host_gpus(given: str) -> list[tuple[str, str]]:
         tuple(part.strip() for part in line.split(",", 1)) for line in listed.splitlines() if line.strip()
     ]
     if not gpus:
-        raise InputError([Problem("--gpus", given, "nvidia-smi lists no GPU on this host")])
+        raise InputError([Problem("gpus", given, "nvidia-smi lists no GPU on this host", setting="gpus")])
     return [(g[0], g[-1]) for g in gpus]
 
 
@@ -168,25 +165,27 @@ def _on_this_host(ids: tuple[str, ...], given: str) -> None:
     if unknown:
         listed = ", ".join(f"{index} ({uuid})" for index, uuid in host)
         raise InputError(
-            [Problem("--gpus", given, f"{', '.join(unknown)}: not a GPU of this host ({listed})")]
+            [
+                Problem(
+                    "gpus", given, f"{', '.join(unknown)}: not a GPU of this host ({listed})", setting="gpus"
+                )
+            ]
         )
 
 
 def gpu_ids(text: str | None) -> tuple[str, ...]:
-    """``--gpus``: ids as given, or 'all' through nvidia-smi; each must name a GPU only once."""
+    """The GPU ids asked: as given, or 'all' through nvidia-smi; each must name a GPU only once."""
     if text is None:
         return ()
     if text.strip() == "all":
         return tuple(index for index, _ in host_gpus("all"))
     ids = tuple(part.strip() for part in text.split(","))
     if any(not part or not all(c.isalnum() or c in "-:" for c in part) for part in ids):
-        raise InputError(
-            [Problem("--gpus", text, "give GPU indexes or UUIDs separated by commas, e.g. 0,1, or 'all'")]
-        )
+        why = "give GPU indexes or UUIDs separated by commas, e.g. 0,1, or 'all'"
+        raise InputError([Problem("gpus", text, why, setting="gpus")])
     if len(set(ids)) != len(ids):
-        raise InputError(
-            [Problem("--gpus", text, "names a GPU twice; two runs on one GPU would time each other")]
-        )
+        why = "names a GPU twice; two runs on one GPU would time each other"
+        raise InputError([Problem("gpus", text, why, setting="gpus")])
     return ids
 
 

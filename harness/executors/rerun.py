@@ -37,7 +37,7 @@ def rerun(
     backend = registry.create(settings, say)
     assert isinstance(backend, DockerBackend)
     backend.rerun_command(document, plan, str(result))  # refused before anything is written into out
-    jsonio.output_folder(out, "--out")
+    jsonio.output_folder(out, "out")
     cell_id = document["cell"]["id"]
     # the re-run keeps the round of the result it repeats, so its files sit beside the originals' names
     round_index = documents.round_of(document)

@@ -48,7 +48,7 @@ def available() -> None:
     missing = [c for c in COMMANDS if shutil.which(c) is None]
     if missing:
         raise BackendUnavailable(
-            f"--backend slurm needs Slurm's {', '.join(missing)} on PATH (run it on a login node of the "
+            f"submitting to Slurm needs Slurm's {', '.join(missing)} on PATH (run it on a login node of the "
             "cluster)"
         )
 

@@ -16,7 +16,7 @@ from harness.plan.model import Plan
 # trailing newline through) against plain characters, and the paths (the results folder) go on sbatch's
 # command line instead.
 TIME_FORMAT = re.compile(r"([0-9]+-)?[0-9]{1,2}(:[0-9]{2}){0,2}")
-SETTINGS = {  # the matrix's slurm.NAME and --slurm-NAME: the pattern, and what it is in an error
+SETTINGS = {  # the matrix's slurm.NAME and the caller's slurm_NAME: the pattern, and what it is in an error
     "partition": (
         re.compile(r"[A-Za-z0-9_.,-]{1,128}"),
         "a partition name: letters, digits, '_', '.', '-' (several separated by ',')",
@@ -67,8 +67,8 @@ def request(
     gpus: int | None,
     exclusive: bool,
 ) -> Request:
-    """The matrix's ``slurm:`` section with the command line's ``--slurm-*`` over it; every value checked
-    here too, as plan.json's or a library caller's may not have been."""
+    """The matrix's ``slurm:`` section with the caller's values over it; every value checked here too, as
+    plan.json's or a library caller's may not have been."""
     given = plan.slurm
     asked = {"partition": partition, "account": account, "time": time_limit}
     chosen: dict[str, str | None] = {}
@@ -78,7 +78,7 @@ def request(
         why = None if value is None else setting_problem(name, value)
         if why:
             where = (
-                Problem(f"--slurm-{name}", "", why)
+                Problem(f"slurm_{name}", "", why, setting=f"slurm_{name}")
                 if option
                 else Problem(_source(plan), f"slurm.{name}", why)
             )
@@ -87,18 +87,18 @@ def request(
     on_gpu = any(needs_gpu(cell, plan) for cell in plan.cells)
     count = gpus if gpus is not None else given.get("gpus", 1 if on_gpu else 0)
     if not _whole(count, 0):
-        problems.append(Problem("--slurm-gpus", "", f"{count!r} is not a whole number of GPUs, 0 or more"))
+        why = f"{count!r} is not a whole number of GPUs, 0 or more"
+        problems.append(Problem("slurm_gpus", "", why, setting="slurm_gpus"))
         count = 0
     cpus = given.get("cpus_per_task")
     if cpus is not None and not _whole(cpus, 1):
         problems.append(Problem(_source(plan), "slurm.cpus_per_task", f"{cpus!r} is not a whole number >= 1"))
     if exclusive and count < 2:
+        why = "the suite names a multi-GPU workload; ask for the GPUs it should span, e.g. 8"
         problems.append(
-            Problem(
-                "slurm.gpus",
-                str(count),
-                "the suite names a multi-GPU workload; ask for the GPUs it should span, e.g. --slurm-gpus 8",
-            )
+            Problem("slurm_gpus", str(count), why, setting="slurm_gpus")
+            if gpus is not None
+            else Problem("slurm.gpus", str(count), why)
         )
     if problems:
         raise InputError(problems)
@@ -124,10 +124,11 @@ def results_dir_problems(results_dir: Path) -> list[Problem]:
         return []
     return [
         Problem(
-            "--out",
+            "out",
             "",
             f"{path!r} holds {', '.join(map(ascii, bad))}, which Slurm cannot carry in a job's output path "
             "and comment; name a results folder whose path has none",
+            setting="out",
         )
     ]
 

@@ -24,12 +24,12 @@ def _tasks(tasks_file: Path, index: int, plan: Plan) -> dict[str, Any]:
         settings = jsonio.read(tasks_file, folder.MAX_BYTES)
     except (OSError, ValueError, RecursionError) as exc:
         raise InputError(
-            [Problem(source, "", f"not a tasks file written by 'run --backend slurm' ({exc})")]
+            [Problem(source, "", f"not a tasks file written by a Slurm submission ({exc})")]
         ) from None
     found = schemas.problems("slurm-tasks", settings, source)
     if not found and not 0 <= index < len(settings["tasks"]):
         found.append(
-            Problem(source, "tasks", f"has {len(settings['tasks'])} tasks; --index {index} is none of them")
+            Problem(source, "tasks", f"has {len(settings['tasks'])} tasks; index {index} is none of them")
         )
     if not found and not any(c.id == settings["tasks"][index]["cell"] for c in plan.cells):
         found.append(

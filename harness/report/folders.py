@@ -63,7 +63,7 @@ def report(plan: Plan, dirs: list[Path], out: Path, policy: Policy, warn: Say) -
     analysis = analyze(view, loaded, policy)
     for file, cell_id in analysis.outside:
         warn(f"not in the plan: {file} holds cell {cell_id}, which plan.json does not list; not compared")
-    jsonio.output_folder(out, "--out")
+    jsonio.output_folder(out, "out")
     return Report(analysis, loaded, _written(view, analysis, loaded, out, dirs))
 
 
@@ -171,7 +171,7 @@ def compare(
     folders holding the same cells are compared cell by cell (each into ``out``/<cell id>)."""
     paths = {"A": a, "B": b}
     if out:
-        jsonio.output_folder(out, "--out")
+        jsonio.output_folder(out, "out")
     found = {side: _side_files(path, side, only) for side, path in paths.items()}
     both = {p.resolve() for p in found["A"]} & {p.resolve() for p in found["B"]}
     if both:
@@ -242,7 +242,7 @@ def compare(
         analysis = analyze(view, part, policy, group_of_file={f: e.side for f, e in mine.items()})
         rendered = None
         if out is not None:  # cell by cell: a report per cell, in a folder of its own
-            where = out if len(pairs) == 1 else jsonio.output_folder(out / cell_a, "--out")
+            where = out if len(pairs) == 1 else jsonio.output_folder(out / cell_a, "out")
             rendered = _written(view, analysis, part, where, list(paths.values()))
         done.append(Pair(cell_a, cell_b, Report(analysis, part, rendered)))
     return Comparison(tuple(done), differences)

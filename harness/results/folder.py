@@ -95,13 +95,7 @@ def log_tail(log: Path, limit: int) -> str:
 
 def cell_record(cell: Cell) -> CellRecord:
     """The cell as a result names it: its id and its content."""
-    return {
-        "id": cell.id,
-        "torch": cell.torch,
-        "cudnn": cell.cudnn.to_json(),
-        "base_image": cell.base_image,
-        "python": cell.python,
-    }
+    return {"id": cell.id, **cell.to_json()}  # type: ignore[typeddict-item]
 
 
 def write_result(results_dir: Path, cell: Cell, document: SuiteResult, run: RunRecord) -> ResultDocument:
@@ -176,7 +170,8 @@ def locked(results_dir: Path) -> Iterator[list[str]]:
             lock.seek(0)
             holder = lock.read().strip() or "another process"
             raise BackendUnavailable(
-                f"{results_dir} is being written by {holder}; wait for it to finish, or use another --out"
+                f"{results_dir} is being written by {holder}; wait for it to finish, or use another folder",
+                setting="out",
             ) from None
         lock.seek(0)
         lock.truncate()
@@ -298,7 +293,7 @@ def write_plan(results_dir: Path, plan: Plan, *, same_plan: bool = False) -> Non
     ``same_plan``: only by this very plan (a re-run adds to a folder, it does not redefine it)."""
     plan_file = results_dir / PLAN_FILE
     if plan_file.exists() or plan_file.is_symlink():
-        fix = "use another --out, or remove the folder if its results are no longer wanted"
+        fix = "use another results folder, or remove this one if its results are no longer wanted"
         stored = stored_plan(results_dir, remedy=f"run will not replace it: {fix}")
         if stored.name != plan.name or (same_plan and stored != plan):
             what = f"matrix {stored.name!r}" if stored.name != plan.name else "another plan of that matrix"
@@ -306,8 +301,9 @@ def write_plan(results_dir: Path, plan: Plan, *, same_plan: bool = False) -> Non
                 [
                     Problem(
                         str(results_dir),
-                        "--out",
+                        "out",
                         f"holds the results of {what} ({PLAN_FILE}), not {plan.name!r}'s; {fix}",
+                        setting="out",
                     )
                 ]
             )
