@@ -107,6 +107,7 @@ def _run(args: argparse.Namespace) -> int:
             raise RuntimeError("device 'cuda' was asked for, but torch sees no CUDA GPU")
         doc["device"] = device
         threads, load_start = host.fix_threads(torch, device), host.load()
+        allocator = host.keep_freed_memory(device)
         doc["cudnn"] = cudnn_probe.probe(json.loads(args.expect_cudnn), device)
         setup.done("cudnn_probe")  # with a GPU, the CUDA context's creation too
         doc["environment"] = environment.collect(device)
@@ -155,7 +156,7 @@ def _run(args: argparse.Namespace) -> int:
             if anyway:  # the cell's check and its warnings say so, not only the measurements
                 doc["cudnn"]["verification"] += f"; {anyway}"
                 doc["warnings"].append(anyway)
-            doc["host"] = host.record(device, threads, load_start)
+            doc["host"] = host.record(device, threads, load_start, allocator)
             doc["status"] = "ok"
     except Exception as exc:  # the cell fails as data; the orchestrator decides what it means
         doc["failure"] = {

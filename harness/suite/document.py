@@ -233,6 +233,7 @@ class HostRecord(TypedDict):
 
     cores: int
     threads: int | None
+    allocator: NotRequired[str]  # on a CPU, glibc's settings that keep freed memory (suite 0.12)
     load_start: float | None
     load_end: float | None
     busy: bool

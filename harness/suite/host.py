@@ -9,6 +9,8 @@ samples, and its median drifts far above its minimum. A result says so (``host``
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 import statistics
 from typing import Any
@@ -27,6 +29,32 @@ def fix_threads(torch: Any, device: str) -> int | None:
         return None
     torch.set_num_threads(CPU_THREADS)
     return CPU_THREADS
+
+
+# glibc's mallopt parameters: freed memory stays in the process instead of going back to the kernel
+M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3
+KEPT_BYTES = 32 * 1024**2  # the largest mmap threshold glibc takes on 64-bit
+
+
+def keep_freed_memory(device: str) -> str | None:
+    """On a CPU, keep the memory a call frees in the process, as PyTorch's caching allocator does on a
+    GPU: glibc otherwise hands large blocks back to the kernel, and the next call's page faults are then
+    timed with it (a training step's allocations: a tenth of its time, different in each process). What
+    was set, or None where it was not (another C library, or a GPU)."""
+    if device != "cpu":
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        done = [
+            libc.mallopt(M_MMAP_THRESHOLD, KEPT_BYTES),
+            libc.mallopt(M_TRIM_THRESHOLD, 2**31 - 1),
+            libc.mallopt(M_TOP_PAD, KEPT_BYTES),
+        ]
+    except (OSError, AttributeError):
+        return None
+    if not all(done):
+        return None
+    return f"glibc: mmap threshold {KEPT_BYTES >> 20} MiB, no trim, top pad {KEPT_BYTES >> 20} MiB"
 
 
 def load() -> float | None:
@@ -51,8 +79,11 @@ def stalled(samples: list[float], batch: int = 1) -> str | None:
     return None
 
 
-def record(device: str, threads: int | None, load_start: float | None) -> dict[str, Any]:
-    """The result's ``host``: cores, threads, the load before and after, and whether the host was busy
+def record(
+    device: str, threads: int | None, load_start: float | None, allocator: str | None = None
+) -> dict[str, Any]:
+    """The result's ``host``: cores, threads, the allocator's settings (``keep_freed_memory``), the load
+    before and after, and whether the host was busy
     (on a CPU, load above its cores: every measurement of the run shares it), with why. A stalled
     measurement says so itself and spoils its own row only."""
     cores = os.cpu_count() or 1
@@ -65,6 +96,7 @@ def record(device: str, threads: int | None, load_start: float | None) -> dict[s
     return {
         "cores": cores,
         "threads": threads,
+        **({"allocator": allocator} if allocator else {}),
         "load_start": load_start,
         "load_end": load_end,
         "busy": bool(why),

@@ -16,7 +16,7 @@ from typing import Any
 
 from harness.suite.summary import summarize
 
-WINDOWS = 3
+WINDOWS = 5
 TOLERANCE = 0.02  # a kept window's median is at most 2 % above the fastest window's
 
 
