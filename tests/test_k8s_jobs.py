@@ -164,17 +164,21 @@ baseline: {cudnn: bundled}
     (volume / "other-cell.index0.json").write_text("{}")
     (volume / f"{bundled}.index7.json").write_text("{}")
     (volume / "notes.txt").write_text("x")
+    disabled = next(n.split(".index")[0] for n in pod_files if "disabled" in n)
+    # a pod's result under another cell's name: never relabelled as that cell's
+    (volume / f"{disabled}.index2.json").write_bytes((volume / f"{bundled}.index0.json").read_bytes())
     before = {p.name: p.read_bytes() for p in volume.iterdir()}
 
     out = tmp_path / "results"
     gathered = run_cli("gather", "--matrix", str(matrix), "--from", str(volume), "--out", str(out))
     assert gathered.returncode == 2, gathered.stdout + gathered.stderr  # some files were refused
-    assert "gathered 4 results" in gathered.stdout and "refused 4" in gathered.stdout
+    assert "gathered 4 results" in gathered.stdout and "refused 5" in gathered.stdout
     for name, why in (
         (f"{bundled}.index2.json", "cannot be read as JSON"),
         ("other-cell.index0.json", "is not in the plan"),
         (f"{bundled}.index7.json", "beyond the plan's 3 rounds"),
         ("notes.txt", "not a pod's result"),
+        (f"{disabled}.index2.json", f"it names another cell than {disabled}"),
     ):
         assert f"{volume / name}: {why}" in gathered.stderr or (
             name in gathered.stderr and why in gathered.stderr

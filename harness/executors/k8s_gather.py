@@ -21,7 +21,7 @@ from harness.executors.k8s_jobs import Target, job_name
 from harness.executors.runs import prepared
 from harness.plan.model import Plan
 from harness.results import documents, folder
-from harness.suite.document import ResultDocument, RunRecord
+from harness.suite.document import RunRecord
 
 POD_RESULT = re.compile(r"(?P<cell>[A-Za-z0-9][A-Za-z0-9._+-]{0,199})\.index(?P<index>[0-9]{1,4})\.json")
 MAX_BYTES = 64 * 1024 * 1024  # far above a suite result; a bigger file is not one
@@ -72,6 +72,10 @@ def gather(
             if not isinstance(suite_doc, dict) or "run" in suite_doc:
                 refused.append((name, "not a document the suite writes"))
                 continue
+            named = suite_doc.get("cell")
+            if not isinstance(named, dict) or named.get("id") != cell.id:
+                refused.append((name, f"not a valid result: it names another cell than {cell.id}"))
+                continue
             image = images.render(cell, options, plan.image_python)
             reference = (
                 f"{target.registry.rstrip('/')}/{image.reference}" if target.registry else image.reference
@@ -87,13 +91,11 @@ def gather(
                 "matrix_sha256": plan.matrix_sha256,
                 "k8s": {"image": reference, "job": job_name(cell), "completion_index": round_index - 1},
             }
-            result: ResultDocument = {**suite_doc, "run": run}  # type: ignore[typeddict-item]
-            jsonio.write_atomic(destination, result, compact=True)
+            folder.write_result(out, cell, suite_doc, run)  # type: ignore[arg-type]
             checked, problems = documents.check(destination)
-            if checked is None or checked["cell"]["id"] != cell.id:
+            if checked is None:
                 destination.unlink()
-                why = "; ".join(str(p) for p in problems[:3]) or f"it names another cell than {cell.id}"
-                refused.append((name, f"not a valid result: {why}"))
+                refused.append((name, "not a valid result: " + "; ".join(str(p) for p in problems[:3])))
                 continue
             kept.append(destination)
             say(f"{name} -> {destination.name}")

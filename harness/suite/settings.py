@@ -17,13 +17,10 @@ Profile = Literal["smoke", "default", "full"]
 Device = Literal["auto", "cuda", "cpu"]
 
 
-# How long each measurement samples (suite 0.7). The spread of round medians, which decides verdicts, does
-# not shrink with longer sampling: resampling the committed H100 rounds to their first 0.25 s or 0.5 s of
-# timed work gave the same verdicts as every sample (benchmarks/early_verdicts.py --timed-prefix;
-# reports/early-verdicts/). So the lengths are set by issue 19's other ask, that timed GPU work be half
-# of each process's wall time: timed_share raises a GPU measurement's min_time and time budget as far as
-# its process needs (harness/suite/share.py); min_time_s is nvbench's 0.5 s again (1 s in suite 0.6) and
-# the time budget 1 s (2 s until 0.7), the lengths where no share is asked (a CPU).
+# How long each measurement samples. The spread of round medians, which decides verdicts, does not shrink
+# with longer sampling, so on a GPU timed_share raises a measurement's min_time and time budget only as far
+# as its process needs (harness/suite/share.py); min_time_s is nvbench's 0.5 s and the time budget 1 s, the
+# lengths where no share is asked (a CPU). docs/method.md gives the measurements behind them.
 @dataclass(frozen=True)
 class SuiteSettings:
     """What the suite measures and how long it samples each measurement."""
