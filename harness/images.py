@@ -79,7 +79,8 @@ def _check(values: dict[str, str]) -> None:
 def _index_url(url: str) -> str:
     """``url`` as one word of a RUN line's shell command."""
     if not INDEX_URL_FORM.fullmatch(url):
-        raise InputError([Problem("--index-url", "", f"{url!r} is not a plain http(s) URL: {INDEX_URL_FIX}")])
+        why = f"{url!r} is not a plain http(s) URL: {INDEX_URL_FIX}"
+        raise InputError([Problem("index_url", "", why, setting="index_url")])
     return shlex.quote(url)
 
 
@@ -217,9 +218,10 @@ def _image_torch_wheel(
                 [
                     Problem(
                         str(options.wheelhouse),
-                        "--wheelhouse",
+                        "wheelhouse",
                         f"holds no nvidia_cudnn_cuNN-{version}-*.whl for cudnn {{wheel: {version}}}; "
                         f"add it (pip download --no-deps nvidia-cudnn-cu13=={version} -d DIR)",
+                        setting="wheelhouse",
                     )
                 ]
             )

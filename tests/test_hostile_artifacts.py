@@ -416,7 +416,7 @@ def test_an_index_url_a_run_line_cannot_carry_is_refused(url):
     for cell in (BUNDLED, Cell("image", CudnnSource("wheel", "9.18.1.3"), NGC)):
         with pytest.raises(InputError, match="is not a plain http") as caught:
             images.render(cell, options)
-        assert "--index-url" in str(caught.value) and "\n" not in str(caught.value)
+        assert caught.value.problems[0].setting == "index_url" and "\n" not in str(caught.value)
 
 
 # accepted (an index may have a query, a fragment, credentials), and only ever one quoted word in a RUN

@@ -22,8 +22,9 @@ def _client() -> Any:
         from kubernetes import client, config
     except ImportError:
         raise BackendUnavailable(
-            "submitting to Kubernetes needs the official client: pip install kubernetes "
-            "(or add --dry-run to print the Jobs)"
+            "submitting to Kubernetes needs the official client: pip install kubernetes; or print the Jobs "
+            "with a dry run",
+            setting="dry_run",
         ) from None
     try:
         if os.environ.get("KUBERNETES_SERVICE_HOST"):
@@ -32,8 +33,9 @@ def _client() -> Any:
             config.load_kube_config()
     except (config.ConfigException, OSError, TypeError) as exc:
         raise BackendUnavailable(
-            f"no Kubernetes cluster is configured here ({exc}); set KUBECONFIG, or add --dry-run to print "
-            "the Jobs"
+            f"no Kubernetes cluster is configured here ({exc}); set KUBECONFIG, or print the Jobs with a dry "
+            "run",
+            setting="dry_run",
         ) from None
     return client
 

@@ -41,15 +41,9 @@ def pairs(
         pick = picks[side]
         chosen = [c for c in have if pick is None or pick in c]
         if not chosen:
-            raise InputError(
-                [
-                    Problem(
-                        str(paths[side]),
-                        f"--cell-{side.lower()}" if picks[side] != picks[_other(side)] else "--cell",
-                        f"holds no cell whose id contains {pick!r}; it holds {_listing(have)}",
-                    )
-                ]
-            )
+            setting = f"cell_{side.lower()}" if picks[side] != picks[_other(side)] else "cell"
+            why = f"holds no cell whose id contains {pick!r}; it holds {_listing(have)}"
+            raise InputError([Problem(str(paths[side]), setting, why, setting=setting)])
         cells[side] = chosen
     a, b = cells["A"], cells["B"]
     if len(a) == 1 and len(b) == 1:
@@ -62,10 +56,11 @@ def pairs(
             *told,
             Problem(
                 f"{paths['A']}, {paths['B']}",
-                "--cell",
-                "a side's cells are never pooled into one: pick one cell on each side with --cell TEXT (text "
-                "in its id; --cell-a/--cell-b for one side), or compare folders that hold the same cells, "
+                "cell",
+                "a side's cells are never pooled into one: pick one cell on each side with TEXT in its id "
+                "(its -a and -b forms pick one side's alone), or compare folders that hold the same cells, "
                 "which are compared cell by cell",
+                setting="cell",
             ),
         ]
     )
