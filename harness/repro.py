@@ -110,7 +110,8 @@ def _the_row(
     if len(rows) == 1:
         return {str(k): v for k, v in rows[0].items()}
     if rows:
-        why = "matches several rows; name one with --candidate (a cell id) and --knobs: " + "; ".join(
+        setting = "candidate"
+        why = "matches several rows; name one by its candidate (a cell id) and its knobs: " + "; ".join(
             f"{r['group']} [{r['knobs']}]" for r in rows[:20]
         )
     else:
@@ -119,8 +120,9 @@ def _the_row(
             for r in judged.to_dict("records")
             if stats.finite(r.get("ratio"))
         ]
-        why = "matches no row with a ratio; " + _nearest(have, view, workload, dtype, candidate, knobs)
-    raise InputError([Problem("--workload/--dtype/--candidate/--knobs", f"{workload} {dtype}", why)])
+        setting, nearest = _nearest(have, view, workload, dtype, candidate, knobs)
+        why = "matches no row with a ratio; " + nearest
+    raise InputError([Problem(setting, f"{workload} {dtype}", why, setting=setting)])
 
 
 def _nearest(
@@ -130,32 +132,29 @@ def _nearest(
     dtype: str,
     candidate: str | None,
     knobs: str | None,
-) -> str:
-    """The first part of the asked row that no row has, and the nearest value the rows left have for it."""
+) -> tuple[str, str]:
+    """The first part of the asked row that no row has (the setting that asked it), and the nearest value
+    the rows left have for it."""
     if not have:
-        return "the results hold none (a row needs ok runs of its cell and of the baseline)"
-    for option, asked, part in (
-        ("--workload", workload, "workload"),
-        ("--dtype", dtype, "dtype"),
-        ("--knobs", knobs, "knobs"),
-    ):
+        return "workload", "the results hold none (a row needs ok runs of its cell and of the baseline)"
+    for part, asked in (("workload", workload), ("dtype", dtype), ("knobs", knobs)):
         values = sorted({str(r[part]) for r in have})
         if asked is not None and asked not in values:
-            return _meant(option, asked, values)
+            return part, _meant(asked, values)
         have = [r for r in have if asked is None or r[part] == asked]
     names = {str(r["group"]): view.labels.get(str(r["group"]), "") for r in have}
     words = {w for g, label in names.items() for w in (g, label, *g.split("_"), *label.split())}
     shown = [f"{g} ({label})" for g, label in sorted(names.items())]
-    return _meant("--candidate", str(candidate), sorted(words - {""}), shown)
+    return "candidate", _meant(str(candidate), sorted(words - {""}), shown)
 
 
-def _meant(option: str, asked: str, values: list[str], shown: list[str] | None = None) -> str:
+def _meant(asked: str, values: list[str], shown: list[str] | None = None) -> str:
     close = difflib.get_close_matches(asked, values, n=1)
     if close:
-        return f"did you mean {option} {shlex.quote(close[0])}?"
+        return f"did you mean {shlex.quote(close[0])}?"
     listed = shown or values
     more = f" and {len(listed) - 10} more" if len(listed) > 10 else ""
-    return f"no row has {option} {shlex.quote(asked)}; the rows have: {', '.join(listed[:10])}{more}"
+    return f"none has {shlex.quote(asked)}; the rows have: {', '.join(listed[:10])}{more}"
 
 
 def _first_ok(entries: list[tuple[ResultDocument, str]], group: str) -> ResultDocument:

@@ -57,13 +57,17 @@ def test_init_refuses_a_folder_and_replaces_a_link_not_what_it_points_at(tmp_pat
 @pytest.mark.parametrize(
     ("row", "says"),
     [
-        (("--workload", "conv2d_r50_3x33", "--dtype", "bf16"), "did you mean --workload conv2d_r50_3x3?"),
-        (("--workload", "conv2d_r50_3x3", "--dtype", "bf61"), "did you mean --dtype bf16?"),
+        (("--workload", "conv2d_r50_3x33", "--dtype", "bf16"), "--workload: conv2d_r50_3x33 bf16: "),
+        (("--workload", "conv2d_r50_3x33", "--dtype", "bf16"), "did you mean conv2d_r50_3x3?"),
+        (("--workload", "conv2d_r50_3x3", "--dtype", "bf61"), "--dtype: conv2d_r50_3x3 bf61: "),
+        (("--workload", "conv2d_r50_3x3", "--dtype", "bf61"), "did you mean bf16?"),
         (
             ("--workload", "sdpa", "--dtype", "bf16", "--knobs", "benchmark=0 deterministic=0 tf32=1"),
-            "did you mean --knobs 'benchmark=0 deterministic=0 tf32=0'?",
+            "--knobs: sdpa bf16: matches no row with a ratio; did you mean 'benchmark=0 deterministic=0 "
+            "tf32=0'?",
         ),
-        (("--workload", "sdpa", "--dtype", "bf16", "--candidate", "dissabled"), "--candidate disabled?"),
+        (("--workload", "sdpa", "--dtype", "bf16", "--candidate", "dissabled"), "did you mean disabled?"),
+        (("--workload", "sdpa", "--dtype", "bf16", "--candidate", "dissabled"), "--candidate: sdpa bf16"),
     ],
 )
 def test_repro_of_a_mistyped_row_suggests_the_nearest_instead_of_listing_every_row(tmp_path, row, says):
