@@ -142,7 +142,7 @@ def test_failed_runs_are_kept_until_rerun_failed_retries_only_them(matrix_file, 
 
     again = run_cli("run", "--matrix", str(matrix_file), "--out", str(out))
     assert again.returncode == 1  # the failures are kept, and still count
-    assert again.stdout.count("kept an earlier failure (timed out after 0 s); --rerun-failed retries it") == 2
+    assert again.stdout.count("kept an earlier failure (timed out after 0 s); rerun-failed retries it") == 2
 
     retried = run_cli("run", "--matrix", str(matrix_file), "--out", str(out), "--rerun-failed")
     assert retried.returncode == 0, retried.stdout + retried.stderr

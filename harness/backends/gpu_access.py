@@ -100,7 +100,7 @@ def explain_engine_error(mode: str, message: str) -> str | None:
 def _devices(gpus: tuple[str, ...], driver_dir: str | None) -> Attachment:
     if any(not g.isdigit() for g in gpus):
         raise GpuAccessError(
-            f"gpu_access devices takes GPU indexes (e.g. --gpus 0,1), not {', '.join(gpus)}: "
+            f"gpu_access devices takes GPU indexes (such as 0,1), not {', '.join(gpus)}: "
             "it passes /dev/nvidiaN for each"
         )
     if gpus:

@@ -49,7 +49,7 @@ def decide(result_path: Path, identity: Identity, mode: Mode) -> Decision:
             jsonio.compress(legacy, result_path, folder.MAX_BYTES)
     if not result_path.exists():
         if mode is Mode.RERUN_FAILED:
-            return Decision(False, "no result yet; --rerun-failed retries only failed runs")
+            return Decision(False, f"no result yet; {Mode.RERUN_FAILED.value} retries only failed runs")
         return Decision(True, "")
     document, problems = documents.check(result_path)
     if document is None:
@@ -59,7 +59,7 @@ def decide(result_path: Path, identity: Identity, mode: Mode) -> Decision:
     if mode is Mode.FRESH or recorded != identity:
         folder.supersede(result_path)
         why = (
-            "--fresh"
+            f"a {Mode.FRESH.value} run"
             if mode is Mode.FRESH
             else f"it was made differently ({_difference(recorded, identity)})"
         )
@@ -74,7 +74,8 @@ def decide(result_path: Path, identity: Identity, mode: Mode) -> Decision:
     reason = failure["reason"] if failure else ""
     if mode is Mode.RERUN_FAILED:
         return Decision(True, f"retrying an earlier failure: {reason}")
-    return Decision(False, f"kept an earlier failure ({reason}); --rerun-failed retries it", document)
+    note = f"kept an earlier failure ({reason}); {Mode.RERUN_FAILED.value} retries it"
+    return Decision(False, note, document)
 
 
 def _difference(recorded: Identity | None, identity: Identity) -> str:
