@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from harness import images, jsonio, schemas
+from harness.argument_values import flagged
 from harness.backends import cudnn_dirs, registry
 from harness.bisect import bisect
 from harness.environments import cache, packages, venvs
@@ -732,7 +733,9 @@ def test_an_image_torch_takes_a_cudnn_wheel_from_the_wheelhouse(tmp_path):
     with pytest.raises(InputError) as caught:
         images.render(image_wheel_cell("9.17.0.1"), images.BuildOptions(wheelhouse=wheels))
     (problem,) = caught.value.problems
-    assert problem.field == "--wheelhouse" and "9.17.0.1" in problem.message
+    # the library names the setting; the command line says it as --wheelhouse (argument_values.flagged)
+    assert problem.field == problem.setting == "wheelhouse" and "9.17.0.1" in problem.message
+    assert flagged(problem).field == "--wheelhouse"
 
 
 def test_an_image_torch_without_a_wheelhouse_downloads_the_release_with_the_images_pip():
