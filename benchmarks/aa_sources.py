@@ -24,8 +24,9 @@ as much as another process does, the difference between processes is where their
 ``--study rotation``: ``C1`` against samples taken in turn from 4 graphs (``R4``; ``R4i``: their inputs
 moved too), odd processes holding an fp64 reference after each row. ``--study flush``: the suite's way
 (``R4``) with its L2 flush written (``R4w``, nvbench's and the suite's) or read (``R4r``: a read of twice
-the L2's size, which leaves clean lines; ``timer.Timer(clean_flush=True)``), in alternating order; the
-report gives each way's |ratio - 1| between processes.
+the L2's size, which leaves clean lines; ``timer.Timer(clean_flush=True)``) or written to 4 buffers taken in
+turn (``R4f``; ``timer.Timer(flush_buffers=4)``), in alternating order; the report gives each way's
+|ratio - 1| between processes.
 """
 
 from __future__ import annotations
@@ -89,7 +90,11 @@ def _one_process(out: Path, rows: list[tuple[str, str]], study: str = "placement
     from harness.suite.workloads.tensors import apply_knobs
 
     timer = Timer("cuda")
-    clean = Timer("cuda", clean_flush=True) if study == "flush" else timer
+    flush_timers = (
+        {"r": Timer("cuda", clean_flush=True), "f": Timer("cuda", flush_buffers=4)}
+        if study == "flush"
+        else {}
+    )
     gpu = GpuState(torch.cuda.current_device())
     handle = gpu.handle
     lines = []
@@ -112,7 +117,7 @@ def _one_process(out: Path, rows: list[tuple[str, str]], study: str = "placement
         with mode:
             m = measure(
                 built.fn,
-                clean if way.endswith("r") else timer,
+                flush_timers.get(way[-1], timer),
                 budget,
                 least,
                 gpu,
@@ -150,7 +155,7 @@ def _one_process(out: Path, rows: list[tuple[str, str]], study: str = "placement
         if study == "flush":  # the suite's way (4 graphs taken in turn), its L2 flush written or read
             built = family.build(spec, "default", "cuda", dtype)  # type: ignore[union-attr]
             for rep in (1, 2):
-                for way in ("R4w", "R4r") if rep == 1 else ("R4r", "R4w"):
+                for way in ("R4w", "R4r", "R4f") if rep == 1 else ("R4f", "R4r", "R4w"):
                     one(way, built, 1, True, 4, False, build=1, rep=rep, flushbuf=1)
             del built
             torch.cuda.empty_cache()
@@ -178,10 +183,10 @@ def _one_process(out: Path, rows: list[tuple[str, str]], study: str = "placement
         second = family.build(spec, "default", "cuda", dtype)  # type: ignore[union-attr]
         for way, calls, flush in ways:
             one(way, second, calls, flush, build=2, rep=1, flushbuf=1)
-        held = timer._flush
-        timer._flush = torch.empty_like(held)  # a new flush buffer, the old one held: other addresses
+        held = timer._flushes[0]
+        timer._flushes[0] = torch.empty_like(held)  # a new flush buffer, the old one held: other addresses
         one("C1", first, 1, True, build=1, rep=1, flushbuf=2)
-        timer._flush = held
+        timer._flushes[0] = held
         del first, second
         torch.cuda.empty_cache()
     out.write_text("".join(json.dumps(line) + "\n" for line in lines))

@@ -46,10 +46,13 @@ HOST_BLOCKS = 3
 class Timer:
     """Times one call of ``fn``: CUDA events on a GPU, a synchronized host clock on the CPU."""
 
-    def __init__(self, device: str, hide_launch_latency: bool = True, clean_flush: bool = False) -> None:
+    def __init__(
+        self, device: str, hide_launch_latency: bool = True, clean_flush: bool = False, flush_buffers: int = 1
+    ) -> None:
         """``clean_flush``: flush the L2 by reading a buffer of twice its size, which leaves clean lines,
         instead of writing one of its size (nvbench's), which leaves dirty lines the timed call's misses
-        write back (``benchmarks/aa_sources.py --study flush`` compares them; the suite writes)."""
+        write back. ``flush_buffers``: that many flush buffers, taken in turn, so no one buffer's place
+        holds for every sample (``benchmarks/aa_sources.py --study flush`` compares them)."""
         self.clean_flush = clean_flush
         self.cuda = device.startswith("cuda")
         self.name = "cuda_event" if self.cuda else "perf_counter"
@@ -62,7 +65,11 @@ class Timer:
             l2_bytes = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0)
             # nvbench writes a buffer of the L2's size
             self.flush_bytes = (2 if clean_flush else 1) * (l2_bytes or L2_FLUSH_BYTES)
-            self._flush = torch.zeros(self.flush_bytes // 4, dtype=torch.int32, device=device)
+            self._flushes = [
+                torch.zeros(self.flush_bytes // 4, dtype=torch.int32, device=device)
+                for _ in range(flush_buffers)
+            ]
+            self._flush_turn = 0
             # two pairs: one sample in flight while the last one is read
             self._pairs = [(_event(), _event()) for _ in range(2)]
             self._start, self._end = self._pairs[0]
@@ -70,10 +77,12 @@ class Timer:
             self.flush_s = self._time_flush()
 
     def _flush_l2(self) -> None:
+        buffer = self._flushes[self._flush_turn % len(self._flushes)]
+        self._flush_turn += 1
         if self.clean_flush:
-            self._flush.sum()
+            buffer.sum()
         else:
-            self._flush.zero_()
+            buffer.zero_()
 
     def _calibrate_sleep(self) -> float:
         """Cycles of ``torch.cuda._sleep`` per second on this GPU (as Inductor calibrates it)."""
