@@ -144,14 +144,14 @@ def test_loops_never_lengthened_do_not_set_the_share_expected_of_those_that_will
     process = share.TimedShare(0.5, 4, started=0.0, clock=lambda: now[0])
     process.add(0.9, 1.0, 1.3)  # a loop 90 % timed
     now[0] += 1.3
-    floor_before = process.ask(1.0).timed_s
+    floor_before = process.ask(10.0).timed_s  # a time budget the floors stay under
     process.add(0.25, 1.0, 1.3, rested=True)  # a quarter timed: its GPU rested for the power limit
     now[0] += 1.3
     process.add(0.3, 1.0, 1.3)  # a short kernel's loop, under the target's share plus 0.1
     now[0] += 1.3
     assert process.loop_share == pytest.approx(0.9)
-    # the untimed time they cost is made up by the last row all the same
-    ask = process.ask(1.0)
+    # the untimed time they cost is made up by the last row all the same, within its time budget
+    ask = process.ask(10.0)
     assert ask is not None and ask.timed_s > floor_before and ask.min_loop_share == 0.6
 
 
@@ -599,7 +599,9 @@ def test_a_profiler_that_refuses_costs_the_record_of_what_ran_not_the_timing(tmp
         )
 
 
-def _process(rows: int, setup_s: float, loop_share: float, min_time_s: float) -> tuple[float, list[float]]:
+def _process(
+    rows: int, setup_s: float, loop_share: float, min_time_s: float, time_budget_s: float = 1.0
+) -> tuple[float, list[float]]:
     """A GPU process on a simulated clock: its timed share of wall time, and the floors it was asked for.
 
     Each measurement costs 0.3 s outside its loop and samples the floor its loop's share asks for, at
@@ -609,7 +611,7 @@ def _process(rows: int, setup_s: float, loop_share: float, min_time_s: float) ->
     now[0] = setup_s
     floors = []
     for _ in range(rows):
-        ask = process.ask(1.0)  # what the suite asks the measurement
+        ask = process.ask(time_budget_s)  # what the suite asks the measurement
         assert ask is not None
         floors.append(ask.timed_s)
         timed, budget = ask.at(loop_share)  # once the loop has a share of its own
@@ -617,7 +619,7 @@ def _process(rows: int, setup_s: float, loop_share: float, min_time_s: float) ->
         lengthened = loop_share >= ask.min_loop_share
         if lengthened and (ask.last or loop_share >= ask.loop_share):  # the floor its own share asks for
             wanted = ask.owed_s / (1 - ask.ratio * (1 - loop_share) / loop_share)
-            assert timed == pytest.approx(min(share.MAX_FLOOR_S, max(0.0, wanted)))
+            assert timed == pytest.approx(min(time_budget_s, max(0.0, wanted)))  # never past the budget
         timed = max(timed, min_time_s) if lengthened else share.SHORT_LOOP_S
         loop = timed / loop_share
         now[0] += 0.3 + loop
@@ -626,10 +628,16 @@ def _process(rows: int, setup_s: float, loop_share: float, min_time_s: float) ->
 
 
 @pytest.mark.parametrize("rows", [1, 2, 6])
-def test_a_gpu_process_of_few_rows_samples_each_longer_so_half_its_time_is_timed(rows):
-    timed_share, floors = _process(rows, setup_s=5.0, loop_share=0.8, min_time_s=1.0)
+def test_a_gpu_process_of_few_rows_samples_no_longer_than_its_time_budget_to_pay_back_its_start(rows):
+    timed_share, floors = _process(rows, setup_s=5.0, loop_share=0.8, min_time_s=0.5)
+    # half its time would ask seconds of each row: each is asked the time budget, and the process ends
+    assert floors == [1.0] * rows and timed_share < 0.5, (timed_share, floors)
+
+
+def test_rows_enough_to_pay_for_their_start_reach_the_share_under_their_time_budgets():
+    timed_share, floors = _process(40, setup_s=5.0, loop_share=0.8, min_time_s=0.25)
     assert 0.5 <= timed_share < 0.55, (timed_share, floors)  # enough, and no more than that
-    assert floors[0] > 1.0
+    assert max(floors) <= 1.0 and floors[0] > 0.25
 
 
 def test_a_full_round_is_not_lengthened_and_a_short_loop_is_made_up_for_later():
@@ -637,22 +645,26 @@ def test_a_full_round_is_not_lengthened_and_a_short_loop_is_made_up_for_later():
     # under half a second added over 15 rows: what aiming 1.5 points above the target costs
     assert sum(max(1.0, f) - 1.0 for f in floors) < 0.5 and timed_share > 0.5
     # loops a third timed are not lengthened: the measurements after them are asked to pay for them
-    timed_share, floors = _process(3, setup_s=5.0, loop_share=0.33, min_time_s=0.1)
+    timed_share, floors = _process(3, setup_s=5.0, loop_share=0.33, min_time_s=0.1, time_budget_s=10.0)
     assert floors == sorted(floors) and floors[-1] > 2 * floors[0]
-    # up to the cap per measurement
+    # a process that stalled a minute asks its last measurement no more than the time budget
     capped = share.TimedShare(0.5, 1, started=0.0, clock=lambda: 60.0).ask(1.0)
-    assert capped is not None and capped.timed_s == share.MAX_FLOOR_S
+    assert capped is not None and capped.timed_s == 1.0 and capped.at(0.9) == (1.0, 1.25 / 0.9)
     assert share.TimedShare(0.0, 1).ask(1.0) is None  # off
 
 
 def test_graphs_taken_in_turn_fit_their_memory_and_hold_what_they_recorded():
     gib = 1024**3
-    # suite 0.11: GRAPHS captures, fewer where their memory would pass GRAPHS_BYTES or half the free memory
+    # GRAPHS captures, fewer where their memory would pass GRAPHS_BYTES or half the free memory
     assert graphs.graphs_that_fit(4, 1024**2, free_bytes=80 * gib) == 4
     assert graphs.graphs_that_fit(4, 6 * gib, free_bytes=80 * gib) == 2  # 16 GiB of room
     assert graphs.graphs_that_fit(4, 6 * gib, free_bytes=20 * gib) == 1  # half of 20 GiB
     assert graphs.graphs_that_fit(4, 40 * gib, free_bytes=80 * gib) == 1  # one graph whatever it takes
     assert graphs.graphs_that_fit(4, 0, free_bytes=80 * gib) == 4
+    # then what the captures took from the driver: their pools reserve more than the call allocates
+    assert graphs.another_fits(1, free_before=80 * gib, free_now=78 * gib)  # 2 GiB each: 4 fit in 16
+    assert not graphs.another_fits(1, free_before=80 * gib, free_now=70 * gib)  # 10 + 10 > 16 GiB
+    assert not graphs.another_fits(3, free_before=20 * gib, free_now=12 * gib)  # past half of 20 GiB
     # each call replays the next graph, round and round; the storages the graphs recorded stay alive
     calls: list[int] = []
     held = [torch.ones(2)]

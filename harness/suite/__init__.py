@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-SUITE_VERSION = "0.13"  # what reports compare: results of two versions are never merged into one table
+SUITE_VERSION = "0.14"  # what reports compare: results of two versions are never merged into one table
 RESULT_SCHEMA_VERSION = 1
 
 

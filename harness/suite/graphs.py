@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-GRAPHS = 8  # 4 in suites 0.11 and 0.12
+GRAPHS = 4  # suite 0.13 took 8: no quieter, and its captures filled an H100 (docs/method.md)
 GRAPHS_BYTES = 16 * 1024**3  # at most this much memory for the captures' own (GPU memory free: half)
 
 
@@ -48,9 +48,21 @@ def graphs_that_fit(wanted: int, call_bytes: int, free_bytes: int | None = None)
     """How many of ``wanted`` graphs to capture of a call that allocates ``call_bytes`` beyond its inputs:
     their memory stays under ``GRAPHS_BYTES`` and half the GPU's free memory, one graph at least."""
     if free_bytes is None:
-        free_bytes = torch.cuda.mem_get_info()[0] if torch.cuda.is_available() else GRAPHS_BYTES * 2
+        free_bytes = free_memory()
     room = min(GRAPHS_BYTES, free_bytes // 2)
     return max(1, min(wanted, room // max(call_bytes, 1)))
+
+
+def another_fits(captured: int, free_before: int, free_now: int) -> bool:
+    """Whether one more graph fits after ``captured`` took the GPU from ``free_before`` bytes free to
+    ``free_now``: what the captures took from the driver (their pools reserve more than the call
+    allocates), one more of the same, under ``GRAPHS_BYTES`` and half of ``free_before``."""
+    taken = max(0, free_before - free_now)
+    return taken + taken // max(captured, 1) <= min(GRAPHS_BYTES, free_before // 2)
+
+
+def free_memory() -> int:
+    return torch.cuda.mem_get_info()[0] if torch.cuda.is_available() else GRAPHS_BYTES * 2
 
 
 def relocate(tensors: Sequence[Any], held: list[Any]) -> None:

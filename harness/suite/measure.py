@@ -81,11 +81,13 @@ def measure(
 
     ``graphs``: on a GPU, capture that many graphs of the call, each with its own outputs and
     workspaces, and take them in turn, one a sample (fewer where their memory would pass
-    ``GRAPHS_BYTES`` or half the GPU's free memory); ``relocate``: tensors the call closes over, moved
-    to other addresses before each capture after the first (``benchmarks/aa_sources.py``; the suite
-    moves none). ``batch``: calls per sample, back to back in one graph, each sample the replay's time
-    over ``batch``; ``flush``: whether the L2 is flushed before each sample (default: where the sample
-    is one call). The suite times one call a sample, flushed (docs/method.md says why). A call that
+    ``GRAPHS_BYTES`` or half the GPU's free memory: the call's peak allocation says how many to try,
+    and what each capture took from the driver whether one more fits); ``relocate``: tensors the
+    call closes over, moved to other addresses before each capture after the first
+    (``benchmarks/aa_sources.py``; the suite moves none). ``batch``: calls per sample, back to back in
+    one graph, each sample the replay's time over ``batch``; ``flush``: whether the L2 is flushed
+    before each sample (default: where the sample is one call). The suite times one call a sample,
+    flushed (docs/method.md says why). A call that
     cannot be recorded is timed eagerly, one call a sample.
     """
     phases = Phases()
@@ -107,7 +109,10 @@ def measure(
     held: list[Any] = []  # the storages that graphs recorded before their tensors moved
     if timer.cuda and graph:
         graphs = graphs_that_fit(graphs, batch * (torch.cuda.max_memory_allocated() - base_bytes))
+        free_before = graph_captures.free_memory()
         for index in range(graphs):
+            if index and not graph_captures.another_fits(index, free_before, graph_captures.free_memory()):
+                break
             if index:
                 graph_captures.relocate(relocate, held)
             replay, capture_error = capture(fn, batch)

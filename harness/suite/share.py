@@ -4,7 +4,9 @@ A process pays the same start-up (importing torch, the CUDA context, probing cuD
 measurement (building inputs, the first call, warm-up, host time) whatever it samples, and holds the GPU
 all that time. The plan asks that timed GPU work be a share of each process's wall time (``timed_share``).
 Longer sampling does not make round medians agree more closely, so a process samples as long as its
-share needs and no longer: the timed work still missing is spread over the measurements left.
+share needs and no longer: the timed work still missing is spread over the measurements left, each asked
+at most the matrix's time budget. What a process cannot reach so (a stall, a cold start, few rows) is
+not paid back: it finishes sooner instead of sampling longer.
 
 The estimate is the process's own: its time so far that was not timed, a fixed cost for each
 measurement still to come and for the interpreter's start and exit outside the suite, and the share of
@@ -34,9 +36,6 @@ OUTSIDE_S = 1.3  # a process's wall time outside the suite's clock (start, exit)
 # and its records: inputs, first call, warm-up, capture, host time
 FIXED_S = 0.15
 LOOP_SHARE = 0.75  # a sampling loop's timed share; the rest is L2 flushes, GPU sleeps and dropped samples
-# at most this much timed work asked of one measurement: the last row a process can lengthen makes up
-# for the rows before it that could not be
-MAX_FLOOR_S = 30.0
 # aimed above the target: a measurement stops at its floor, and the estimate of what lies outside the
 # suite's clock is good to some tenths of a second
 AIM_ABOVE = 0.015
@@ -68,7 +67,9 @@ class ShareAsk(NamedTuple):
         kernel's loop grows less timed as it lengthens, and a floor that chased it would run away."""
         asked = loop_share if self.last else max(loop_share, self.loop_share)
         net = 1 - self.ratio * (1 - asked) / asked if asked > 0 else 0.0
-        timed_s = MAX_FLOOR_S if net <= 0 else min(MAX_FLOOR_S, max(0.0, self.owed_s / net))
+        # never past the matrix's time budget: a process with more untimed work (a stall, a cold start)
+        # finishes sooner instead of sampling longer to pay it back
+        timed_s = self.time_budget_s if net <= 0 else min(self.time_budget_s, max(0.0, self.owed_s / net))
         return timed_s, max(self.time_budget_s, BUDGET_MARGIN * timed_s / max(loop_share, 0.01))
 
     @property
