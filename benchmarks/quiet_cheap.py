@@ -3,6 +3,8 @@
     python -m benchmarks.quiet_cheap export --process NAME=RESULT[,PROGRESS] [...]
         [--validation FOLDER ...] --out DIR              result files -> DIR/processes.csv, medians.csv,
                                                          validation.csv (what reports/quiet-cheap-h100 keeps)
+    python -m benchmarks.quiet_cheap logs LOG1 LOG2      two processes' progress logs: the A/A of the rows
+                                                         both printed (a process whose document was lost)
     python -m benchmarks.quiet_cheap report DIR --aa LABEL=NAME1,NAME2 [...] [--cost LABEL=NAME1,NAME2 ...]
         [--trials 300]                                   the figures, from those three tables
 
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import gzip
 import random
 import re
 import statistics
@@ -293,6 +296,29 @@ def report(folder: Path, aa: list[str], pairs: list[str], cost: list[str], trial
         report_validation(validation, trials)
 
 
+_LOG_LINE = re.compile(r"\[\d+/\d+\] (\S+) (\S+) .*: median ([\d.]+) us \(n=\d+")
+
+
+def _log_medians(path: Path) -> dict[tuple[str, str], float]:
+    """Each row's median as a suite's progress log printed it (0.1 us: coarse under 20 us)."""
+    text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
+    return {(m[1], m[2]): float(m[3]) for m in map(_LOG_LINE.match, text.splitlines()) if m}
+
+
+def logs(first: Path, second: Path) -> None:
+    """The A/A of two processes whose documents did not both come back: their progress logs' medians."""
+    a, b = _log_medians(first), _log_medians(second)
+    common = [row for row in b if row in a]
+    print(f"{first.name}: {len(a)} rows, {second.name}: {len(b)} rows, {len(common)} in both")
+    for least_us in (0, 20, 100):
+        ratios = sorted(abs(b[row] / a[row] - 1) for row in common if a[row] >= least_us)
+        if ratios:
+            print(
+                f"  rows >= {least_us:3} us ({len(ratios)}): |ratio - 1| p50 {_pct(ratios, 0.5):.3%}, "
+                f"p95 {_pct(ratios, 0.95):.3%}, max {ratios[-1]:.3%}"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -312,8 +338,13 @@ def main() -> None:
     p_report.add_argument("--pairs", action="append", default=[], help="NAME,NAME,...: every pair as an A/A")
     p_report.add_argument("--cost", action="append", default=[], help="LABEL=REFERENCE,NEW")
     p_report.add_argument("--trials", type=int, default=300)
+    p_logs = sub.add_parser("logs")
+    p_logs.add_argument("first", type=Path)
+    p_logs.add_argument("second", type=Path)
     args = parser.parse_args()
-    if args.command == "export":
+    if args.command == "logs":
+        logs(args.first, args.second)
+    elif args.command == "export":
         export(args.process, args.validation, args.out, [n for n in args.medians_of.split(",") if n])
     else:
         report(args.folder, args.aa, args.pairs, args.cost, args.trials)
