@@ -49,8 +49,7 @@ def graphs_that_fit(wanted: int, call_bytes: int, free_bytes: int | None = None)
     their memory stays under ``GRAPHS_BYTES`` and half the GPU's free memory, one graph at least."""
     if free_bytes is None:
         free_bytes = free_memory()
-    room = min(GRAPHS_BYTES, free_bytes // 2)
-    return max(1, min(wanted, room // max(call_bytes, 1)))
+    return max(1, min(wanted, _room(free_bytes) // max(call_bytes, 1)))
 
 
 def another_fits(captured: int, free_before: int, free_now: int) -> bool:
@@ -58,11 +57,16 @@ def another_fits(captured: int, free_before: int, free_now: int) -> bool:
     ``free_now``: what the captures took from the driver (their pools reserve more than the call
     allocates), one more of the same, under ``GRAPHS_BYTES`` and half of ``free_before``."""
     taken = max(0, free_before - free_now)
-    return taken + taken // max(captured, 1) <= min(GRAPHS_BYTES, free_before // 2)
+    return taken + taken // max(captured, 1) <= _room(free_before)
 
 
 def free_memory() -> int:
     return torch.cuda.mem_get_info()[0] if torch.cuda.is_available() else GRAPHS_BYTES * 2
+
+
+def _room(free_bytes: int) -> int:
+    """The most the captures' memory may take: ``GRAPHS_BYTES``, and half of what was free."""
+    return min(GRAPHS_BYTES, free_bytes // 2)
 
 
 def relocate(tensors: Sequence[Any], held: list[Any]) -> None:

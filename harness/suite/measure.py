@@ -108,12 +108,14 @@ def measure(
     calls, replays = 1, []
     held: list[Any] = []  # the storages that graphs recorded before their tensors moved
     if timer.cuda and graph:
-        graphs = graphs_that_fit(graphs, batch * (torch.cuda.max_memory_allocated() - base_bytes))
         free_before = graph_captures.free_memory()
+        graphs = graphs_that_fit(
+            graphs, batch * (torch.cuda.max_memory_allocated() - base_bytes), free_before
+        )
         for index in range(graphs):
-            if index and not graph_captures.another_fits(index, free_before, graph_captures.free_memory()):
-                break
             if index:
+                if not graph_captures.another_fits(index, free_before, graph_captures.free_memory()):
+                    break
                 graph_captures.relocate(relocate, held)
             replay, capture_error = capture(fn, batch)
             if replay is None:
