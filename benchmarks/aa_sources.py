@@ -32,7 +32,6 @@ turn (``R4f``; ``timer.Timer(flush_buffers=4)``), in alternating order; the repo
 from __future__ import annotations
 
 import argparse
-import gzip
 import itertools
 import json
 import os
@@ -42,6 +41,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from harness import jsonio
 
 # the A/A's noisiest rows (suite 0.5 and 0.10 on an H100) and a spread of lengths, 13 us to 2.2 ms
 ROWS = [
@@ -220,7 +221,7 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
-    text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
+    text = jsonio.read_bytes(path, 256 * 1024**2).decode()  # plain or gzip
     return [json.loads(line) for line in text.splitlines()]
 
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import gzip
 import random
 import re
 import statistics
@@ -296,12 +295,13 @@ def report(folder: Path, aa: list[str], pairs: list[str], cost: list[str], trial
         report_validation(validation, trials)
 
 
+LOG_LIMIT = 64 * 1024**2
 _LOG_LINE = re.compile(r"\[\d+/\d+\] (\S+) (\S+) .*: median ([\d.]+) us \(n=\d+")
 
 
 def _log_medians(path: Path) -> dict[tuple[str, str], float]:
     """Each row's median as a suite's progress log printed it (0.1 us: coarse under 20 us)."""
-    text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
+    text = jsonio.read_bytes(path, LOG_LIMIT).decode()  # plain or gzip
     return {(m[1], m[2]): float(m[3]) for m in map(_LOG_LINE.match, text.splitlines()) if m}
 
 
