@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -31,10 +32,21 @@ baseline: {cudnn: bundled}
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _harness_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+def _harness_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Environments and cuDNN releases the tests make go to a folder of the test session's, never the
-    user's cache (a test that wants its own sets HARNESS_CACHE itself)."""
-    os.environ.setdefault("HARNESS_CACHE", str(tmp_path_factory.mktemp("harness-cache")))
+    user's cache (a test that wants its own sets HARNESS_CACHE itself); so does uv's cache, which keys a
+    wheel by the folder it was found in: each session's temporary wheelhouse added another 700 MB torch
+    to the user's cache, until the disk filled. Both are removed when the session ends."""
+    made = {
+        name: tmp_path_factory.mktemp(folder)
+        for name, folder in (("HARNESS_CACHE", "harness-cache"), ("UV_CACHE_DIR", "uv-cache"))
+        if name not in os.environ
+    }
+    os.environ.update({name: str(path) for name, path in made.items()})
+    yield
+    for name, path in made.items():
+        os.environ.pop(name, None)
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def harness_env() -> dict[str, str]:
