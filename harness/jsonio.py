@@ -48,6 +48,8 @@ def write_atomic(path: Path, document: Any, compact: bool = False) -> None:
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file renamed over it: a link planted at ``path`` is
+    replaced, never written through; a folder planted there is refused (InputError)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
     try:
@@ -57,8 +59,10 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
             os.fsync(f.fileno())
         os.chmod(tmp, FILE_MODE)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, IsADirectoryError):  # a folder planted at the name: never a traceback
+            raise _planted(path, "a folder", "file") from None
         raise
 
 
@@ -172,6 +176,8 @@ def open_for_writing(path: Path, mode: Literal["w", "wb", "a", "ab", "a+"]) -> I
             raise _planted(path, "a link", "file") from None
         if exc.errno == errno.ENXIO:
             raise _planted(path, "something other than a file", "file") from None
+        if exc.errno == errno.EISDIR:
+            raise _planted(path, "a folder", "file") from None
         raise
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
@@ -194,15 +200,109 @@ def read_text_nofollow(path: Path, limit: int) -> str:
 
 
 def files_under(root: Path, max_depth: int | None = None) -> Iterator[Path]:
-    """Every file (and link) under ``root``, at most ``max_depth`` folders down where given, never following
-    a link to a folder: a walk without recursion, so a planted chain of a thousand folders is no
-    RecursionError."""
-    for folder, dirs, files in os.walk(root):
-        depth = len(Path(folder).relative_to(root).parts)
-        if max_depth is not None and depth >= max_depth:
-            dirs.clear()  # deeper than anything the harness writes: not descended into
-        yield from (Path(folder) / name for name in files)
-        yield from (Path(folder) / name for name in dirs if os.path.islink(Path(folder) / name))
+    """Every file (and link, and anything else that is not a folder) under ``root``, at most ``max_depth``
+    folders down where given, never following a link to a folder; a folder that cannot be read is skipped.
+
+    An explicit stack, not ``os.walk``: before Python 3.12 that recurses once per level, so a planted chain
+    of a thousand folders would be a RecursionError."""
+    stack = [(root, 0)]
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = list(listing)
+        except OSError:
+            continue
+        below = []
+        for entry in entries:
+            if _is_real_folder(entry):
+                below.append(folder / entry.name)
+            else:
+                yield folder / entry.name
+        if max_depth is None or depth < max_depth:  # deeper is nothing the harness writes: not entered
+            stack.extend((path, depth + 1) for path in reversed(below))
+
+
+def _is_real_folder(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
+
+
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def remove_tree(path: Path) -> None:
+    """Remove ``path`` and everything in it; a link (at ``path`` or anywhere below) is removed as the link,
+    never followed. Missing already: nothing to do. Raises OSError for what cannot be removed.
+
+    ``shutil.rmtree`` recurses once per level before Python 3.12 (a planted chain of a thousand folders is
+    a RecursionError) and names each file by its whole path (past PATH_MAX, deep enough). Here each folder
+    is opened relative to the one above it, without following links, one folder open at a time (a chain
+    deeper than the open-file limit is no EMFILE); going back up, ``..`` is checked to be the folder that
+    was left, so one moved meanwhile stops the removal instead of sending it elsewhere."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(mode):
+        os.unlink(path)
+        return
+    fd = os.open(path, _FOLDER_FLAGS)
+    # the folders above the open one, below ``path``: name, identity, and subfolders not yet removed
+    above: list[tuple[str, tuple[int, int], list[str]]] = []
+    try:
+        pending = _clear_files(fd)
+        while True:
+            if pending:
+                name = pending.pop()
+                try:
+                    child = os.open(name, _FOLDER_FLAGS, dir_fd=fd)
+                except OSError as exc:
+                    if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+                        continue  # gone, or replaced by a file or a link: the next listing has it
+                    raise
+                above.append((name, _identity(fd), pending))
+                os.close(fd)
+                fd = child
+                pending = _clear_files(fd)
+                continue
+            pending = _clear_files(fd)  # what appeared meanwhile; empty once the folder is
+            if pending:
+                continue
+            if not above:
+                break
+            name, identity, pending = above.pop()
+            parent = os.open("..", _FOLDER_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = parent
+            if _identity(fd) != identity:
+                raise OSError(errno.EBUSY, "a folder was moved while it was being removed", str(path))
+            os.rmdir(name, dir_fd=fd)
+    finally:
+        os.close(fd)
+    os.rmdir(path)
+
+
+def _identity(fd: int) -> tuple[int, int]:
+    st = os.fstat(fd)
+    return st.st_dev, st.st_ino
+
+
+def _clear_files(fd: int) -> list[str]:
+    """Unlink everything in the open folder ``fd`` that is not a folder (links as links); its subfolders'
+    names."""
+    with os.scandir(fd) as listing:
+        entries = list(listing)
+    folders = []
+    for entry in entries:
+        if _is_real_folder(entry):
+            folders.append(entry.name)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(entry.name, dir_fd=fd)
+    return folders
 
 
 def output_folder(path: Path, setting: str) -> Path:
@@ -222,9 +322,11 @@ def output_folder(path: Path, setting: str) -> Path:
         )
     try:
         path.mkdir(parents=True, exist_ok=True)
-        probe = path / ".harness-write-test"
-        probe.touch()
-        probe.unlink()
+        # a new name of its own (O_EXCL, never through a link): a fixed one would follow a link planted
+        # there, and two commands probing one folder at once would remove each other's probe
+        fd, probe = tempfile.mkstemp(dir=path, prefix=".harness-write-test-")
+        os.close(fd)
+        os.unlink(probe)
     except OSError as exc:
         raise InputError(
             [

@@ -50,7 +50,7 @@ def suite_root() -> Path:
     root = cache / f"suite-{expected[:16]}"
     if not _intact(root, expected):
         staging = cache / f".staging-{os.getpid()}"
-        shutil.rmtree(staging, ignore_errors=True)
+        _remove(staging)
         (staging / "harness").mkdir(parents=True)
         shutil.copyfile(PACKAGE / "__init__.py", staging / "harness" / "__init__.py")
         shutil.copytree(
@@ -60,14 +60,21 @@ def suite_root() -> Path:
             aside = cache / f".damaged-{os.getpid()}"
             with contextlib.suppress(OSError):
                 os.rename(root, aside)
-            shutil.rmtree(aside, ignore_errors=True)
+            _remove(aside)
         try:
             staging.rename(root)
         except OSError:  # another process staged the same content first
-            shutil.rmtree(staging, ignore_errors=True)
+            _remove(staging)
         if not _intact(root, expected):
             raise FileNotFoundError(f"{root} does not hold the suite as copied; remove it and run again")
     return root
+
+
+def _remove(path: Path) -> None:
+    """Remove a copy, whatever it holds (a damaged one may hold a chain of a thousand folders: no
+    recursion), if it can be."""
+    with contextlib.suppress(OSError):
+        jsonio.remove_tree(path)
 
 
 def _intact(root: Path, expected: str) -> bool:
@@ -78,12 +85,12 @@ def _intact(root: Path, expected: str) -> bool:
         return False
     for cached in [p for p in jsonio.files_under(package) if "__pycache__" in p.parts]:
         cached.unlink(missing_ok=True)
+    from harness.suite import source_files, source_sha256
+
     files = {p.relative_to(package).as_posix() for p in jsonio.files_under(package)}
     wanted = {"__init__.py"} | {
-        f"suite/{p.relative_to(PACKAGE / 'suite').as_posix()}" for p in (PACKAGE / "suite").rglob("*.py")
+        f"suite/{p.relative_to(PACKAGE / 'suite').as_posix()}" for p in source_files(PACKAGE / "suite")
     }
-    from harness.suite import source_sha256
-
     return (
         files == wanted
         and (package / "__init__.py").read_bytes() == (PACKAGE / "__init__.py").read_bytes()

@@ -79,6 +79,104 @@ def test_a_deep_folder_chain_is_walked_without_recursion(tmp_path):
             _rmdir_deep(results, depth)
 
 
+def _deep_chain(top: Path, depth: int, links_to: Path | None = None) -> None:
+    """``depth`` nested folders ``a/`` under ``top``, made one at a time through folder descriptors (no path
+    that long is ever named), a ``planted.py`` at the bottom, and there links into ``links_to`` if given."""
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):
+            os.mkdir("a", dir_fd=fd)
+            below = os.open("a", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = below
+        os.close(os.open("planted.py", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd))
+        if links_to is not None:
+            os.symlink(links_to, "folder-link", dir_fd=fd)
+            os.symlink(links_to / "precious.txt", "file-link", dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def _outside(tmp_path: Path) -> Path:
+    victim = tmp_path / "outside"
+    victim.mkdir()
+    (victim / "precious.txt").write_text("keep me\n")
+    return victim
+
+
+def _untouched(victim: Path) -> None:
+    assert [p.name for p in victim.iterdir()] == ["precious.txt"]
+    assert (victim / "precious.txt").read_text() == "keep me\n"
+
+
+def test_a_deep_folder_chain_is_listed_and_removed_without_recursion(tmp_path):
+    outside = _outside(tmp_path)
+    top = tmp_path / "top"
+    top.mkdir()
+    _deep_chain(top, 1100, links_to=outside)
+    try:
+        bottom = top.joinpath(*["a"] * 1100)
+        assert sorted(jsonio.files_under(top)) == [
+            bottom / n for n in ("file-link", "folder-link", "planted.py")
+        ]
+        assert list(jsonio.files_under(top, max_depth=8)) == []
+        from harness.suite import source_files
+
+        assert source_files(top) == [bottom / "planted.py"]
+        jsonio.remove_tree(top)
+        assert not os.path.lexists(top)
+        _untouched(outside)
+        deeper = tmp_path / "deeper"  # past PATH_MAX: no path names its bottom at once
+        deeper.mkdir()
+        _deep_chain(deeper, 2100, links_to=outside)
+        jsonio.remove_tree(deeper)
+        assert not os.path.lexists(deeper)
+        _untouched(outside)
+    finally:
+        jsonio.remove_tree(top)
+        jsonio.remove_tree(tmp_path / "deeper")
+
+
+@pytest.mark.slow
+def test_a_deep_scratch_folder_planted_in_a_results_folder_is_swept_without_recursion(tmp_path, write_matrix):
+    outside = _outside(tmp_path)
+    matrix = write_matrix(
+        "schema_version: 1\nname: deep\nbackend: local\naxes: {torch: [installed], cudnn: [bundled]}\n"
+        "suite: {workloads: [relu], dtypes: [fp32], time_budget_s: 0.02}\nbaseline: {cudnn: bundled}\n"
+    )
+    results = tmp_path / "results"
+    (results / ".cell-x").mkdir(parents=True)
+    _deep_chain(results / ".cell-x", 1100, links_to=outside)
+    try:
+        done = run_cli("run", "--matrix", str(matrix), "--out", str(results))
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stdout + done.stderr[-2000:]
+        assert not os.path.lexists(results / ".cell-x")
+        _untouched(outside)
+    finally:
+        jsonio.remove_tree(results / ".cell-x")
+
+
+def test_a_deep_folder_chain_in_the_cached_suite_copy_is_replaced_without_recursion(tmp_path, monkeypatch):
+    from harness import resources
+
+    monkeypatch.setattr(resources, "_installed", lambda: True)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    resources.suite_root.cache_clear()
+    try:
+        root = resources.suite_root()
+        suite = root / "harness" / "suite"
+        original = sorted(p.relative_to(root) for p in jsonio.files_under(root))
+        _deep_chain(suite, 1100)
+        resources.suite_root.cache_clear()
+        assert resources.suite_root() == root
+        assert not (suite / "a").exists()
+        assert sorted(p.relative_to(root) for p in jsonio.files_under(root)) == original
+        assert [p.name for p in (tmp_path / "cudnn-harness").iterdir() if p.name.startswith(".")] == []
+    finally:
+        resources.suite_root.cache_clear()
+        jsonio.remove_tree(tmp_path / "cudnn-harness")
+
+
 def _rmdir_deep(root: Path, path: Path) -> None:
     """rmdir a folder deeper than PATH_MAX allows to name at once: from the root, one step at a time."""
     fd = os.open(root, os.O_RDONLY)
@@ -125,16 +223,13 @@ def test_a_python_that_prints_garbage_is_named_and_refused(tmp_path, write_matri
 
 
 @pytest.mark.slow
-def test_a_reader_that_leaves_ends_the_command_quietly():
-    proc = start_cli(
-        "compare",
-        str(LOCAL),
-        str(LOCAL.parent / "results"),
-        "--only",
-        "bundled",
-        stderr=subprocess.PIPE,
-        text=False,
-    )
+@pytest.mark.parametrize("command", ["compare", "report"])  # report: was quiet already, now kept so
+def test_a_reader_that_leaves_ends_the_command_quietly(tmp_path, command):
+    if command == "compare":
+        args = ["compare", str(LOCAL), str(LOCAL.parent / "results"), "--only", "bundled"]
+    else:
+        args = ["report", "--results", str(LOCAL), "--out", str(tmp_path / "report")]
+    proc = start_cli(*args, stderr=subprocess.PIPE, text=False)
     assert proc.stdout is not None
     proc.stdout.close()  # `| head` that has read all it wanted
     _, err = proc.communicate(timeout=600)

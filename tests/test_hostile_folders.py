@@ -11,10 +11,12 @@ import os
 import stat
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 
+from harness import jsonio
 from harness.errors import InputError
 from harness.results import folder
 from tests.conftest import GPU_LOCAL_ROUNDS, REPO, harness_env, run_cli, start_cli
@@ -200,3 +202,86 @@ def test_an_installed_harness_never_runs_a_suite_copy_as_found(tmp_path, monkeyp
             resources.PACKAGE / "__init__.py"
         ).read_bytes()
     resources.suite_root.cache_clear()
+
+
+@pytest.mark.slow
+def test_the_write_probe_never_follows_a_link_planted_at_its_name(tmp_path, outside):
+    out = tmp_path / "report"
+    out.mkdir()
+    (out / ".harness-write-test").symlink_to(outside / "created")  # dangling: touch() would create it
+    done = run_cli("report", "--results", str(GPU_LOCAL_ROUNDS), "--out", str(out))
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    _untouched(outside)
+
+
+def test_the_write_probe_touches_nothing_a_link_names(tmp_path, outside):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / ".harness-write-test").symlink_to(outside / "precious.txt")
+    before = os.stat(outside / "precious.txt").st_mtime_ns
+    os.utime(outside / "precious.txt", ns=(before - 10**9, before - 10**9))  # a second in the past
+    assert jsonio.output_folder(out, "out") == out
+    assert os.stat(outside / "precious.txt").st_mtime_ns == before - 10**9  # touch() would bump it
+    assert os.path.islink(out / ".harness-write-test")
+    _untouched(outside)
+
+
+def test_two_commands_probing_one_folder_at_once_never_refuse_it(tmp_path):
+    out = tmp_path / "out"
+    probe = textwrap.dedent(
+        """\
+        import sys
+        from pathlib import Path
+        from harness import jsonio
+        from harness.errors import InputError
+        refused = 0
+        for _ in range(3000):
+            try:
+                jsonio.output_folder(Path(sys.argv[1]), "out")
+            except InputError:
+                refused += 1
+        print(refused)
+        """
+    )
+    command = [sys.executable, "-c", probe, str(out)]
+    procs = [
+        subprocess.Popen(command, cwd=REPO, env=harness_env(), stdout=subprocess.PIPE, text=True)
+        for _ in "ab"
+    ]
+    refused = [p.communicate(timeout=120)[0].strip() for p in procs]
+    assert refused == ["0", "0"]  # the fixed name raced: each removed the other's probe
+    assert list(out.iterdir()) == []
+
+
+def test_a_folder_planted_at_a_file_name_is_refused_not_a_traceback(tmp_path):
+    (tmp_path / "lock").mkdir()
+    with pytest.raises(InputError, match="lock: is a folder where the harness keeps a file of its own"):
+        jsonio.open_for_writing(tmp_path / "lock", "a+")
+    (tmp_path / "report.md").mkdir()
+    with pytest.raises(
+        InputError, match=r"report\.md: is a folder where the harness keeps a file of its own"
+    ):
+        jsonio.write_text_atomic(tmp_path / "report.md", "text\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lock", "report.md"]  # no temporary file left
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("planted", [folder.LOCK_FILE, "report.md"])
+def test_a_report_into_a_folder_with_a_folder_planted_at_a_file_name_is_refused(tmp_path, planted):
+    out = tmp_path / "report"
+    (out / planted).mkdir(parents=True)
+    done = run_cli("report", "--results", str(GPU_LOCAL_ROUNDS), "--out", str(out))
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    assert f"{out / planted}: is a folder where the harness keeps a file of its own; remove it" in done.stderr
+    assert (out / planted).is_dir()
+
+
+@pytest.mark.slow
+def test_a_run_into_a_folder_with_a_folder_planted_at_its_lock_is_refused(tmp_path):
+    out = tmp_path / "results"
+    (out / folder.LOCK_FILE).mkdir(parents=True)
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text(RELU)
+    done = _run(matrix, out)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    assert f"{out / folder.LOCK_FILE}: is a folder where the harness keeps a file of its own" in done.stderr

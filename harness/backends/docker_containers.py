@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import shutil
 import signal
 import threading
 import time
@@ -177,7 +176,8 @@ class Containers:
                     self._running.discard(container)
                 with contextlib.suppress(docker.errors.APIError, requests.exceptions.ConnectionError):
                     container.remove(force=True)
-            shutil.rmtree(scratch, ignore_errors=True)
+            with contextlib.suppress(OSError):  # written by the container: removed without recursion
+                jsonio.remove_tree(scratch)
 
     def attachment(
         self, cell: Cell, plan: Plan, gpus: tuple[str, ...], mode: GpuAccessMode

@@ -132,7 +132,8 @@ def scratch_folder(results_dir: Path) -> Iterator[str]:
     try:
         yield str(path)
     finally:
-        shutil.rmtree(path, ignore_errors=True)
+        with contextlib.suppress(OSError):  # what the run left there is its own: removed without recursion
+            jsonio.remove_tree(path)
 
 
 def is_result_file(path: Path) -> bool:
@@ -195,7 +196,8 @@ def sweep(results_dir: Path) -> list[str]:
     for pattern in patterns:
         for path in results_dir.glob(pattern):
             if stat.S_ISDIR(os.lstat(path).st_mode):
-                shutil.rmtree(path, ignore_errors=True)
+                with contextlib.suppress(OSError):  # planted ones too: a deep chain is no RecursionError
+                    jsonio.remove_tree(path)
             else:
                 path.unlink(missing_ok=True)
             swept.append(str(path.relative_to(results_dir)))

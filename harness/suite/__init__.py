@@ -8,6 +8,7 @@ it through ``python -m harness.suite`` and the JSON document that writes.
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 SUITE_VERSION = "0.14"  # what reports compare: results of two versions are never merged into one table
@@ -24,7 +25,34 @@ def source_sha256(root: Path | None = None) -> str:
     """
     root = root or Path(__file__).resolve().parent
     digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
+    for path in source_files(root):
         digest.update(path.relative_to(root).as_posix().encode() + b"\0")
         digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()
+
+
+def source_files(root: Path | None = None) -> list[Path]:
+    """Every ``.py`` under ``root`` (this suite's folder by default), sorted as ``sorted(root.rglob("*.py"))``
+    sorts them, never through a link to a folder; a folder that cannot be read is skipped.
+
+    An explicit stack, not ``rglob``: before Python 3.12 that recurses once per level, and a cached copy of
+    the suite is checked as found (a planted chain of a thousand folders must be no RecursionError)."""
+    root = root or Path(__file__).resolve().parent
+    found, stack = [], [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = list(listing)
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                is_folder = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                is_folder = False
+            if is_folder:
+                stack.append(folder / entry.name)
+            elif entry.name.endswith(".py"):
+                found.append(folder / entry.name)
+    return sorted(found)
