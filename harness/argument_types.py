@@ -17,6 +17,15 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from harness import __version__, images
+from harness.errors import bounded
+
+SHOWN = 200  # what a refusal shows of the value it refuses: a 100 KB option is never echoed whole
+MESSAGE = 2000  # and of any message the parser prints (argparse echoes an unknown argument or choice whole)
+
+
+def shown(text: str) -> str:
+    """``text`` as a refusal quotes it: its repr, cut to ``SHOWN`` characters."""
+    return bounded(repr(text), SHOWN)
 
 
 def number(what: str, above: float, at_most: float) -> Callable[[str], float]:
@@ -29,7 +38,7 @@ def number(what: str, above: float, at_most: float) -> Callable[[str], float]:
             value = math.nan
         if not (math.isfinite(value) and above < value <= at_most):
             raise argparse.ArgumentTypeError(
-                f"{text!r} is not {what}: a number > {above:g} and <= {at_most:g}"
+                f"{shown(text)} is not {what}: a number > {above:g} and <= {at_most:g}"
             )
         return value
 
@@ -44,14 +53,16 @@ def count(text: str) -> int:
     except ValueError:
         value = -1
     if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 0")
+        raise argparse.ArgumentTypeError(f"{shown(text)} is not a whole number >= 0")
     return value
 
 
 def memory(text: str) -> str:
     """An argparse type: a container memory limit as Docker reads it (16g, 512m, 1073741824)."""
     if not re.fullmatch(r"[1-9][0-9]{0,15}[bkmgBKMG]?", text):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a memory size such as 16g, 512m or 1073741824")
+        raise argparse.ArgumentTypeError(
+            f"{shown(text)} is not a memory size such as 16g, 512m or 1073741824"
+        )
     return text
 
 
@@ -74,7 +85,7 @@ def slurm_setting(name: str) -> Callable[[str], str]:
 def index_url(text: str) -> str:
     """An argparse type: a package index URL, which an image build writes into its Dockerfile's RUN lines."""
     if not images.INDEX_URL_FORM.fullmatch(text):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a plain http(s) URL: {images.INDEX_URL_FIX}")
+        raise argparse.ArgumentTypeError(f"{shown(text)} is not a plain http(s) URL: {images.INDEX_URL_FIX}")
     return text
 
 
@@ -135,4 +146,4 @@ class Parser(argparse.ArgumentParser):
             message = f"invalid choice: '{wrong.group(1)}'" + (
                 f"; did you mean '{close[0]}'?" if close else f" (choose from {', '.join(choices)})"
             )
-        super().error(message)
+        super().error(bounded(message, MESSAGE))

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import ast
 import difflib
+import filecmp
 import json
+import os
 import shlex
 import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -254,12 +257,28 @@ def _write_dockerfile(out: Path, cell: Cell, side: str, options: images.BuildOpt
     jsonio.write_text_atomic(path, rendered.dockerfile)
     copied = []
     for name, source in rendered.context.items():
-        target = out / name
-        if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, target)
-            copied.append(target)
+        if _copied(source, out, name):
+            copied.append(out / name)
     return [path, *copied]
+
+
+def _copied(source: Path, out: Path, name: str) -> bool:
+    """``source`` copied to ``out``/``name`` (e.g. ``wheelhouse/x.whl``) unless the same bytes are there
+    already (the other side's copy); whether it was. Each folder on the way is lstat-checked and the file
+    opened with O_NOFOLLOW: a link planted in the reproducer's folder is refused, never written through."""
+    where = out
+    for part in Path(name).parent.parts:
+        where = jsonio.real_folder(where / part)
+    target = where / Path(name).name
+    if (
+        os.path.lexists(target)
+        and stat.S_ISREG(os.lstat(target).st_mode)
+        and filecmp.cmp(source, target, shallow=False)
+    ):
+        return False
+    with source.open("rb") as read, jsonio.open_for_writing(target, "wb") as written:
+        shutil.copyfileobj(read, written)
+    return True
 
 
 # how the row's own samples were timed (a result's ``timer``), as the README says it

@@ -115,8 +115,9 @@ class Submission:
 
     def _submit_and_follow(self, tasks: list[Task], total: int) -> dict[int, CellOutcome]:
         stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        slurm_dir = self.results_dir / SLURM_DIR
-        (slurm_dir / "logs").mkdir(parents=True, exist_ok=True)
+        # lstat-checked here, where they are written into: a planted slurm/ or logs/ link is refused
+        slurm_dir = jsonio.real_folder(self.results_dir / SLURM_DIR)
+        logs_dir = jsonio.real_folder(slurm_dir / "logs")
         tasks_file = slurm_dir / f"tasks-{stamp}.json"
         jsonio.write_atomic(
             tasks_file,
@@ -128,7 +129,7 @@ class Submission:
         script = slurm_dir / f"array-{stamp}.sh"
         jsonio.write_text_atomic(script, self._script(tasks_file, len(tasks)))
         # the results folder on sbatch's argv, whatever it holds ('%' doubled: --output expands %A, %a)
-        logs = str((self.results_dir / SLURM_DIR / "logs").resolve()).replace("%", "%%")
+        logs = str(logs_dir.resolve()).replace("%", "%%")
         done = _slurm(
             "sbatch", "--parsable", f"--output={logs}/%A_%a.out", f"--comment={self._comment()}", str(script)
         )
@@ -138,7 +139,7 @@ class Submission:
         self.say(
             f"submitted array job {job}: {len(tasks)} task{'s' * (len(tasks) != 1)} "
             f"({self.request.describe()}); "
-            f"script {script}, task output {slurm_dir / 'logs'}/"
+            f"script {script}, task output {logs_dir}/"
         )
         try:
             outcomes, lost = self._follow(job, tasks, total)

@@ -3,6 +3,7 @@ compared, analyze against the baseline, and write the report."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -222,29 +223,35 @@ def compare(
     for line in differences:
         warn(f"note: {line}")
     done = []
-    for cell_a, cell_b in pairs:
-        mine = {f: e for f, e in kept.items() if (e.side, e.cell) in (("A", cell_a), ("B", cell_b))}
-        labels = {side: f"{side}: {paths[side]}" for side in sides.SIDES}
-        if len(pairs) > 1 or any(p.is_dir() for p in paths.values()):
-            labels = {"A": f"{labels['A']} ({cell_a})", "B": f"{labels['B']} ({cell_b})"}
-        view = View(
-            "compare",
-            "A",
-            sides.SIDES,
-            labels,
-            threshold_pct,
-            alpha,
-            0,
-            f"ad-hoc comparison, threshold {threshold_pct:g}%",
-            cautions=differences,
-        )
-        part = _subset(loaded, mine)
-        analysis = analyze(view, part, policy, group_of_file={f: e.side for f, e in mine.items()})
-        rendered = None
-        if out is not None:  # cell by cell: a report per cell, in a folder of its own
-            where = out if len(pairs) == 1 else jsonio.output_folder(out / cell_a, "out")
-            rendered = _written(view, analysis, part, where, list(paths.values()))
-        done.append(Pair(cell_a, cell_b, Report(analysis, part, rendered)))
+    # cell by cell, ``out`` itself stays locked throughout: two compares into one folder never mix it
+    whole: contextlib.AbstractContextManager[object] = (
+        folder.locked(out) if out is not None and len(pairs) > 1 else contextlib.nullcontext()
+    )
+    with whole:
+        for cell_a, cell_b in pairs:
+            mine = {f: e for f, e in kept.items() if (e.side, e.cell) in (("A", cell_a), ("B", cell_b))}
+            labels = {side: f"{side}: {paths[side]}" for side in sides.SIDES}
+            if len(pairs) > 1 or any(p.is_dir() for p in paths.values()):
+                labels = {"A": f"{labels['A']} ({cell_a})", "B": f"{labels['B']} ({cell_b})"}
+            view = View(
+                "compare",
+                "A",
+                sides.SIDES,
+                labels,
+                threshold_pct,
+                alpha,
+                0,
+                f"ad-hoc comparison, threshold {threshold_pct:g}%",
+                cautions=differences,
+            )
+            part = _subset(loaded, mine)
+            analysis = analyze(view, part, policy, group_of_file={f: e.side for f, e in mine.items()})
+            rendered = None
+            if out is not None:  # cell by cell: a report per cell, in a folder of its own
+                # a planted out/<cell> link is refused, not written through
+                where = out if len(pairs) == 1 else jsonio.real_folder(out / cell_a)
+                rendered = _written(view, analysis, part, where, list(paths.values()))
+            done.append(Pair(cell_a, cell_b, Report(analysis, part, rendered)))
     return Comparison(tuple(done), differences)
 
 

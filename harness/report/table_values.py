@@ -15,6 +15,9 @@ from harness.report.model import Kind, Value
 from harness.results import folder
 
 MEASUREMENTS = "measurements"  # the report's folder of one-measurement files that numbers link to
+# what a measurement file's name keeps of its result file's name: a valid result name of 250 bytes, with
+# the digest and suffix added, is past the 255 bytes a file name may hold; the digest keeps names unique
+NAME_BYTES = 100
 
 
 def link(
@@ -33,13 +36,22 @@ def time(
 ) -> Value:
     """A duration that links to the measurement it came from (its own small file), else its result file."""
     if file and extracts is not None and measurement is not None and bool(pd.notna(measurement)):
-        name = Path(file).name.removesuffix(".gz").removesuffix(".json")
+        name = _cut(Path(file).name.removesuffix(".gz").removesuffix(".json"), NAME_BYTES)
         # shards hold files of the same name; a name that is not UTF-8 hashes as the bytes it was
         digest = hashlib.sha256(file.encode(errors="surrogateescape")).hexdigest()[:8]
         href = f"{MEASUREMENTS}/{name}-{digest}-m{int(measurement)}{folder.MEASUREMENT_SUFFIX}"
         extracts[href] = (file, int(measurement))
         return Value(duration(seconds), seconds, "duration", href)
     return link(duration(seconds), file, out_dir, seconds, "duration")
+
+
+def _cut(name: str, limit: int) -> str:
+    """``name``'s longest run of whole characters from its start that the file system writes in at most
+    ``limit`` bytes (a name that was not UTF-8 counts its escaped bytes one each, as they were)."""
+    name = name[:limit]  # every character is at least one byte
+    while len(name.encode(errors="surrogateescape")) > limit:
+        name = name[:-1]
+    return name
 
 
 def number(value: Any, form: str) -> Value | str:
