@@ -25,7 +25,12 @@ def images(args: argparse.Namespace, out: Output) -> int:
         return EXIT_OK
     from harness.backends.docker import build_all
 
-    log_dir = args.log_dir or Path("results") / plan.name / "logs"
+    # the build logs' folder, checked before the engine is asked: a --log-dir as given (a link the user
+    # names is followed once, here), else logs/ of the results folder, never a link planted there
+    if args.log_dir:
+        log_dir = jsonio.output_folder(args.log_dir.resolve(), "log_dir")
+    else:
+        log_dir = jsonio.real_folder(jsonio.output_folder(Path("results") / plan.name, "out") / "logs")
     rows = [
         [b.cell_id, b.image.reference, b.state, f"{b.seconds:.1f}", b.error or ""]
         for b in build_all(options, plan, log_dir, out.say, out.detail)

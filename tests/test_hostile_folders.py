@@ -285,3 +285,20 @@ def test_a_run_into_a_folder_with_a_folder_planted_at_its_lock_is_refused(tmp_pa
     done = _run(matrix, out)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stdout + done.stderr
     assert f"{out / folder.LOCK_FILE}: is a folder where the harness keeps a file of its own" in done.stderr
+
+
+def test_images_never_writes_its_build_logs_through_a_logs_folder_planted_as_a_link(tmp_path, outside):
+    """``images`` keeps its build logs in the results folder's logs/ (or --log-dir): a link planted there is
+    refused before the engine is asked for anything."""
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text(
+        "schema_version: 1\nname: imgs\nbackend: docker\n"
+        'axes: {torch: ["2.11.0+cu130"], cudnn: [bundled], python: ["3.12"]}\nbaseline: {cudnn: bundled}\n'
+    )
+    logs = tmp_path / "results" / "imgs" / folder.LOGS
+    logs.parent.mkdir(parents=True)
+    logs.symlink_to(outside, target_is_directory=True)
+    done = run_cli("images", "--matrix", str(matrix), cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "is a link where the harness keeps a folder of its own" in done.stderr, done.stderr
+    _untouched(outside)
