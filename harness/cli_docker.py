@@ -4,6 +4,7 @@ and Kubernetes' Jobs of them; each prints what it did and picks its exit code.""
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from harness import argument_values, jsonio
@@ -25,12 +26,15 @@ def images(args: argparse.Namespace, out: Output) -> int:
         return EXIT_OK
     from harness.backends.docker import build_all
 
-    # the build logs' folder, checked before the engine is asked: a --log-dir as given (a link the user
-    # names is followed once, here), else logs/ of the results folder, never a link planted there
+    # the build logs' folder: a --log-dir as the user names it (a link there is followed once, here), else
+    # logs/ of the results folder, where a planted link or file is refused before the engine is asked;
+    # nothing is created before the engine answers
     if args.log_dir:
-        log_dir = jsonio.output_folder(args.log_dir.resolve(), "log_dir")
+        log_dir = Path(os.path.realpath(args.log_dir))
     else:
-        log_dir = jsonio.real_folder(jsonio.output_folder(Path("results") / plan.name, "out") / "logs")
+        log_dir = Path("results") / plan.name / "logs"
+        if os.path.lexists(log_dir):
+            jsonio.real_folder(log_dir)
     rows = [
         [b.cell_id, b.image.reference, b.state, f"{b.seconds:.1f}", b.error or ""]
         for b in build_all(options, plan, log_dir, out.say, out.detail)

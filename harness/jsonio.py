@@ -203,8 +203,8 @@ def files_under(root: Path, max_depth: int | None = None) -> Iterator[Path]:
     """Every file (and link, and anything else that is not a folder) under ``root``, at most ``max_depth``
     folders down where given, never following a link to a folder; a folder that cannot be read is skipped.
 
-    An explicit stack, not ``os.walk``: before Python 3.12 that recurses once per level, so a planted chain
-    of a thousand folders would be a RecursionError."""
+    An explicit stack, not ``os.walk``: on Python 3.10 and 3.11 that recurses once per level, so a planted
+    chain of a thousand folders would be a RecursionError."""
     stack = [(root, 0)]
     while stack:
         folder, depth = stack.pop()
@@ -237,11 +237,11 @@ def remove_tree(path: Path) -> None:
     """Remove ``path`` and everything in it; a link (at ``path`` or anywhere below) is removed as the link,
     never followed. Missing already: nothing to do. Raises OSError for what cannot be removed.
 
-    ``shutil.rmtree`` recurses once per level before Python 3.12 (a planted chain of a thousand folders is
-    a RecursionError) and names each file by its whole path (past PATH_MAX, deep enough). Here each folder
-    is opened relative to the one above it, without following links, one folder open at a time (a chain
-    deeper than the open-file limit is no EMFILE); going back up, ``..`` is checked to be the folder that
-    was left, so one moved meanwhile stops the removal instead of sending it elsewhere."""
+    ``shutil.rmtree`` recurses once per level on Python 3.10 and 3.11 (a planted chain of a thousand
+    folders is a RecursionError) and keeps a folder open per level. Here each folder is opened relative to
+    the one above it, without following links, one folder open at a time (a chain deeper than the
+    open-file limit is no EMFILE); going back up, ``..`` is checked to be the folder that was left, so one
+    moved meanwhile stops the removal instead of sending it elsewhere."""
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
@@ -303,6 +303,15 @@ def _clear_files(fd: int) -> list[str]:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(entry.name, dir_fd=fd)
     return folders
+
+
+def name_prefix(name: str, limit: int) -> str:
+    """``name``'s longest run of whole characters from its start that the file system writes in at most
+    ``limit`` bytes (a name that was not UTF-8 counts its escaped bytes one each, as they were)."""
+    name = name[:limit]  # every character is at least one byte
+    while len(name.encode(errors="surrogateescape")) > limit:
+        name = name[:-1]
+    return name
 
 
 def output_folder(path: Path, setting: str) -> Path:

@@ -302,3 +302,19 @@ def test_images_never_writes_its_build_logs_through_a_logs_folder_planted_as_a_l
     assert done.returncode == 2, done.stdout + done.stderr
     assert "is a link where the harness keeps a folder of its own" in done.stderr, done.stderr
     _untouched(outside)
+
+
+def test_images_creates_nothing_before_the_engine_answers_and_a_log_dir_loop_is_refused(tmp_path):
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text(
+        "schema_version: 1\nname: imgs\nbackend: docker\n"
+        'axes: {torch: ["2.11.0+cu130"], cudnn: [bundled], python: ["3.12"]}\nbaseline: {cudnn: bundled}\n'
+    )
+    no_engine = {**harness_env(), "DOCKER_HOST": "unix:///nonexistent/docker.sock"}
+    done = run_cli("images", "--matrix", str(matrix), cwd=tmp_path, env=no_engine)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert not (tmp_path / "results").exists()
+    (tmp_path / "loop").symlink_to("loop")
+    # refused where the folder is made (an engine answers) or before, when none does: never a traceback
+    done = run_cli("images", "--matrix", str(matrix), "--log-dir", "loop", cwd=tmp_path)
+    assert done.returncode in (2, 3) and "Traceback" not in done.stderr, done.stdout + done.stderr

@@ -15,6 +15,7 @@ Each test here failed before its fix.
 
 from __future__ import annotations
 
+import gzip
 import shutil
 from pathlib import Path
 
@@ -182,6 +183,22 @@ def test_a_long_result_file_name_gets_its_measurement_files_not_a_traceback(tmp_
         start = name.encode()[:100].decode() + "-"
         assert any(extract.startswith(start) for extract in extracts), name
     assert sorted(p.name for p in results.iterdir()) == before  # nothing written beside the results
+
+
+def test_a_long_result_name_that_is_refused_is_quarantined_not_a_traceback(tmp_path):
+    """A refused result is moved into quarantine/ with its problems beside it: a name near the 255-byte
+    limit keeps its start and a digest there, so '.problems.txt' and '.N' still fit."""
+    results = tmp_path / "results"
+    shutil.copytree(GPU_LOCAL_ROUNDS, results)
+    for n in (1, 2):  # a .json.gz and a plain .json
+        name = "a" * 237 + (".json.gz" if n == 1 else ".json")
+        (results / name).write_bytes(gzip.compress(b'{"broken": true}') if n == 1 else b'{"broken": true}')
+    done = run_cli("report", "--results", str(results), "--out", str(tmp_path / "report"))
+    assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stdout + done.stderr[-3000:]
+    moved = sorted(p.name for p in (results / folder.QUARANTINE).iterdir())
+    assert len(moved) == 4 and all(len(name.encode()) <= 255 for name in moved), moved
+    assert sum(name.endswith(".problems.txt") for name in moved) == 2, moved
+    assert all(name.startswith("a" * 100) for name in moved), moved
 
 
 # ---- the size of a refused option (minor 2) ----------------------------------------------------------

@@ -249,7 +249,9 @@ def compare(
             rendered = None
             if out is not None:  # cell by cell: a report per cell, in a folder of its own
                 # a planted out/<cell> link is refused, not written through
-                where = out if len(pairs) == 1 else jsonio.real_folder(out / cell_a)
+                where = (
+                    out if len(pairs) == 1 else jsonio.output_folder(jsonio.real_folder(out / cell_a), "out")
+                )
                 rendered = _written(view, analysis, part, where, list(paths.values()))
             done.append(Pair(cell_a, cell_b, Report(analysis, part, rendered)))
     return Comparison(tuple(done), differences)

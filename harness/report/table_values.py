@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from harness import jsonio
 from harness.report import stats
 from harness.report.model import Kind, Value
 from harness.results import folder
@@ -36,22 +37,13 @@ def time(
 ) -> Value:
     """A duration that links to the measurement it came from (its own small file), else its result file."""
     if file and extracts is not None and measurement is not None and bool(pd.notna(measurement)):
-        name = _cut(Path(file).name.removesuffix(".gz").removesuffix(".json"), NAME_BYTES)
+        name = jsonio.name_prefix(Path(file).name.removesuffix(".gz").removesuffix(".json"), NAME_BYTES)
         # shards hold files of the same name; a name that is not UTF-8 hashes as the bytes it was
         digest = hashlib.sha256(file.encode(errors="surrogateescape")).hexdigest()[:8]
         href = f"{MEASUREMENTS}/{name}-{digest}-m{int(measurement)}{folder.MEASUREMENT_SUFFIX}"
         extracts[href] = (file, int(measurement))
         return Value(duration(seconds), seconds, "duration", href)
     return link(duration(seconds), file, out_dir, seconds, "duration")
-
-
-def _cut(name: str, limit: int) -> str:
-    """``name``'s longest run of whole characters from its start that the file system writes in at most
-    ``limit`` bytes (a name that was not UTF-8 counts its escaped bytes one each, as they were)."""
-    name = name[:limit]  # every character is at least one byte
-    while len(name.encode(errors="surrogateescape")) > limit:
-        name = name[:-1]
-    return name
 
 
 def number(value: Any, form: str) -> Value | str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import hashlib
 import os
 import shutil
 import stat
@@ -35,6 +36,7 @@ MEASUREMENT_SUFFIX = ".measurement.json"  # one measurement a report links to: n
 LOGS = "logs"
 QUARANTINE = "quarantine"
 SUPERSEDED = "superseded"
+MOVED_NAME_BYTES = 200  # a file moved aside, with '.N' and '.problems.txt' added, stays a valid name
 LOCK_FILE = ".lock"
 PARTIAL_SUFFIX = ".part"  # a log being written; renamed when its run finishes
 SCRATCH_PREFIX = ".cell-"
@@ -221,10 +223,15 @@ def move_aside(path: Path, folder_name: str) -> Path:
         )
     folder.mkdir(exist_ok=True)
     stem, dot, suffix = path.name.partition(".json")  # x.r1 .json .gz
-    target, n = folder / path.name, 1
+    if len(path.name.encode(errors="surrogateescape")) > MOVED_NAME_BYTES:
+        # room for '.N' and the '.problems.txt' beside it: a long name keeps its start and a digest
+        digest = hashlib.sha256(path.name.encode(errors="surrogateescape")).hexdigest()[:8]
+        stem = f"{jsonio.name_prefix(stem if dot else path.name, MOVED_NAME_BYTES - 40)}-{digest}"
+        dot, suffix = (dot, suffix) if dot and len(suffix) <= 10 else ("", "")
+    target, n = folder / f"{stem}{dot}{suffix}", 1
     while target.exists() or target.is_symlink():
         n += 1
-        target = folder / (f"{stem}.{n}{dot}{suffix}" if dot else f"{path.name}.{n}")
+        target = folder / (f"{stem}.{n}{dot}{suffix}" if dot else f"{stem}.{n}")
     os.rename(path, target)  # a link is moved as the link; the folder is on the same file system
     return target
 

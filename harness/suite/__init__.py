@@ -35,8 +35,8 @@ def source_files(root: Path | None = None) -> list[Path]:
     """Every ``.py`` under ``root`` (this suite's folder by default), sorted as ``sorted(root.rglob("*.py"))``
     sorts them, never through a link to a folder; a folder that cannot be read is skipped.
 
-    An explicit stack, not ``rglob``: before Python 3.12 that recurses once per level, and a cached copy of
-    the suite is checked as found (a planted chain of a thousand folders must be no RecursionError)."""
+    An explicit stack, not ``rglob``: on Python 3.10 and 3.11 that recurses once per level, and a cached copy
+    of the suite is checked as found (a planted chain of a thousand folders must be no RecursionError)."""
     root = root or Path(__file__).resolve().parent
     found, stack = [], [root]
     while stack:
