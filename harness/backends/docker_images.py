@@ -81,6 +81,7 @@ class CellImages:
             return build
         except docker.errors.ImageNotFound:
             pass
+        log_path.parent.parent.mkdir(parents=True, exist_ok=True)
         jsonio.real_folder(log_path.parent)  # where the log is about to be written: never through a link
         with tempfile.TemporaryFile() as context, jsonio.open_for_writing(log_path, "w") as log:
             _write_context(context, rendered)
