@@ -103,6 +103,21 @@ def write_matrix(tmp_path: Path):
     return write
 
 
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """A folder outside every output folder, with a file the harness must never touch (see untouched)."""
+    victim = tmp_path / "outside"
+    victim.mkdir()
+    (victim / "precious.txt").write_text("keep me\n")
+    return victim
+
+
+def untouched(victim: Path) -> None:
+    """The ``outside`` folder holds its one file, as it was."""
+    assert [p.name for p in victim.iterdir()] == ["precious.txt"]
+    assert (victim / "precious.txt").read_text() == "keep me\n"
+
+
 def pytest_report_header() -> list[str]:
     try:
         import torch

@@ -18,7 +18,7 @@ import pytest
 
 from harness import jsonio
 from harness.results import folder
-from tests.conftest import GPU_LOCAL_ROUNDS, REPO, run_cli, start_cli
+from tests.conftest import GPU_LOCAL_ROUNDS, REPO, run_cli, start_cli, untouched
 
 LOCAL = GPU_LOCAL_ROUNDS
 
@@ -97,20 +97,7 @@ def _deep_chain(top: Path, depth: int, links_to: Path | None = None) -> None:
         os.close(fd)
 
 
-def _outside(tmp_path: Path) -> Path:
-    victim = tmp_path / "outside"
-    victim.mkdir()
-    (victim / "precious.txt").write_text("keep me\n")
-    return victim
-
-
-def _untouched(victim: Path) -> None:
-    assert [p.name for p in victim.iterdir()] == ["precious.txt"]
-    assert (victim / "precious.txt").read_text() == "keep me\n"
-
-
-def test_a_deep_folder_chain_is_listed_and_removed_without_recursion(tmp_path):
-    outside = _outside(tmp_path)
+def test_a_deep_folder_chain_is_listed_and_removed_without_recursion(tmp_path, outside):
     top = tmp_path / "top"
     top.mkdir()
     _deep_chain(top, 1100, links_to=outside)
@@ -125,21 +112,22 @@ def test_a_deep_folder_chain_is_listed_and_removed_without_recursion(tmp_path):
         assert source_files(top) == [bottom / "planted.py"]
         jsonio.remove_tree(top)
         assert not os.path.lexists(top)
-        _untouched(outside)
+        untouched(outside)
         deeper = tmp_path / "deeper"  # past PATH_MAX: no path names its bottom at once
         deeper.mkdir()
         _deep_chain(deeper, 2100, links_to=outside)
         jsonio.remove_tree(deeper)
         assert not os.path.lexists(deeper)
-        _untouched(outside)
+        untouched(outside)
     finally:
         jsonio.remove_tree(top)
         jsonio.remove_tree(tmp_path / "deeper")
 
 
 @pytest.mark.slow
-def test_a_deep_scratch_folder_planted_in_a_results_folder_is_swept_without_recursion(tmp_path, write_matrix):
-    outside = _outside(tmp_path)
+def test_a_deep_scratch_folder_planted_in_a_results_folder_is_swept_without_recursion(
+    tmp_path, write_matrix, outside
+):
     matrix = write_matrix(
         "schema_version: 1\nname: deep\nbackend: local\naxes: {torch: [installed], cudnn: [bundled]}\n"
         "suite: {workloads: [relu], dtypes: [fp32], time_budget_s: 0.02}\nbaseline: {cudnn: bundled}\n"
@@ -151,7 +139,7 @@ def test_a_deep_scratch_folder_planted_in_a_results_folder_is_swept_without_recu
         done = run_cli("run", "--matrix", str(matrix), "--out", str(results))
         assert done.returncode == 0 and "Traceback" not in done.stderr, done.stdout + done.stderr[-2000:]
         assert not os.path.lexists(results / ".cell-x")
-        _untouched(outside)
+        untouched(outside)
     finally:
         jsonio.remove_tree(results / ".cell-x")
 

@@ -25,26 +25,12 @@ from harness import images, repro
 from harness.errors import InputError
 from harness.results import folder
 from tests import test_hostile_artifacts as artifacts
-from tests.conftest import GPU_LOCAL_ROUNDS, run_cli
+from tests.conftest import GPU_LOCAL_ROUNDS, run_cli, untouched
 
 fake_slurm = artifacts.fake_slurm  # stub sbatch, squeue, scontrol and scancel first on PATH
 
 CELLS = sorted({p.name.split(".r")[0] for p in GPU_LOCAL_ROUNDS.glob("*.json.gz")})
 PLANTED = "is a link where the harness keeps a"
-
-
-@pytest.fixture
-def outside(tmp_path: Path) -> Path:
-    """A folder outside every output folder, with a file the harness must never touch."""
-    victim = tmp_path / "outside"
-    victim.mkdir()
-    (victim / "precious.txt").write_text("keep me\n")
-    return victim
-
-
-def _untouched(victim: Path) -> None:
-    assert [p.name for p in victim.iterdir()] == ["precious.txt"]
-    assert (victim / "precious.txt").read_text() == "keep me\n"
 
 
 def _two_sides(tmp_path: Path) -> tuple[Path, Path]:
@@ -73,7 +59,7 @@ def test_compare_cell_by_cell_never_writes_through_a_cell_folder_planted_as_a_li
     assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
     assert any(f"{cell}: {PLANTED} folder of its own" in done.stderr for cell in CELLS), done.stderr
     assert "Traceback" not in done.stderr
-    _untouched(outside)
+    untouched(outside)
 
 
 @pytest.mark.slow
@@ -106,7 +92,7 @@ def test_a_slurm_folder_planted_as_a_link_is_refused_before_anything_is_submitte
     assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
     assert f"{planted}: {PLANTED} folder of its own" in done.stderr and "Traceback" not in done.stderr
     assert not fake_slurm.exists()  # sbatch never ran: no task output sent outside either
-    _untouched(outside)
+    untouched(outside)
 
 
 # ---- a reproducer's build context (gap 4) ------------------------------------------------------------
@@ -141,7 +127,7 @@ def test_a_reproducers_build_context_is_never_copied_through_a_planted_link(
     (out / planted).symlink_to(outside / target)
     with pytest.raises(InputError, match=PLANTED):
         repro._write_dockerfile(out, artifacts.BUNDLED, "baseline", _build_inputs(tmp_path))
-    _untouched(outside)
+    untouched(outside)
 
 
 def test_a_reproducers_build_context_is_copied_once_and_kept_current(tmp_path):
