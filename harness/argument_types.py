@@ -17,15 +17,9 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from harness import __version__, images
-from harness.errors import bounded
+from harness.errors import bounded, shown
 
-SHOWN = 200  # what a refusal shows of the value it refuses: a 100 KB option is never echoed whole
-MESSAGE = 2000  # and of any message the parser prints (argparse echoes an unknown argument or choice whole)
-
-
-def shown(text: str) -> str:
-    """``text`` as a refusal quotes it: its repr, cut to ``SHOWN`` characters."""
-    return bounded(repr(text), SHOWN)
+MESSAGE = 2000  # what the parser prints of any message (argparse echoes an unknown argument or choice whole)
 
 
 def number(what: str, above: float, at_most: float) -> Callable[[str], float]:

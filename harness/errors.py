@@ -25,6 +25,14 @@ def bounded(text: str, limit: int) -> str:
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit} characters more)"
 
 
+SHOWN = 200  # what a refusal quotes of a value it refuses: a 100 KB option is never echoed whole
+
+
+def shown(value: object) -> str:
+    """``value`` as a refusal quotes it: its repr, cut to ``SHOWN`` characters."""
+    return bounded(repr(value), SHOWN)
+
+
 @dataclass(frozen=True)
 class Problem:
     """One thing wrong with one input, located as precisely as we can, each part of bounded size."""

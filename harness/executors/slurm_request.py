@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.backends.base import needs_gpu
-from harness.errors import InputError, Problem, bounded
+from harness.errors import InputError, Problem, shown
 from harness.plan.model import Plan
 
 # An '#SBATCH' line cannot be quoted: sbatch splits it at whitespace, and a line break ends the comment and
@@ -26,7 +26,6 @@ SETTINGS = {  # the matrix's slurm.NAME and the caller's slurm_NAME: the pattern
 }
 DIRECTIVE = re.compile(r"[A-Za-z0-9_.,:+-]{1,256}")  # any '#SBATCH' value, checked again as it is written
 DEFAULT_TIME = "01:00:00"
-SHOWN = 200  # what a refusal shows of a value: the longest valid one is 128 characters
 
 
 @dataclass(frozen=True)
@@ -112,8 +111,7 @@ def setting_problem(name: str, value: object) -> str | None:
     pattern, what = SETTINGS[name]
     if isinstance(value, str) and pattern.fullmatch(value):
         return None
-    shown = bounded(repr(value), SHOWN)  # a refusal never echoes a 100 KB option whole
-    return f"{shown} is not {what}; an '#SBATCH' line takes no spaces, quotes or line breaks"
+    return f"{shown(value)} is not {what}; an '#SBATCH' line takes no spaces, quotes or line breaks"
 
 
 def results_dir_problems(results_dir: Path) -> list[Problem]:
@@ -139,13 +137,7 @@ def directive(option: str, value: str) -> str:
     """One '#SBATCH --option=value' line, ``value`` checked again here, the last place before the file."""
     if not DIRECTIVE.fullmatch(value):
         raise InputError(
-            [
-                Problem(
-                    "slurm",
-                    option,
-                    f"{bounded(repr(value), SHOWN)} cannot go on an '#SBATCH' line: use plain characters",
-                )
-            ]
+            [Problem("slurm", option, f"{shown(value)} cannot go on an '#SBATCH' line: use plain characters")]
         )
     return f"#SBATCH --{option}={value}"
 
