@@ -233,15 +233,24 @@ def _is_real_folder(entry: os.DirEntry[str]) -> bool:
 _FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def remove_tree(path: Path) -> None:
+def remove_tree(path: Path, ignore_errors: bool = False) -> None:
     """Remove ``path`` and everything in it; a link (at ``path`` or anywhere below) is removed as the link,
-    never followed. Missing already: nothing to do. Raises OSError for what cannot be removed.
+    never followed. Missing already: nothing to do. Raises OSError for what cannot be removed, unless
+    ``ignore_errors`` (then it stops quietly at the first thing it cannot remove).
 
     ``shutil.rmtree`` recurses once per level on Python 3.10 and 3.11 (a planted chain of a thousand
     folders is a RecursionError) and keeps a folder open per level. Here each folder is opened relative to
     the one above it, without following links, one folder open at a time (a chain deeper than the
     open-file limit is no EMFILE); going back up, ``..`` is checked to be the folder that was left, so one
     moved meanwhile stops the removal instead of sending it elsewhere."""
+    try:
+        _remove_tree(path)
+    except OSError:
+        if not ignore_errors:
+            raise
+
+
+def _remove_tree(path: Path) -> None:
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:

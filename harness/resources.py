@@ -50,7 +50,7 @@ def suite_root() -> Path:
     root = cache / f"suite-{expected[:16]}"
     if not _intact(root, expected):
         staging = cache / f".staging-{os.getpid()}"
-        _remove(staging)
+        jsonio.remove_tree(staging, ignore_errors=True)
         (staging / "harness").mkdir(parents=True)
         shutil.copyfile(PACKAGE / "__init__.py", staging / "harness" / "__init__.py")
         shutil.copytree(
@@ -60,21 +60,14 @@ def suite_root() -> Path:
             aside = cache / f".damaged-{os.getpid()}"
             with contextlib.suppress(OSError):
                 os.rename(root, aside)
-            _remove(aside)
+            jsonio.remove_tree(aside, ignore_errors=True)
         try:
             staging.rename(root)
         except OSError:  # another process staged the same content first
-            _remove(staging)
+            jsonio.remove_tree(staging, ignore_errors=True)
         if not _intact(root, expected):
             raise FileNotFoundError(f"{root} does not hold the suite as copied; remove it and run again")
     return root
-
-
-def _remove(path: Path) -> None:
-    """Remove a copy, whatever it holds (a damaged one may hold a chain of a thousand folders: no
-    recursion), if it can be."""
-    with contextlib.suppress(OSError):
-        jsonio.remove_tree(path)
 
 
 def _intact(root: Path, expected: str) -> bool:

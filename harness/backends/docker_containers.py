@@ -176,8 +176,7 @@ class Containers:
                     self._running.discard(container)
                 with contextlib.suppress(docker.errors.APIError, requests.exceptions.ConnectionError):
                     container.remove(force=True)
-            with contextlib.suppress(OSError):  # written by the container: removed without recursion
-                jsonio.remove_tree(scratch)
+            jsonio.remove_tree(scratch, ignore_errors=True)  # written by the container
 
     def attachment(
         self, cell: Cell, plan: Plan, gpus: tuple[str, ...], mode: GpuAccessMode

@@ -134,8 +134,7 @@ def scratch_folder(results_dir: Path) -> Iterator[str]:
     try:
         yield str(path)
     finally:
-        with contextlib.suppress(OSError):  # what the run left there is its own: removed without recursion
-            jsonio.remove_tree(path)
+        jsonio.remove_tree(path, ignore_errors=True)  # what the run left there is its own
 
 
 def is_result_file(path: Path) -> bool:
@@ -198,8 +197,7 @@ def sweep(results_dir: Path) -> list[str]:
     for pattern in patterns:
         for path in results_dir.glob(pattern):
             if stat.S_ISDIR(os.lstat(path).st_mode):
-                with contextlib.suppress(OSError):  # planted ones too: a deep chain is no RecursionError
-                    jsonio.remove_tree(path)
+                jsonio.remove_tree(path, ignore_errors=True)  # planted ones too
             else:
                 path.unlink(missing_ok=True)
             swept.append(str(path.relative_to(results_dir)))
