@@ -13,11 +13,11 @@ import time
 import traceback
 from typing import Any
 
-from harness.suite import RESULT_SCHEMA_VERSION, SUITE_VERSION, host, lifeline, source_sha256
+from harness.suite import RESULT_SCHEMA_VERSION, SUITE_VERSION, host, lifeline, source_sha256, windows
 from harness.suite.catalog import CATALOG, for_profile
 from harness.suite.numerics_pass import numerics_pass
 from harness.suite.phases import Phases
-from harness.suite.rows import CudaContextLost, measure_shared, measure_windows, progress
+from harness.suite.rows import CudaContextLost, measure_windows, windows_measured
 from harness.suite.settings import SuiteSettings
 from harness.suite.share import TimedShare
 
@@ -137,17 +137,19 @@ def _run(args: argparse.Namespace) -> int:
             setup.done("gpu_state")
             timer = Timer(device)
             setup.done("timer")
-            knob_sets = json.loads(args.knobs)
-            total = len(knob_sets) * len(rows)
-            share = TimedShare(settings.timed_share if device == "cuda" else 0.0, total, clock_started)
-            cells = list(itertools.product(knob_sets, rows))
-            if device == "cpu":
-                doc["measurements"].extend(measure_windows(cells, settings, timer))
-            else:
-                for knobs, (workload, dtype) in cells:
-                    entry = measure_shared(share, workload, dtype, knobs, settings, device, timer, gpu)
-                    doc["measurements"].append(entry)
-                    progress(len(doc["measurements"]), total, entry)
+            cells = list(itertools.product(json.loads(args.knobs), rows))
+            plan = windows.for_device(device)
+            share = TimedShare(
+                settings.timed_share if device == "cuda" else 0.0,
+                windows_measured(cells, plan),
+                clock_started,
+            )
+            measured: dict[int, dict[str, Any]] = {}
+            try:
+                for index, entry in measure_windows(cells, settings, device, timer, gpu, share, plan):
+                    measured[index] = entry
+            finally:  # a lost CUDA context keeps what was measured before it, in the rows' order
+                doc["measurements"].extend(measured[index] for index in sorted(measured))
             if settings.numerics:
                 numerics_pass(doc["measurements"], settings.profile, device)
             # the engine sub-libraries load when a workload first needs them, not at start

@@ -61,6 +61,7 @@ def measure(
     flush: bool | None = None,
     graphs: int = 1,
     relocate: Sequence[Any] = (),
+    host_time: bool = True,
 ) -> dict[str, Any]:
     """First-call time, warm-up, then samples until a stopping rule fires.
 
@@ -75,8 +76,8 @@ def measure(
     where sampling stops once it is in, however noisy the samples (``timed_floor``): longer sampling
     does not make round medians agree more closely. Once the loop has run ``SHARE_CHECK_S``, the floor
     is the one its own timed share asks for; a loop under ``ask.min_loop_share`` timed stops at
-    ``SHORT_LOOP_S`` of timed work instead (``short_loop``); a loop whose GPU rests keeps the lengths
-    above. The floor rules both ways: a loop stops at it (but not before ``SHORT_LOOP_S`` of timed work)
+    ``ask.short_loop_s`` of timed work instead (``short_loop``); a loop whose GPU rests keeps the lengths
+    above. The floor rules both ways: a loop stops at it (but not before ``ask.short_loop_s`` of timed work)
     also where it lies under ``min_time_s``, the length where no share is asked.
 
     ``graphs``: on a GPU, capture that many graphs of the call, each with its own outputs and
@@ -88,7 +89,8 @@ def measure(
     one graph, each sample the replay's time over ``batch``; ``flush``: whether the L2 is flushed
     before each sample (default: where the sample is one call). The suite times one call a sample,
     flushed (docs/method.md says why). A call that
-    cannot be recorded is timed eagerly, one call a sample.
+    cannot be recorded is timed eagerly, one call a sample. ``host_time``: whether to time the host's
+    share of a call (a row's later windows do not: its first window's stands).
     """
     phases = Phases()
     base_bytes = 0
@@ -139,6 +141,7 @@ def measure(
     dropped_s = 0.0  # the sampling time of the samples the power limit slowed
     stop_reason = "max_samples"
     floor_s, floor_budget_s = ask.at(ask.loop_share) if ask is not None else (0.0, time_budget_s)
+    short_loop_s = ask.short_loop_s if ask is not None else SHORT_LOOP_S
     short = raised = False  # under ask.min_loop_share timed / a floor in force
     with _gc_paused(), closing(timer.samples(timed, flushed)) as stream:
         for raw in stream:
@@ -172,13 +175,13 @@ def measure(
             if len(samples) >= MIN_SAMPLES and loop_s >= budget_s:
                 stop_reason = "time_budget"
                 break
-            if raised and work >= max(floor_s, SHORT_LOOP_S) and len(samples) >= MIN_SAMPLES:
+            if raised and work >= max(floor_s, short_loop_s) and len(samples) >= MIN_SAMPLES:
                 stop_reason = "timed_floor"
                 break
-            if short and work >= SHORT_LOOP_S and len(samples) >= MIN_SAMPLES:
+            if short and work >= short_loop_s and len(samples) >= MIN_SAMPLES:
                 stop_reason = "short_loop"
                 break
-            enough = work >= (max(floor_s, SHORT_LOOP_S) if raised else min_time_s)
+            enough = work >= (max(floor_s, short_loop_s) if raised else min_time_s)
             if len(samples) >= MIN_SAMPLES and enough and noise.rel_stdev() < TARGET_REL_NOISE:
                 stop_reason = "noise_target"
                 break
@@ -190,7 +193,7 @@ def measure(
     sampling_wall_s = time.perf_counter() - start
     phases.done("sampling")
     stats = summarize(samples)
-    host_time_per_call_s = timer.host_time_per_call(fn, stats["median"])
+    host_time_per_call_s = timer.host_time_per_call(fn, stats["median"]) if host_time else None
     phases.done("host_time")
     return {
         "timer": "cuda_graph" if timed is not fn else timer.name,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from harness.suite import host, windows
@@ -17,10 +18,12 @@ from harness.suite.catalog import CATALOG, FAMILY
 from harness.suite.contract import BuildsCalls, MeasuresItself, Unsupported
 from harness.suite.phases import Phases
 from harness.suite.settings import SuiteSettings
-from harness.suite.share import ShareAsk, TimedShare
+from harness.suite.share import SHORT_LOOP_S, ShareAsk, TimedShare
 
 # a measurement's records beside its timing: the timed share leaves them out
 RECORDS = ("peak_memory", "what_ran", "numerics")
+# what a row's later window pays again to be measured in another place
+REPEATED = ("build", "first_call", "warmup", "graph_capture", "block_fit")
 
 
 class CudaContextLost(RuntimeError):
@@ -41,36 +44,70 @@ def error_text(exc: BaseException, device: str, what: str) -> str:
 
 
 def measure_windows(
-    cells: list[tuple[dict[str, bool], tuple[str, str]]], settings: SuiteSettings, timer: Any
-) -> list[dict[str, Any]]:
-    """On a CPU, every row timed in ``windows.WINDOWS`` passes over the rows, each window its share of
-    the time budget, merged into one measurement per row (harness/suite/windows.py). A workload that
-    measures itself in processes of its own is measured once, in the first pass, with the whole budget."""
-    share = dataclasses.replace(settings, time_budget_s=settings.time_budget_s / windows.WINDOWS)
-    later = dataclasses.replace(share, what_ran=False)  # recorded once, in the first window
+    cells: list[tuple[dict[str, bool], tuple[str, str]]],
+    settings: SuiteSettings,
+    device: str,
+    timer: Any,
+    gpu: Any,
+    share: TimedShare,
+    plan: windows.Windows,
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Every row timed in ``plan.per_row`` passes over the rows, each window its part of the time budget
+    (and of ``share.SHORT_LOOP_S``), merged into one measurement per row (harness/suite/windows.py),
+    yielded with the row's index as its last window is done. The first window records what ran, peak
+    memory and host time; a later one builds the row again, in another place, and only samples. A
+    workload that measures itself in processes of its own is measured once, in the first pass, with
+    the whole budget. ``share``: the process's timed share, counting each window as a measurement."""
+    whole = [_measures_itself(workload) for _, (workload, _) in cells]
+    part = dataclasses.replace(settings, time_budget_s=settings.time_budget_s / plan.per_row)
+    later = dataclasses.replace(part, what_ran=False)
+    short_loop_s = SHORT_LOOP_S / plan.per_row
     parts: list[list[dict[str, Any]]] = [[] for _ in cells]
-    done: list[dict[str, Any] | None] = [None] * len(cells)
-    for window in range(windows.WINDOWS):
-        for index, (knobs, (workload, dtype)) in enumerate(cells):
-            spec = CATALOG.get(workload)
-            whole = spec is not None and isinstance(FAMILY[spec.family], MeasuresItself)
-            if whole and window:
-                continue
-            part = measure_one(
-                workload, dtype, knobs, settings if whole else later if window else share, "cpu", timer, None
-            )
-            parts[index].append(part)
-            if not whole and window < windows.WINDOWS - 1:
-                progress(index + 1, len(cells), part, f" (window {window + 1} of {windows.WINDOWS})")
-                continue
-            entry = part if whole else windows.merge(parts[index])
-            if entry.get("status") == "ok":  # host time: another process shows in the samples
-                why = host.stalled(entry["samples_s"], entry.get("batch", 1))
-                if why:
-                    entry["stalled"] = why
-            done[index] = entry
-            progress(index + 1, len(cells), entry)
-    return [entry for entry in done if entry is not None]
+    finished = [False] * len(cells)
+    try:
+        for window in range(plan.per_row):
+            for index, (knobs, (workload, dtype)) in enumerate(cells):
+                if finished[index]:
+                    continue
+                asked = settings if whole[index] else later if window else part
+                entry = measure_shared(
+                    share, workload, dtype, knobs, asked, device, timer, gpu, short_loop_s, first=not window
+                )
+                parts[index].append(entry)
+                if entry.get("status") != "ok" and not whole[index]:
+                    share.skip(plan.per_row - 1 - window)  # a row that failed once is not measured again
+                elif not whole[index] and window < plan.per_row - 1:
+                    progress(index + 1, len(cells), entry, f" (window {window + 1} of {plan.per_row})")
+                    continue
+                finished[index] = True
+                merged = _merged(parts[index], plan, device)
+                progress(index + 1, len(cells), merged)
+                yield index, merged
+    except CudaContextLost:  # the rows measured in some windows keep what those measured
+        for index, done in enumerate(parts):
+            if done and not finished[index]:
+                yield index, _merged(done, plan, device)
+        raise
+
+
+def _merged(parts: list[dict[str, Any]], plan: windows.Windows, device: str) -> dict[str, Any]:
+    merged = parts[0] if len(parts) == 1 else windows.merge(parts, plan.tolerance)
+    if device == "cpu" and merged.get("status") == "ok":  # another process shows in the samples
+        why = host.stalled(merged["samples_s"], merged.get("batch", 1))
+        if why:
+            merged["stalled"] = why
+    return merged
+
+
+def windows_measured(cells: list[tuple[dict[str, bool], tuple[str, str]]], plan: windows.Windows) -> int:
+    """How many measurements a process of these rows makes: ``plan.per_row`` windows a row, one for a
+    workload that measures itself."""
+    return sum(1 if _measures_itself(workload) else plan.per_row for _, (workload, _) in cells)
+
+
+def _measures_itself(workload: str) -> bool:
+    spec = CATALOG.get(workload)
+    return spec is not None and isinstance(FAMILY[spec.family], MeasuresItself)
 
 
 def measure_shared(
@@ -82,15 +119,20 @@ def measure_shared(
     device: str,
     timer: Any,
     gpu: Any,
+    short_loop_s: float = SHORT_LOOP_S,
+    first: bool = True,
 ) -> dict[str, Any]:
-    """One row, sampled longer where the process's timed share asks it to (harness/suite/share.py)."""
+    """One row (or one window of it), sampled longer where the process's timed share asks it to
+    (harness/suite/share.py). A later window's fixed costs (building, first call, warm-up, capture)
+    buy another placement, not timed work: like the records beside the timing, the share does not pay
+    them back with longer sampling."""
     began = time.perf_counter()
-    ask = share.ask(settings.time_budget_s)
-    entry = measure_one(workload, dtype, knobs, settings, device, timer, gpu, ask)
+    ask = share.ask(settings.time_budget_s, short_loop_s)
+    entry = measure_one(workload, dtype, knobs, settings, device, timer, gpu, ask, first)
     timed_s = sum(entry.get("samples_s", ())) * entry.get("batch", 1)
     rested = bool(entry.get("power_rest_s"))
-    # the records beside the timing are not the sampling's to pay back
-    records_s = sum(entry.get("phases_s", {}).get(phase, 0.0) for phase in RECORDS)
+    not_paid_back = RECORDS if first else RECORDS + REPEATED
+    records_s = sum(entry.get("phases_s", {}).get(phase, 0.0) for phase in not_paid_back)
     wall_s = time.perf_counter() - began
     share.add(timed_s, entry.get("sampling_wall_s", 0.0), wall_s - records_s, rested, records_s)
     return entry
@@ -105,8 +147,10 @@ def measure_one(
     timer: Any,
     gpu: Any,
     ask: ShareAsk | None = None,
+    first: bool = True,
 ) -> dict[str, Any]:
-    """One row, sampled for the matrix's lengths or as its process's timed share asks (``ask``)."""
+    """One row, sampled for the matrix's lengths or as its process's timed share asks (``ask``).
+    ``first``: its first window, which records peak memory and host time (what ran where settings ask)."""
     import contextlib
 
     import torch
@@ -139,15 +183,17 @@ def measure_one(
         with mode:
             before = gpu.snapshot() if gpu is not None else {}
             budget_s, least_s = settings.time_budget_s, settings.min_time_s
-            entry.update(measure(built.fn, timer, budget_s, least_s, gpu, ask=ask, graphs=GRAPHS))
+            entry.update(
+                measure(built.fn, timer, budget_s, least_s, gpu, ask=ask, graphs=GRAPHS, host_time=first)
+            )
             entry["phases_s"] = {"build": build_s, **entry["phases_s"]}
             if gpu is not None:
                 entry["gpu_state"] = gpu_state.delta(before, gpu.snapshot())
             after = Phases(entry["phases_s"])  # the records beside the timing, on the same stopwatch
-            if device == "cuda":
+            if device == "cuda" and first:
                 entry["peak_memory_bytes"] = _peak_memory(built.fn)
                 after.done("peak_memory")
-            if settings.what_ran:
+            if settings.what_ran and first:
                 try:
                     entry["what_ran"] = what_ran.record(built.fn, device)
                 except Exception as exc:  # a record beside the timing: never a reason to lose the timing

@@ -59,6 +59,7 @@ class ShareAsk(NamedTuple):
     time_budget_s: float  # the matrix's
     min_loop_share: float
     last: bool  # the process's last measurement: no later one can make up for it
+    short_loop_s: float = SHORT_LOOP_S  # a window's part of it where a row is timed in windows
 
     def at(self, loop_share: float) -> tuple[float, float]:
         """(floor s, time budget s) for a loop whose samples fill ``loop_share`` of it: x timed seconds
@@ -112,8 +113,9 @@ class TimedShare:
         seen = self._loop_timed_s / self._loop_s if self._loop_s > 0 else LOOP_SHARE
         return max(seen, self.min_loop_share)
 
-    def ask(self, time_budget_s: float) -> ShareAsk | None:
-        """What the process asks of its next measurement; None where it asks nothing (``target`` 0)."""
+    def ask(self, time_budget_s: float, short_loop_s: float = SHORT_LOOP_S) -> ShareAsk | None:
+        """What the process asks of its next measurement; None where it asks nothing (``target`` 0).
+        ``time_budget_s`` and ``short_loop_s``: the measurement's (a window's part of the row's)."""
         if self.target <= 0:
             return None
         aim = min(0.95, self.target + AIM_ABOVE)
@@ -124,7 +126,14 @@ class TimedShare:
             spent = self.clock() - self.started - self.timed_s - self.records_s
             untimed = OUTSIDE_S + spent + fixed * self.left
             owed_s = (ratio * untimed - self.timed_s) / self.left  # solve timed = ratio * untimed
-        return ShareAsk(owed_s, ratio, self.loop_share, time_budget_s, self.min_loop_share, self.left == 1)
+        return ShareAsk(
+            owed_s, ratio, self.loop_share, time_budget_s, self.min_loop_share, self.left == 1, short_loop_s
+        )
+
+    def skip(self, count: int) -> None:
+        """``count`` measurements counted at the start will not run (a row that failed is not measured in
+        its later windows)."""
+        self.left = max(0, self.left - count)
 
     def add(
         self, timed_s: float, loop_s: float, wall_s: float, rested: bool = False, records_s: float = 0.0

@@ -1,8 +1,15 @@
-"""A CPU row timed in windows spread across its process, its contended windows set aside.
+"""A row timed in windows spread across its process: on a CPU its contended windows set aside, on a GPU
+every window kept, so the row's samples come from several placements in memory.
 
-A virtual machine shares its host's cores, caches and memory with other tenants. They slow a core in
-stretches of seconds that nothing inside the machine shows (no steal time, no load): one window of a
-row can read 20 to 60 % slow in one process and not in the next, and two processes of the same code
+On a GPU, where a measurement's inputs, outputs and workspaces lie moves its median: two measurements of
+one row in one process, with other rows between them, differ as much as two processes do (issue 34's
+probes, docs/method.md). So the suite passes over its rows ``GPU_WINDOWS`` times, each row built again
+and timed for its share of the time budget in each pass, and the row's samples are those of every window:
+its median averages the placements instead of holding one.
+
+On a CPU, a virtual machine shares its host's cores, caches and memory with other tenants. They slow a
+core in stretches of seconds that nothing inside the machine shows (no steal time, no load): one window
+of a row can read 20 to 60 % slow in one process and not in the next, and two processes of the same code
 disagree far beyond any threshold. So on a CPU the suite passes over its rows ``WINDOWS`` times, each
 row timed for its share of the time budget in each pass. Contention only ever slows a window; the
 windows whose median lies within ``TOLERANCE`` of the fastest window's are the host's own speed and
@@ -12,24 +19,44 @@ are kept, the others are counted (``contended_discarded``, samples) and their me
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from harness.suite.summary import summarize
 
-WINDOWS = 5
-TOLERANCE = 0.02  # a kept window's median is at most 2 % above the fastest window's
+WINDOWS = 5  # on a CPU
+GPU_WINDOWS = 3
+TOLERANCE = 0.02  # on a CPU, a kept window's median is at most 2 % above the fastest window's
+# what every window counts, summed over them
+COUNTS = ("throttled_discarded", "power_capped_discarded", "idle_discarded", "warmup_calls")
 
 
-def merge(windows: list[dict[str, Any]]) -> dict[str, Any]:
+class Windows(NamedTuple):
+    """How a process times its rows: ``per_row`` windows a row; windows whose median lies more than
+    ``tolerance`` above the fastest window's are set aside (None: every window is kept)."""
+
+    per_row: int
+    tolerance: float | None
+
+
+def for_device(device: str) -> Windows:
+    """A CPU's windows set contended ones aside; a GPU's are all kept (placements, not tenants)."""
+    return Windows(WINDOWS, TOLERANCE) if device == "cpu" else Windows(GPU_WINDOWS, None)
+
+
+def merge(windows: list[dict[str, Any]], tolerance: float | None = TOLERANCE) -> dict[str, Any]:
     """One row's measurement from its windows (in the order they ran): the first window's records
-    with the samples of the kept windows, their statistics, and the time every window took. A row
-    that failed or was unsupported in any window is that window's entry."""
+    with the samples of the kept windows, their statistics, and the time and discarded samples of
+    every window. A row that failed or was unsupported in any window is that window's entry."""
     failed = [w for w in windows if w.get("status") != "ok"]
     if failed:
         return failed[0]
     medians = [float(w["stats"]["median"]) for w in windows]
     fastest = min(medians)
-    kept = [w for w, m in zip(windows, medians, strict=True) if m <= fastest * (1 + TOLERANCE)]
+    kept = [
+        w
+        for w, m in zip(windows, medians, strict=True)
+        if tolerance is None or m <= fastest * (1 + tolerance)
+    ]
     entry = dict(windows[0])
     entry["samples_s"] = [s for w in kept for s in w["samples_s"]]
     if all(w.get("sm_clock_mhz") is not None for w in kept):
@@ -39,7 +66,9 @@ def merge(windows: list[dict[str, Any]]) -> dict[str, Any]:
     entry["contended_discarded"] = sum(len(w["samples_s"]) for w in windows if w not in kept)
     for key in ("wall_s", "sampling_wall_s"):
         entry[key] = sum(float(w.get(key) or 0.0) for w in windows)
-    entry["warmup_calls"] = sum(int(w.get("warmup_calls") or 0) for w in windows)
+    for count in COUNTS:
+        if count in entry:
+            entry[count] = sum(int(w.get(count) or 0) for w in windows)
     phases: dict[str, float] = {}
     for w in windows:
         for phase, seconds in (w.get("phases_s") or {}).items():

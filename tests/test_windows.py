@@ -1,0 +1,115 @@
+"""A row is timed in windows spread across its process: on a CPU the contended ones are set aside, on a
+GPU every one is kept (its median averages where its memory lay)."""
+
+from __future__ import annotations
+
+import platform
+
+import pytest
+
+from harness.suite import rows, windows
+from harness.suite.settings import SuiteSettings
+from harness.suite.share import SHORT_LOOP_S, TimedShare
+from harness.suite.summary import summarize
+from harness.suite.timer import Timer
+from tests.test_suite import run_suite
+
+
+def _window(samples: list[float], **extra: object) -> dict:
+    return {
+        "status": "ok",
+        "workload": "relu",
+        "dtype": "fp32",
+        "samples_s": samples,
+        "stats": summarize(samples),
+        "stop_reason": "time_budget",
+        "wall_s": 0.1,
+        "sampling_wall_s": 0.08,
+        "warmup_calls": 3,
+        "phases_s": {"sampling": 0.08, "warmup": 0.01},
+        "first_call_s": 0.5,
+        **extra,
+    }
+
+
+def test_windows_within_the_tolerance_of_the_fastest_are_kept_and_the_others_counted():
+    fast = [1.00e-5, 1.01e-5, 1.00e-5]
+    near = [1.01e-5, 1.015e-5, 1.01e-5]  # 1 % above the fastest: the host's own speed
+    slow = [1.3e-5, 1.31e-5, 1.3e-5, 1.32e-5]  # 30 % above: another tenant had the core
+    entry = windows.merge([_window(slow, gbps=1.0), _window(fast), _window(near)])
+    assert entry["samples_s"] == fast + near
+    assert entry["stats"] == summarize(fast + near)
+    assert entry["contended_discarded"] == len(slow)
+    assert entry["window_medians_s"] == [summarize(w)["median"] for w in (slow, fast, near)]
+    assert entry["first_call_s"] == 0.5  # the records of the first window, where the first call was
+    assert entry["wall_s"] == pytest.approx(0.3) and entry["phases_s"]["sampling"] == pytest.approx(0.24)
+    # rates follow the row's median
+    assert entry["gbps"] == pytest.approx(summarize(slow)["median"] / entry["stats"]["median"])
+
+
+def test_a_window_that_failed_is_the_row():
+    failed = {"status": "error", "workload": "relu", "dtype": "fp32", "error": "RuntimeError: boom"}
+    assert windows.merge([_window([1e-5] * 5), failed, _window([1e-5] * 5)]) == failed
+
+
+def test_the_cpu_suite_times_each_row_in_windows(tmp_path):
+    done, doc = run_suite(
+        tmp_path, "--device", "cpu", "--workloads", "relu,gemm", "--dtypes", "fp32", "--time-budget-s", "0.06"
+    )
+    assert done.returncode == 0, done.stderr
+    if platform.libc_ver()[0] == "glibc":  # freed memory stays in the process, as the allocator says
+        assert doc["host"]["allocator"].startswith("glibc: mmap threshold 32 MiB, no trim")
+    for entry in doc["measurements"]:
+        medians = entry["window_medians_s"]
+        assert len(medians) == windows.WINDOWS
+        kept = [m for m in medians if m <= min(medians) * (1 + windows.TOLERANCE)]
+        assert len(kept) >= 1 and entry["stats"]["n"] == len(entry["samples_s"])
+        assert entry["contended_discarded"] >= 0 and "what_ran" in entry
+
+
+def test_on_a_gpu_every_window_is_kept_and_what_each_discarded_is_counted():
+    first = [1.00e-5, 1.01e-5, 1.00e-5]
+    moved = [1.02e-5, 1.03e-5, 1.02e-5]  # 2 % apart: another placement in memory, not another tenant
+    entry = windows.merge(
+        [_window(first, throttled_discarded=1), _window(moved, throttled_discarded=2), _window(first)],
+        tolerance=None,
+    )
+    assert entry["samples_s"] == first + moved + first and entry["contended_discarded"] == 0
+    assert entry["throttled_discarded"] == 3 and entry["warmup_calls"] == 9
+    assert windows.for_device("cuda") == windows.Windows(windows.GPU_WINDOWS, None)
+    assert windows.for_device("cpu") == windows.Windows(windows.WINDOWS, windows.TOLERANCE)
+
+
+def test_each_row_is_timed_in_windows_the_first_recording_what_the_later_ones_do_not():
+    knobs = {"cudnn_benchmark": False, "deterministic": False, "tf32": False}
+    cells = [(knobs, pair) for pair in (("relu", "fp32"), ("gemm", "fp32"), ("relu", "fp64"))]
+    plan = windows.Windows(3, None)  # a GPU's plan, on a CPU
+    settings = SuiteSettings(profile="smoke", device="cpu", time_budget_s=0.06)
+    assert rows.windows_measured(cells, plan) == 9
+    process = TimedShare(0.5, rows.windows_measured(cells, plan))
+    done = dict(rows.measure_windows(cells, settings, "cpu", Timer("cpu"), None, process, plan))
+    assert sorted(done) == [0, 1, 2]
+    for index in (0, 1):
+        entry = done[index]
+        assert len(entry["window_medians_s"]) == 3 and entry["contended_discarded"] == 0
+        assert entry["stats"]["n"] == len(entry["samples_s"]) and entry["host_time_per_call_s"] is not None
+        assert "what_ran" in entry
+    # a row that cannot run here is not tried again in the later windows: the share counts it once
+    assert done[2]["status"] == "unsupported" and process.done == 7 and process.left == 0
+
+
+def test_a_later_windows_fixed_costs_are_not_paid_back_by_longer_sampling():
+    knobs = {"cudnn_benchmark": False, "deterministic": False, "tf32": False}
+    settings = SuiteSettings(profile="smoke", device="cpu", time_budget_s=0.02)
+    paid = {}
+    for first in (True, False):
+        process = TimedShare(0.5, 2)
+        entry = rows.measure_shared(
+            process, "relu", "fp32", knobs, settings, "cpu", Timer("cpu"), None, SHORT_LOOP_S, first=first
+        )
+        phases = entry["phases_s"]
+        kept = rows.RECORDS if first else rows.RECORDS + rows.REPEATED
+        assert process.records_s == pytest.approx(sum(phases.get(p, 0.0) for p in kept))
+        paid[first] = entry
+    assert paid[False]["host_time_per_call_s"] is None and "what_ran" not in paid[False]
+    assert paid[True]["host_time_per_call_s"] is not None
