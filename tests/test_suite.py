@@ -93,7 +93,7 @@ def test_measure_on_cpu_keeps_raw_samples_and_says_why_it_stopped():
     assert kept["stop_reason"] == "timed_floor" and kept["timed_floor_s"] < share.SHORT_LOOP_S
     assert share.SHORT_LOOP_S <= sum(kept["samples_s"]) < 0.3
     # one window of a row timed in three: never before its part of SHORT_LOOP_S
-    ask = _last_ask(0.005, 2.0, 0.0)._replace(short_loop_s=share.SHORT_LOOP_S / 3)
+    ask = _last_ask(0.005, 2.0, 0.0)._replace(part=1 / 3)
     part = measure.measure(lambda: time.sleep(next(noisy)), timing.Timer("cpu"), 2.0, 1.0, ask=ask)
     assert part["stop_reason"] == "timed_floor"
     assert share.SHORT_LOOP_S / 3 <= sum(part["samples_s"]) < share.SHORT_LOOP_S

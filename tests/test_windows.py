@@ -9,7 +9,7 @@ import pytest
 
 from harness.suite import rows, windows
 from harness.suite.settings import SuiteSettings
-from harness.suite.share import SHORT_LOOP_S, TimedShare
+from harness.suite.share import TimedShare
 from harness.suite.summary import summarize
 from harness.suite.timer import Timer
 from tests.test_suite import run_suite
@@ -105,7 +105,7 @@ def test_a_later_windows_fixed_costs_are_not_paid_back_by_longer_sampling():
     for first in (True, False):
         process = TimedShare(0.5, 2)
         entry = rows.measure_shared(
-            process, "relu", "fp32", knobs, settings, "cpu", Timer("cpu"), None, SHORT_LOOP_S, first=first
+            process, "relu", "fp32", knobs, settings, "cpu", Timer("cpu"), None, 3, window=0 if first else 1
         )
         phases = entry["phases_s"]
         kept = rows.RECORDS if first else rows.RECORDS + rows.REPEATED

@@ -96,8 +96,9 @@ class Measurement(TypedDict):
     ]  # calls per sample, back to back in one graph replay (suite 0.11; the suite times 1)
     graphs: NotRequired[int]  # graphs of the call taken in turn, one a sample (suite 0.11)
     stalled: NotRequired[str]  # why a CPU measurement's samples show a busy host (suite 0.11)
-    window_medians_s: NotRequired[list[float]]  # a CPU row's windows (suite 0.12; harness/suite/windows.py)
+    window_medians_s: NotRequired[list[float]]  # a row's windows (CPU 0.12, GPU 0.15; suite/windows.py)
     contended_discarded: NotRequired[int]  # samples of the windows set aside as contended (suite 0.12)
+    memory_stranded_bytes: NotRequired[int]  # GPU: what the allocator held with no tensor after it (0.15)
     unit: NotRequired[Literal["s"]]
     first_call_s: NotRequired[float]
     warmup_calls: NotRequired[int]

@@ -25,7 +25,7 @@ def capture(fn: Callable[[], Any], calls: int = 1) -> tuple[Callable[[], Any] | 
     requires; one more call on the capture stream warms that stream, as PyTorch's docs ask.
     """
     graph = torch.cuda.CUDAGraph()
-    stream = torch.cuda.Stream()
+    stream = _capture_stream()
     stream.wait_stream(torch.cuda.current_stream())
     try:
         with torch.cuda.stream(stream):
@@ -42,6 +42,30 @@ def capture(fn: Callable[[], Any], calls: int = 1) -> tuple[Callable[[], Any] | 
         text = str(cause).strip().splitlines()
         return None, f"{type(cause).__name__}: {text[0] if text else ''}"[:300]
     return graph.replay, None
+
+
+def _capture_stream() -> Any:
+    """One side stream for every capture of the process: what a library caches for each stream it sees
+    (cuBLAS's workspaces) is then cached once."""
+    global _stream
+    if _stream is None:
+        _stream = torch.cuda.Stream()
+    return _stream
+
+
+_stream: Any = None
+
+
+def release() -> int:
+    """Give the memory a row left back to the driver: cuBLAS's cached workspaces (one made during a
+    capture lies in that graph's pool and keeps the pool from being freed), then the caching
+    allocator's free blocks. Returns the bytes the allocator still holds with no tensor in them:
+    memory stranded in pools a live block pins, which later rows cannot have."""
+    clear = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
+    if clear is not None:
+        clear()
+    torch.cuda.empty_cache()
+    return max(0, torch.cuda.memory_reserved() - torch.cuda.memory_allocated())
 
 
 def graphs_that_fit(wanted: int, call_bytes: int, free_bytes: int | None = None) -> int:

@@ -62,6 +62,7 @@ def measure(
     graphs: int = 1,
     relocate: Sequence[Any] = (),
     host_time: bool = True,
+    warmup_min_s: float = WARMUP_MIN_S,
 ) -> dict[str, Any]:
     """First-call time, warm-up, then samples until a stopping rule fires.
 
@@ -75,9 +76,10 @@ def measure(
     timed share asks of this loop (harness/suite/share.py): a floor of timed work above ``min_time_s``,
     where sampling stops once it is in, however noisy the samples (``timed_floor``): longer sampling
     does not make round medians agree more closely. Once the loop has run ``SHARE_CHECK_S``, the floor
-    is the one its own timed share asks for; a loop under ``ask.min_loop_share`` timed stops at
-    ``ask.short_loop_s`` of timed work instead (``short_loop``); a loop whose GPU rests keeps the lengths
-    above. The floor rules both ways: a loop stops at it (but not before ``ask.short_loop_s`` of timed work)
+    is the one its own timed share asks for (both lengths scaled by ``ask.part`` in a window of a row);
+    a loop under ``ask.min_loop_share`` timed stops at
+    ``SHORT_LOOP_S`` of timed work instead (``short_loop``); a loop whose GPU rests keeps the lengths
+    above. The floor rules both ways: a loop stops at it (but not before ``SHORT_LOOP_S`` of timed work)
     also where it lies under ``min_time_s``, the length where no share is asked.
 
     ``graphs``: on a GPU, capture that many graphs of the call, each with its own outputs and
@@ -90,7 +92,8 @@ def measure(
     before each sample (default: where the sample is one call). The suite times one call a sample,
     flushed (docs/method.md says why). A call that
     cannot be recorded is timed eagerly, one call a sample. ``host_time``: whether to time the host's
-    share of a call (a row's later windows do not: its first window's stands).
+    share of a call (a row's later windows do not: its first window's stands); ``warmup_min_s``: the
+    warm-up's least length (a later window's GPU is warm: ``WARMUP_MIN_CALLS`` then).
     """
     phases = Phases()
     base_bytes = 0
@@ -102,7 +105,7 @@ def measure(
     phases.done("first_call")
 
     warmup_calls, warm_start, call_s = 0, time.perf_counter(), first_call_s
-    while warmup_calls < WARMUP_MIN_CALLS or time.perf_counter() - warm_start < WARMUP_MIN_S:
+    while warmup_calls < WARMUP_MIN_CALLS or time.perf_counter() - warm_start < warmup_min_s:
         call_s = timer.time_call(fn, flush=False)
         warmup_calls += 1
     phases.done("warmup")
@@ -141,7 +144,8 @@ def measure(
     dropped_s = 0.0  # the sampling time of the samples the power limit slowed
     stop_reason = "max_samples"
     floor_s, floor_budget_s = ask.at(ask.loop_share) if ask is not None else (0.0, time_budget_s)
-    short_loop_s = ask.short_loop_s if ask is not None else SHORT_LOOP_S
+    part = ask.part if ask is not None else 1.0  # a window's part of its row
+    short_loop_s, share_check_s = SHORT_LOOP_S * part, SHARE_CHECK_S * part
     short = raised = False  # under ask.min_loop_share timed / a floor in force
     with _gc_paused(), closing(timer.samples(timed, flushed)) as stream:
         for raw in stream:
@@ -164,7 +168,7 @@ def measure(
             elapsed = last - start
             loop_s = elapsed - dropped_s
             work = noise.total * calls  # the GPU's timed work: every call of every kept sample
-            if ask is not None and loop_s >= SHARE_CHECK_S:  # the loop's own share from now on
+            if ask is not None and loop_s >= share_check_s:  # the loop's own share from now on
                 short = work < ask.min_loop_share * loop_s
                 floor_s, floor_budget_s = ask.at(work / loop_s)
             raised = ask is not None and not short

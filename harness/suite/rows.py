@@ -18,7 +18,7 @@ from harness.suite.catalog import CATALOG, FAMILY
 from harness.suite.contract import BuildsCalls, MeasuresItself, Unsupported
 from harness.suite.phases import Phases
 from harness.suite.settings import SuiteSettings
-from harness.suite.share import SHORT_LOOP_S, ShareAsk, TimedShare
+from harness.suite.share import ShareAsk, TimedShare
 
 # a measurement's records beside its timing: the timed share leaves them out
 RECORDS = ("peak_memory", "what_ran", "numerics")
@@ -52,16 +52,19 @@ def measure_windows(
     share: TimedShare,
     plan: windows.Windows,
 ) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Every row timed in ``plan.per_row`` passes over the rows, each window its part of the time budget
-    (and of ``share.SHORT_LOOP_S``), merged into one measurement per row (harness/suite/windows.py),
-    yielded with the row's index as its last window is done. The first window records what ran, peak
-    memory and host time; a later one builds the row again, in another place, and only samples. A
-    workload that measures itself in processes of its own is measured once, in the first pass, with
-    the whole budget. ``share``: the process's timed share, counting each window as a measurement."""
+    """Every row timed in ``plan.per_row`` passes over the rows, each window its part of the time
+    budget, of the share's lengths (``ShareAsk.part``) and of ``GRAPHS``, merged into one measurement
+    per row (harness/suite/windows.py), yielded with the row's index as its last window is done. The
+    first window warms up and records what ran, peak memory and host time; a later one builds the row
+    again, in another place, and only samples. A row that failed is not measured again. A workload
+    that measures itself in processes of its own is measured once, in the first pass, with the whole
+    budget. ``share``: the process's timed share, counting each window as a measurement."""
     whole = [_measures_itself(workload) for _, (workload, _) in cells]
     part = dataclasses.replace(settings, time_budget_s=settings.time_budget_s / plan.per_row)
     later = dataclasses.replace(part, what_ran=False)
-    short_loop_s = SHORT_LOOP_S / plan.per_row
+    from harness.suite.graphs import GRAPHS
+
+    graphs = max(1, GRAPHS // plan.per_row)  # the row's graphs spread over its windows
     parts: list[list[dict[str, Any]]] = [[] for _ in cells]
     finished = [False] * len(cells)
     try:
@@ -71,7 +74,7 @@ def measure_windows(
                     continue
                 asked = settings if whole[index] else later if window else part
                 entry = measure_shared(
-                    share, workload, dtype, knobs, asked, device, timer, gpu, short_loop_s, first=not window
+                    share, workload, dtype, knobs, asked, device, timer, gpu, plan.per_row, graphs, window
                 )
                 parts[index].append(entry)
                 if entry.get("status") != "ok" and not whole[index]:
@@ -119,16 +122,18 @@ def measure_shared(
     device: str,
     timer: Any,
     gpu: Any,
-    short_loop_s: float = SHORT_LOOP_S,
-    first: bool = True,
+    windows_per_row: int = 1,
+    graphs: int | None = None,
+    window: int = 0,
 ) -> dict[str, Any]:
-    """One row (or one window of it), sampled longer where the process's timed share asks it to
-    (harness/suite/share.py). A later window's fixed costs (building, first call, warm-up, capture)
-    buy another placement, not timed work: like the records beside the timing, the share does not pay
-    them back with longer sampling."""
+    """One row (or its window ``window`` of ``windows_per_row``), sampled longer where the process's
+    timed share asks it to (harness/suite/share.py). A later window's fixed costs (building, first
+    call, warm-up, capture) buy another placement, not timed work: like the records beside the timing,
+    the share does not pay them back with longer sampling."""
     began = time.perf_counter()
-    ask = share.ask(settings.time_budget_s, short_loop_s)
-    entry = measure_one(workload, dtype, knobs, settings, device, timer, gpu, ask, first)
+    first = window == 0
+    ask = share.ask(settings.time_budget_s, 1 / windows_per_row)
+    entry = measure_one(workload, dtype, knobs, settings, device, timer, gpu, ask, first, graphs)
     timed_s = sum(entry.get("samples_s", ())) * entry.get("batch", 1)
     rested = bool(entry.get("power_rest_s"))
     not_paid_back = RECORDS if first else RECORDS + REPEATED
@@ -148,16 +153,19 @@ def measure_one(
     gpu: Any,
     ask: ShareAsk | None = None,
     first: bool = True,
+    graphs: int | None = None,
 ) -> dict[str, Any]:
-    """One row, sampled for the matrix's lengths or as its process's timed share asks (``ask``).
-    ``first``: its first window, which records peak memory and host time (what ran where settings ask)."""
+    """One row, sampled for the matrix's lengths or as its process's timed share asks (``ask``), from
+    ``graphs`` CUDA graphs taken in turn (``GRAPHS`` where None). ``first``: its first window, which
+    warms the GPU up and records peak memory and host time (what ran where settings ask). On a GPU the
+    memory it used goes back to the driver after it, and ``memory_stranded_bytes`` says what could not."""
     import contextlib
 
     import torch
 
     from harness.suite import gpu_state, peaks, what_ran
-    from harness.suite.graphs import GRAPHS
-    from harness.suite.measure import measure
+    from harness.suite.graphs import GRAPHS, release
+    from harness.suite.measure import WARMUP_MIN_S, measure
     from harness.suite.summary import summarize
     from harness.suite.workloads.tensors import apply_knobs
 
@@ -183,8 +191,19 @@ def measure_one(
         with mode:
             before = gpu.snapshot() if gpu is not None else {}
             budget_s, least_s = settings.time_budget_s, settings.min_time_s
+            warmup_s = WARMUP_MIN_S if first else 0.0
             entry.update(
-                measure(built.fn, timer, budget_s, least_s, gpu, ask=ask, graphs=GRAPHS, host_time=first)
+                measure(
+                    built.fn,
+                    timer,
+                    budget_s,
+                    least_s,
+                    gpu,
+                    ask=ask,
+                    graphs=GRAPHS if graphs is None else graphs,
+                    host_time=first,
+                    warmup_min_s=warmup_s,
+                )
             )
             entry["phases_s"] = {"build": build_s, **entry["phases_s"]}
             if gpu is not None:
@@ -208,7 +227,7 @@ def measure_one(
         if device == "cuda":
             # after a sticky CUDA error this raises too; it must not replace the CudaContextLost above
             with contextlib.suppress(Exception):
-                torch.cuda.empty_cache()
+                entry["memory_stranded_bytes"] = release()
     median = entry["stats"]["median"]
     entry["status"] = "ok"
     entry["wall_s"] = time.perf_counter() - start

@@ -59,7 +59,7 @@ class ShareAsk(NamedTuple):
     time_budget_s: float  # the matrix's
     min_loop_share: float
     last: bool  # the process's last measurement: no later one can make up for it
-    short_loop_s: float = SHORT_LOOP_S  # a window's part of it where a row is timed in windows
+    part: float = 1.0  # the part of its row this loop is (a window's); its short loop and share check scale
 
     def at(self, loop_share: float) -> tuple[float, float]:
         """(floor s, time budget s) for a loop whose samples fill ``loop_share`` of it: x timed seconds
@@ -113,9 +113,9 @@ class TimedShare:
         seen = self._loop_timed_s / self._loop_s if self._loop_s > 0 else LOOP_SHARE
         return max(seen, self.min_loop_share)
 
-    def ask(self, time_budget_s: float, short_loop_s: float = SHORT_LOOP_S) -> ShareAsk | None:
+    def ask(self, time_budget_s: float, part: float = 1.0) -> ShareAsk | None:
         """What the process asks of its next measurement; None where it asks nothing (``target`` 0).
-        ``time_budget_s`` and ``short_loop_s``: the measurement's (a window's part of the row's)."""
+        ``time_budget_s``: the measurement's; ``part``: the part of its row it is (a window's)."""
         if self.target <= 0:
             return None
         aim = min(0.95, self.target + AIM_ABOVE)
@@ -127,7 +127,7 @@ class TimedShare:
             untimed = OUTSIDE_S + spent + fixed * self.left
             owed_s = (ratio * untimed - self.timed_s) / self.left  # solve timed = ratio * untimed
         return ShareAsk(
-            owed_s, ratio, self.loop_share, time_budget_s, self.min_loop_share, self.left == 1, short_loop_s
+            owed_s, ratio, self.loop_share, time_budget_s, self.min_loop_share, self.left == 1, part
         )
 
     def skip(self, count: int) -> None:

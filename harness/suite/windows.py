@@ -69,6 +69,9 @@ def merge(windows: list[dict[str, Any]], tolerance: float | None = TOLERANCE) ->
     for count in COUNTS:
         if count in entry:
             entry[count] = sum(int(w.get(count) or 0) for w in windows)
+    stranded = [int(w["memory_stranded_bytes"]) for w in windows if "memory_stranded_bytes" in w]
+    if stranded:
+        entry["memory_stranded_bytes"] = max(stranded)
     phases: dict[str, float] = {}
     for w in windows:
         for phase, seconds in (w.get("phases_s") or {}).items():

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Issue 34, lease G, as it ran on the GPU machine (repository root; .whl and .dev carried):
-#   bash reports/quiet-cheap-h100/device-lease-g.sh start SECONDS   first call: set up, start the driver, wait
-#   bash reports/quiet-cheap-h100/device-lease-g.sh wait SECONDS    later calls: wait for it, return what is done
+# Issue 34, lease H, as it ran on the GPU machine (repository root; .whl and .dev carried):
+#   bash reports/quiet-cheap-h100/device-lease-h.sh start SECONDS   first call: set up, start the driver, wait
+#   bash reports/quiet-cheap-h100/device-lease-h.sh wait SECONDS    later calls: wait for it, return what is done
 # .dev/suite-0.5 = git archive 152b631 harness (suite 0.5); .dev/suite-0.10 = suite 0.10's harness;
 # .dev/orch = git archive <this commit> harness schemas images (suite 0.15).
 # Each suite runs from its own copy under /var/tmp/w, with that copy as the working folder:
@@ -13,7 +13,7 @@
 # round 1 and 0.5 round 2 (with numerics, as its harness ran later rounds) as far as the lease goes.
 set -uo pipefail
 step=$1; seconds=${2:-580}
-res=/var/tmp/qg; w=/var/tmp/w
+res=/var/tmp/qh; w=/var/tmp/w
 if [ "$step" = start ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl >/dev/null 2>&1
   rm -rf "$res" "$w"; mkdir -p "$res/aa" "$w"; cp -r .dev/suite-0.5 .dev/suite-0.10 .dev/orch reports/quiet-cheap-h100/matrix-validation*.yaml "$w/"
