@@ -113,3 +113,17 @@ def test_a_later_windows_fixed_costs_are_not_paid_back_by_longer_sampling():
         paid[first] = entry
     assert paid[False]["host_time_per_call_s"] is None and "what_ran" not in paid[False]
     assert paid[True]["host_time_per_call_s"] is not None
+
+
+def test_memory_a_row_could_not_give_back_is_a_warning_only_where_it_grows():
+    gib = 1024**3
+    rows_held = [
+        {"workload": "gemm", "dtype": "fp32", "memory_stranded_bytes": 10 * gib},
+        {"workload": "relu", "dtype": "fp32", "status": "unsupported"},
+        {"workload": "conv", "dtype": "bf16", "memory_stranded_bytes": 10 * gib},
+    ]
+    assert rows.stranded_growth(rows_held) is None  # the same from the first row on: every row had it
+    assert rows.stranded_growth([]) is None
+    rows_held.append({"workload": "sdpa", "dtype": "bf16", "memory_stranded_bytes": 40 * gib})
+    warning = rows.stranded_growth(rows_held)
+    assert warning is not None and "from 10.0 GiB" in warning and "40.0 GiB after sdpa bf16" in warning

@@ -17,12 +17,9 @@ from harness.suite import RESULT_SCHEMA_VERSION, SUITE_VERSION, host, lifeline, 
 from harness.suite.catalog import CATALOG, for_profile
 from harness.suite.numerics_pass import numerics_pass
 from harness.suite.phases import Phases
-from harness.suite.rows import CudaContextLost, measure_windows, windows_measured
+from harness.suite.rows import CudaContextLost, measure_windows, stranded_growth, windows_measured
 from harness.suite.settings import SuiteSettings
 from harness.suite.share import TimedShare
-
-# memory a row cannot give back, past which later rows may choose other algorithms for want of workspace
-STRANDED_WARNING_BYTES = 8 * 1024**3
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -153,12 +150,9 @@ def _run(args: argparse.Namespace) -> int:
                     measured[index] = entry
             finally:  # a lost CUDA context keeps what was measured before it, in the rows' order
                 doc["measurements"].extend(measured[index] for index in sorted(measured))
-            stranded = max((m.get("memory_stranded_bytes", 0) for m in doc["measurements"]), default=0)
-            if stranded > STRANDED_WARNING_BYTES:
-                doc["warnings"].append(
-                    f"after a row the CUDA caching allocator still held {stranded / 2**30:.1f} GiB with no "
-                    "tensor in it (memory_stranded_bytes): the rows after it had that much less GPU memory"
-                )
+            stranded = stranded_growth(doc["measurements"])
+            if stranded:
+                doc["warnings"].append(stranded)
             if settings.numerics:
                 numerics_pass(doc["measurements"], settings.profile, device)
             # the engine sub-libraries load when a workload first needs them, not at start

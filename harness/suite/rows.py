@@ -102,6 +102,28 @@ def _merged(parts: list[dict[str, Any]], plan: windows.Windows, device: str) -> 
     return merged
 
 
+# memory stranded past the first row's, past which later rows may choose other algorithms for want of
+# workspace (docs/method.md: where stranded memory grew, convolutions ran up to 6 times slower)
+STRANDED_GROWTH_BYTES = 8 * 1024**3
+
+
+def stranded_growth(measurements: list[dict[str, Any]]) -> str | None:
+    """A warning where the memory a row could not give back grew by more than ``STRANDED_GROWTH_BYTES``
+    over the process (a constant amount holds from the first row on, and every row has the same less)."""
+    held = [(m["memory_stranded_bytes"], m) for m in measurements if "memory_stranded_bytes" in m]
+    if not held:
+        return None
+    first = held[0][0]
+    most, row = max(held, key=lambda pair: pair[0])
+    if most - first <= STRANDED_GROWTH_BYTES:
+        return None
+    return (
+        f"the GPU memory the CUDA caching allocator held with no tensor in it grew from {first / 2**30:.1f} "
+        f"GiB after the first row to {most / 2**30:.1f} GiB after {row['workload']} {row['dtype']} "
+        "(memory_stranded_bytes): the rows after it had that much less GPU memory"
+    )
+
+
 def windows_measured(cells: list[tuple[dict[str, bool], tuple[str, str]]], plan: windows.Windows) -> int:
     """How many measurements a process of these rows makes: ``plan.per_row`` windows a row, one for a
     workload that measures itself."""
