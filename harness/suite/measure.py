@@ -76,11 +76,11 @@ def measure(
     timed share asks of this loop (harness/suite/share.py): a floor of timed work above ``min_time_s``,
     where sampling stops once it is in, however noisy the samples (``timed_floor``): longer sampling
     does not make round medians agree more closely. Once the loop has run ``SHARE_CHECK_S``, the floor
-    is the one its own timed share asks for (both lengths scaled by ``ask.part`` in a window of a row);
-    a loop under ``ask.min_loop_share`` timed stops at
+    is the one its own timed share asks for; a loop under ``ask.min_loop_share`` timed stops at
     ``SHORT_LOOP_S`` of timed work instead (``short_loop``); a loop whose GPU rests keeps the lengths
     above. The floor rules both ways: a loop stops at it (but not before ``SHORT_LOOP_S`` of timed work)
-    also where it lies under ``min_time_s``, the length where no share is asked.
+    also where it lies under ``min_time_s``, the length where no share is asked. In one window of a row
+    (``ask.part`` of it), ``SHARE_CHECK_S`` and ``SHORT_LOOP_S`` are that part of theirs.
 
     ``graphs``: on a GPU, capture that many graphs of the call, each with its own outputs and
     workspaces, and take them in turn, one a sample (fewer where their memory would pass

@@ -59,11 +59,10 @@ def measure_windows(
     again, in another place, and only samples. A row that failed is not measured again. A workload
     that measures itself in processes of its own is measured once, in the first pass, with the whole
     budget. ``share``: the process's timed share, counting each window as a measurement."""
-    whole = [_measures_itself(workload) for _, (workload, _) in cells]
-    part = dataclasses.replace(settings, time_budget_s=settings.time_budget_s / plan.per_row)
-    later = dataclasses.replace(part, what_ran=False)
     from harness.suite.graphs import GRAPHS
 
+    whole = [_measures_itself(workload) for _, (workload, _) in cells]
+    part = dataclasses.replace(settings, time_budget_s=settings.time_budget_s / plan.per_row)
     graphs = max(1, GRAPHS // plan.per_row)  # the row's graphs spread over its windows
     parts: list[list[dict[str, Any]]] = [[] for _ in cells]
     finished = [False] * len(cells)
@@ -72,10 +71,12 @@ def measure_windows(
             for index, (knobs, (workload, dtype)) in enumerate(cells):
                 if finished[index]:
                     continue
-                asked = settings if whole[index] else later if window else part
-                entry = measure_shared(
-                    share, workload, dtype, knobs, asked, device, timer, gpu, plan.per_row, graphs, window
-                )
+                if whole[index]:
+                    entry = measure_shared(share, workload, dtype, knobs, settings, device, timer, gpu)
+                else:
+                    entry = measure_shared(
+                        share, workload, dtype, knobs, part, device, timer, gpu, plan.per_row, graphs, window
+                    )
                 parts[index].append(entry)
                 if entry.get("status") != "ok" and not whole[index]:
                     share.skip(plan.per_row - 1 - window)  # a row that failed once is not measured again
