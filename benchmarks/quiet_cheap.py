@@ -10,7 +10,8 @@
 
 - ``--aa LABEL=R1,R2``: two processes of one cell over the whole default profile (round 1 with numerics,
   round 2): |median ratio - 1| p50, p95, max over every row measured in both (the goal: p95 <= 0.5 %),
-  and the p95 by round 1's stop reason.
+  the p95 by round 1's stop reason, and where rows were timed in windows, the A/A of each window alone
+  and of their mean.
 - ``--pairs A,B,C,...``: every pair of those processes taken as an A/A: the spread of their p95s.
 - ``--cost LABEL=A,B``: the seconds of process B against process A, both round 1 with numerics, run in
   one lease (the goal: B no longer than A, suite 0.5's). A process's seconds are its document's duration
@@ -115,6 +116,7 @@ def export(processes: list[str], validation: list[Path], out: Path, medians_of: 
         writer = csv.writer(f)
         writer.writerow(
             ["workload", "dtype", "knobs", *(f"{n}:us" for n in docs), *(f"{n}:stop" for n in docs)]
+            + [f"{n}:windows_us" for n in docs]
         )
         found = {
             n: {(m["workload"], m["dtype"], _short(m["knobs"])): m for m in d["measurements"]}
@@ -127,6 +129,7 @@ def export(processes: list[str], validation: list[Path], out: Path, medians_of: 
                 [*key]
                 + [_us(m["stats"]["median"]) if m else "" for m in ok]
                 + [STOPS.get(str(m.get("stop_reason")), "?") if m else "" for m in ok]
+                + [" ".join(_us(x) for x in m.get("window_medians_s", ())) if m else "" for m in ok]
             )
     with (out / "validation.csv").open("w", newline="") as f:
         writer = csv.writer(f)
@@ -171,6 +174,31 @@ def report_aa(
     print(
         f"{'':22} p95 by round 1's stop: "
         + ", ".join(f"{r} ({len(v)}) {_pct(v, 0.95):.2%}" for r, v in sorted(by_reason.items()))
+    )
+    report_windows(medians, first, second)
+
+
+def report_windows(medians: list[dict[str, str]], first: str, second: str) -> None:
+    """Where both processes timed their rows in windows (suite 0.15 on a GPU): the A/A of each window
+    alone and of the windows' mean, and how far one process's windows of a row lie apart."""
+    pairs = []
+    for row in medians:
+        a, b = (row.get(f"{n}:windows_us", "").split() for n in (first, second))
+        if a and len(a) == len(b):
+            pairs.append(([float(x) for x in a], [float(x) for x in b]))
+    count = {len(a) for a, _ in pairs}
+    if not pairs or len(count) != 1 or count == {1}:
+        return
+    alone = []
+    for i in range(count.pop()):
+        dev = [abs(b[i] / a[i] - 1) for a, b in pairs]
+        alone.append(f"{i + 1} {_pct(dev, 0.95):.3%}")
+    mean = [abs(sum(b) / sum(a) - 1) for a, b in pairs]
+    spread = [max(a) / min(a) - 1 for a, _ in pairs]
+    print(
+        f"{'':22} {len(pairs)} rows in windows: A/A p95 of each window alone: {', '.join(alone)}; of the "
+        f"windows' mean {_pct(mean, 0.95):.3%}; {first}'s windows of a row apart p50 "
+        f"{statistics.median(spread):.3%}, p95 {_pct(spread, 0.95):.3%}"
     )
 
 
