@@ -200,11 +200,14 @@ class Containers:
 
         reader = threading.Thread(target=follow, daemon=True)
         reader.start()
+        started = time.monotonic()
         try:
             status = container.wait(timeout=self.timeout_s)
         except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
-            # our time limit, unless the engine itself is gone
-            if not docker_engine.alive(self.client):
+            # Our time limit, unless the engine went away: a connection that broke before the limit did (an
+            # engine restarted quickly answers again by now), or an engine that no longer answers.
+            early = time.monotonic() - started < self.timeout_s
+            if early or not docker_engine.alive(self.client):
                 raise docker_engine.lost("the cell was running") from None
             container.kill()
             reader.join(timeout=10)
