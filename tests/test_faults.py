@@ -30,9 +30,6 @@ pytestmark = pytest.mark.slow  # every test here takes seconds (docs/development
 SLOW = MATRIX.replace("time_budget_s: 0.05", "time_budget_s: 1.0, min_time_s: 0.5")
 
 
-RESTARTED: list[subprocess.Popen[bytes]] = []  # the engine this module restarted; it outlives the tests
-
-
 def docs(folder: Path) -> dict[str, dict]:
     return {p.name: jsonio.read(p) for p in sorted(folder.glob("torch*.json.gz"))}
 
@@ -180,10 +177,11 @@ def test_an_engine_restart_mid_matrix_stops_the_run_and_the_next_run_completes(
     finally:
         if proc.poll() is None:
             proc.kill()
-        with open("/tmp/harness-test-dockerd.log", "a") as log:
-            RESTARTED.append(
-                subprocess.Popen(cmdline, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-            )
+        # started through a shell that exits at once: the engine outlives the tests, and no child of this
+        # process is left running at its exit
+        subprocess.run(
+            ["sh", "-c", 'setsid "$@" >>/tmp/harness-test-dockerd.log 2>&1 &', "sh", *cmdline], check=True
+        )
         for _ in range(120):
             if subprocess.run(["docker", "info"], capture_output=True).returncode == 0:
                 break
