@@ -351,7 +351,7 @@ def test_each_workload_family_holds_its_specs_beside_its_builder():
     from harness.suite.contract import BuildsCalls, MeasuresItself
     from harness.suite.workloads import FAMILIES
 
-    helpers = {"__init__", "tensors", "models"}  # shared by builders; no workloads of their own
+    helpers = {"__init__", "tensors", "models", "layers"}  # shared by builders; no workloads of their own
     modules = {p.stem for p in (SUITE / "workloads").glob("*.py")} - helpers
     assert set(FAMILY) == modules  # a family module the catalog misses would never run
     assert len(FAMILIES) == len(modules)

@@ -92,6 +92,17 @@ def load(
                             + ", ".join(sorted(known)),
                         )
                     )
+        if sound("suite.rows"):
+            for i, row in enumerate(data.get("suite", {}).get("rows", [])):
+                name = row.rsplit(":", 1)[0]
+                if name not in known:
+                    found.append(
+                        problem(
+                            ["suite", "rows", i],
+                            f"unknown workload {name!r} in {row!r}; {_meant(name, known)}see 'python -m "
+                            "harness.suite list'",
+                        )
+                    )
         if sound("thresholds.per_workload"):
             for name in data.get("thresholds", {}).get("per_workload", {}):
                 if name not in known:

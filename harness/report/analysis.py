@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from harness.report import autotuning, frames, numerics_verdicts, release_gate, row_verdicts, series
+from harness.report import autotuning, families, frames, numerics_verdicts, release_gate, row_verdicts, series
 from harness.report.model import Analysis, View
 from harness.results.documents import LoadedResults, round_of
 from harness.suite.document import ResultDocument
@@ -54,7 +54,19 @@ def analyze(
         view.alpha,
         samples,
     )
-    return Analysis(frame, timing, numerics, beyond, tuned, gate, docs, samples, tuple(outside), along)
+    summed = [
+        line
+        for group in view.groups
+        if group != view.baseline and not timing.empty
+        for line in families.summarize(
+            timing[timing["group"] == group],
+            view.labels.get(group, group),
+            view.labels.get(view.baseline, view.baseline),
+        )
+    ]
+    return Analysis(
+        frame, timing, numerics, beyond, tuned, gate, docs, samples, tuple(outside), along, tuple(summed)
+    )
 
 
 def _bundled_versions(docs: dict[str, list[tuple[ResultDocument, str]]]) -> dict[str, str]:

@@ -17,6 +17,7 @@ import pandas as pd
 from harness.plan.model import Cell as MatrixCell
 from harness.plan.model import Plan
 from harness.report import release_gate
+from harness.report.families import FamilyLine
 from harness.report.series import Series
 from harness.suite.document import ResultDocument
 
@@ -86,6 +87,7 @@ class Analysis:
     samples: dict[tuple[str, str, str, str], list[float]]
     outside: tuple[tuple[str, str], ...] = ()  # (file, cell id) of valid results of no group: not compared
     series: Series | None = None  # along the matrix's release axis, where it has one
+    families: tuple[FamilyLine, ...] = ()  # each candidate against the baseline, summed up by family
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,17 @@ from pathlib import Path
 import pandas as pd
 
 from harness import jsonio, schemas
-from harness.report import csvsafe, digest, html, markdown, plots, sections, table_values, verdict_json
+from harness.report import (
+    csvsafe,
+    digest,
+    families,
+    html,
+    markdown,
+    plots,
+    sections,
+    table_values,
+    verdict_json,
+)
 from harness.report.model import Analysis, Rendered, View
 from harness.results import folder as results_folder
 from harness.results.documents import LoadedResults
@@ -34,6 +44,9 @@ def render(
     if analysis.series is not None:  # the release axis: ratios per release, and where each change began
         jsonio.write_text_atomic(out_dir / "series.csv", csvsafe.to_csv(analysis.series.ratios))
         jsonio.write_text_atomic(out_dir / "changes.csv", analysis.series.changes_csv())
+    summed = [*analysis.families, *(analysis.series.families if analysis.series is not None else ())]
+    if summed:  # by family: each candidate against the baseline, each release against the one before
+        jsonio.write_text_atomic(out_dir / "families.csv", families.to_csv(summed))
     jsonio.write_text_atomic(out_dir / "summary.md", digest.summary(view, analysis, sources))
     jsonio.write_text_atomic(out_dir / "junit.xml", digest.junit(view, analysis))
     verdict = verdict_json.document(
@@ -50,6 +63,7 @@ def render(
         result=analysis.gate,
         rounds={g: sum(d["status"] == "ok" for d, _ in e) for g, e in analysis.docs.items()},
         series=analysis.series.to_json() if analysis.series is not None else None,
+        families=families.to_json(analysis.families),
     )
     problems = schemas.problems("verdict", verdict, "verdict.json")
     if problems:  # our own output must hold to our own schema; a bug here must not pass silently

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from harness.report import (
     answer,
+    family_sections,
     markdown,
     next_steps,
     numerics_sections,
@@ -26,6 +27,7 @@ def document(
     extracts: dict[str, tuple[str, int]] = {}
     sections = [
         answer.scorecard(view, analysis),
+        family_sections.by_family(view, analysis),
         Section("Time ratio heatmap", figure="heatmap"),  # the HTML page's plot of every row
         *series_sections.across_releases(view, analysis),
         answer.read_first(view, analysis),

@@ -16,7 +16,8 @@ import pandas as pd
 
 from harness.plan.model import Cell
 from harness.plan.releases import ReleaseAxis, release_axis
-from harness.report import csvsafe, row_verdicts
+from harness.report import csvsafe, families, row_verdicts
+from harness.report.families import FamilyLine
 from harness.report.frames import KEYS
 
 CHANGED = ("slower", "faster", "failed")  # failed: ran at the earlier release, not at the later one
@@ -50,6 +51,8 @@ class Series:
     ratios: pd.DataFrame  # workload, dtype, knobs, then one column per release label: ratio to the baseline
     changes: tuple[Change, ...]
     baseline_label: str
+    # each release against the one before it, summed up by family (``families``)
+    families: tuple[FamilyLine, ...] = ()
 
     @property
     def labels(self) -> list[str]:
@@ -83,12 +86,13 @@ class Series:
                 }
                 for c in self.changes
             ],
+            "families": families.to_json(self.families),
         }
 
     def changes_csv(self) -> str:
-        return csvsafe.to_csv(
-            pd.DataFrame([c.__dict__ for c in self.changes], columns=list(Change.__dataclass_fields__))
-        )
+        """changes.csv: a change point a line, with the family row it counts in."""
+        records = [{**c.__dict__, "family": families.family_of(c.workload)} for c in self.changes]
+        return csvsafe.to_csv(pd.DataFrame(records, columns=[*Change.__dataclass_fields__, "family"]))
 
 
 def build(
@@ -120,10 +124,12 @@ def build(
         table.append(entry)
     ratios = pd.DataFrame(table, columns=[*KEYS, *(r.label for r in axis.releases)])
     changes = []
+    summed: list[FamilyLine] = []
     for earlier, later in itertools.pairwise(axis.releases):
         pair = row_verdicts.timing(
             frame, earlier.cell_id, (earlier.cell_id, later.cell_id), threshold_pct, alpha, samples
         )
+        summed += families.summarize(pair[pair["group"] == later.cell_id], later.label, earlier.label)
         for row in pair.to_dict("records"):
             ran_once = row["verdict"] == "missing" and str(row.get("reason")).startswith("no baseline")
             if row["verdict"] in CHANGED or ran_once or row.get("what_ran") == "changed":
@@ -147,7 +153,16 @@ def build(
     order = {key: i for i, key in enumerate(rows)}
     changes.sort(key=lambda c: order.get((c.workload, c.dtype, c.knobs), len(order)))
     base = next((r.label for r in axis.releases if r.cell_id == baseline), baseline)
-    return Series(axis, ratios, tuple(changes), base)
+    return Series(axis, _models_first(ratios), tuple(changes), base, tuple(summed))
+
+
+def _models_first(ratios: pd.DataFrame) -> pd.DataFrame:
+    """The table with its model rows (whole training steps) first, the others in their order."""
+    if ratios.empty:
+        return ratios
+    model = ratios["workload"].map(lambda w: families.family_of(str(w)).startswith(families.MODEL))
+    ordered: pd.DataFrame = pd.concat([ratios[model], ratios[~model]], ignore_index=True)
+    return ordered
 
 
 def _number(value: Any) -> float | None:

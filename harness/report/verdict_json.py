@@ -29,10 +29,13 @@ def document(
     result: Gate,
     rounds: dict[str, int],
     series: dict[str, Any] | None = None,
+    families: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The machine-readable verdict (schemas/verdict.schema.json)."""
+    """The machine-readable verdict (schemas/verdict.schema.json); ``families``: each candidate against the
+    baseline, summed up by family (``report.families``)."""
     return {
         **({"series": series} if series is not None else {}),
+        **({"families": families} if families else {}),
         "schema_version": VERDICT_SCHEMA_VERSION,
         "name": name,
         "outcome": result.outcome,

@@ -25,9 +25,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 ALL_DTYPES = ("fp32", "tf32", "bf16", "fp16")
-PROFILES = ("smoke", "default", "full")
-EVERY_PROFILE = PROFILES
+PROFILES = ("smoke", "default", "full", "atlas")
+EVERY_PROFILE = ("smoke", "default", "full")  # every profile but the atlas, which measures layer families
 LARGER_PROFILES = ("default", "full")  # what a workload runs in unless it is part of the smoke test
+ATLAS_PROFILES = ("full", "atlas")  # a network's layers (``workloads.layers``)
 
 T = TypeVar("T")
 
@@ -46,6 +47,13 @@ class WorkloadSpec:
     params: dict[str, Any] = field(default_factory=dict)
     gpus: str = "one"  # "all": runs its own process per GPU, so its cell gets every GPU and runs alone
     numerics: bool = True  # whether its output is checked against fp64 (not for a step that changes weights)
+    # the family row that sums it up in a report (``conv fwd NCHW``, ``model``); empty: its family's name
+    group: str = ""
+
+    @property
+    def summary_group(self) -> str:
+        """The family row of a report's release summary that this workload counts in."""
+        return self.group or self.family
 
 
 @dataclass
@@ -89,7 +97,8 @@ class MeasuresItself(Protocol):
 
 
 def pick(profile: str, smoke: T, default: T, full: T | None = None) -> T:
-    """The value of a size for ``profile`` (``full`` falls back to ``default``)."""
+    """The value of a size for ``profile`` (``full`` falls back to ``default``; the atlas measures
+    ``default``'s sizes)."""
     if profile == "smoke":
         return smoke
     return full if profile == "full" and full is not None else default

@@ -247,7 +247,7 @@ class SuiteResult(TypedDict):
     schema_version: int
     suite_version: str
     cell: CellRecord
-    profile: NotRequired[Literal["smoke", "default", "full"]]
+    profile: NotRequired[Literal["smoke", "default", "full", "atlas"]]
     device: NotRequired[Literal["cuda", "cpu"]]
     status: Literal["ok", "failed"]
     failure: Failure | None

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Literal, get_args
 
-Profile = Literal["smoke", "default", "full"]
+Profile = Literal["smoke", "default", "full", "atlas"]
 Device = Literal["auto", "cuda", "cpu"]
 
 

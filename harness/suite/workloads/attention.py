@@ -5,7 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from harness.suite.contract import EVERY_PROFILE, LARGER_PROFILES, Built, Unsupported, WorkloadSpec, pick
+from harness.suite.contract import (
+    ATLAS_PROFILES,
+    EVERY_PROFILE,
+    LARGER_PROFILES,
+    Built,
+    Unsupported,
+    WorkloadSpec,
+    pick,
+)
+from harness.suite.workloads.layers import TRANSFORMER
 
 if TYPE_CHECKING:
     import torch
@@ -19,9 +28,24 @@ def _specs() -> Iterator[WorkloadSpec]:
         "sdpa",
         "attention",
         "scaled_dot_product_attention fwd, PyTorch's own backend choice",
-        profiles=EVERY_PROFILE,
+        profiles=(*EVERY_PROFILE, "atlas"),
         params={"backend": "auto", "seq": 1024, "pass": "fwd"},
+        group="attention forward",
     )
+    # the atlas: the transformer block's attention (batch 8, 16 heads of 64), PyTorch's backend choice
+    for seq in TRANSFORMER.seq_lens:
+        for passes, what in (("fwd", "forward"), ("bwd", "backward")):
+            if (seq, passes) == (1024, "fwd"):
+                continue  # "sdpa" above
+            yield WorkloadSpec(
+                f"sdpa_s{seq}" + ("_bwd" if passes == "bwd" else ""),
+                "attention",
+                f"scaled_dot_product_attention {what}, PyTorch's own backend choice, {TRANSFORMER.title}, "
+                f"sequence {seq}",
+                profiles=ATLAS_PROFILES,
+                params={"backend": "auto", "seq": seq, "pass": passes},
+                group=f"attention {what}",
+            )
     for backend in ("flash", "efficient", "cudnn", "math"):
         for seq in (512, 2048, 8192):
             for passes in ("fwd", "bwd"):

@@ -5,18 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from harness.suite.contract import EVERY_PROFILE, LARGER_PROFILES, Built, WorkloadSpec, pick
+from harness.suite.contract import ATLAS_PROFILES, EVERY_PROFILE, LARGER_PROFILES, Built, WorkloadSpec, pick
+from harness.suite.workloads.layers import NETWORKS, RESNET50
 
 if TYPE_CHECKING:
     import torch
 
-# ResNet-50 convolutions: (in, out, kernel, stride, padding, input H=W)
-R50 = {
-    "r50_1x1": (256, 64, 1, 1, 0, 56),
-    "r50_3x3": (64, 64, 3, 1, 1, 56),
-    "r50_7x7s2": (3, 64, 7, 2, 3, 224),
-}
 PASSES = {"fwd": "forward", "bwd_data": "backward-data", "bwd_weight": "backward-weight"}
+LAYOUTS = {"nchw": "NCHW", "cl": "NHWC"}
+# the ResNet-50 layers every profile but the smoke test measured before the atlas: all passes and layouts
+EARLIER = ("1x1", "3x3", "7x7s2")
 # One forward each: id -> (description, shape); 2-D unless the shape says otherwise.
 SHAPES: dict[str, tuple[str, dict[str, Any]]] = {
     "conv2d_depthwise_mbv2": (
@@ -59,21 +57,40 @@ SHAPES: dict[str, tuple[str, dict[str, Any]]] = {
 
 
 def _specs() -> Iterator[WorkloadSpec]:
-    for name, (cin, cout, k, stride, pad, hw) in R50.items():
-        base = {"dims": 2, "cin": cin, "cout": cout, "k": k, "stride": stride, "pad": pad, "hw": hw}
-        for passes, what in PASSES.items():
-            suffix = "" if passes == "fwd" else f"_{passes}"
-            for layout in ("nchw", "cl"):
-                yield WorkloadSpec(
-                    f"conv2d_{name}{suffix}" + (".cl" if layout == "cl" else ""),
-                    "conv",
-                    f"Conv2d {what} {cin}->{cout} {k}x{k} stride {stride}, ResNet-50 ({layout})",
-                    profiles=EVERY_PROFILE if passes == "fwd" and layout == "nchw" else LARGER_PROFILES,
-                    params={**base, "pass": passes, "layout": layout},
-                )
+    for network in NETWORKS:
+        for layer in network.convs:
+            base = {
+                "dims": 2,
+                "cin": layer.cin,
+                "cout": layer.cout,
+                "k": layer.k,
+                "stride": layer.stride,
+                "pad": layer.k // 2,
+                "hw": layer.hw,
+                "batch": network.batch,
+                "network": network.title,
+                "layer": layer.name,
+            }
+            earlier = network is RESNET50 and layer.name in EARLIER
+            for passes, what in PASSES.items():
+                suffix = "" if passes == "fwd" else f"_{passes}"
+                for layout, shown in LAYOUTS.items():
+                    profiles = ATLAS_PROFILES
+                    if earlier:
+                        smoke = passes == "fwd" and layout == "nchw"
+                        profiles = (*(EVERY_PROFILE if smoke else LARGER_PROFILES), "atlas")
+                    yield WorkloadSpec(
+                        f"conv2d_{network.key}_{layer.name}{suffix}" + (".cl" if layout == "cl" else ""),
+                        "conv",
+                        f"Conv2d {what} {layer.cin}->{layer.cout} {layer.k}x{layer.k} stride "
+                        f"{layer.stride} at {layer.hw}x{layer.hw}, {network.title} {layer.name} ({shown})",
+                        profiles=profiles,
+                        params={**base, "pass": passes, "layout": layout},
+                        group=f"conv {what} {shown}",
+                    )
     for wid, (text, shape) in SHAPES.items():
         params = {"dims": 2, "pass": "fwd", "layout": "nchw", **shape}
-        yield WorkloadSpec(wid, "conv", text, params=params)
+        yield WorkloadSpec(wid, "conv", text, params=params, group="conv forward, other shapes")
 
 
 SPECS = tuple(_specs())
@@ -90,7 +107,7 @@ def build(spec: WorkloadSpec, profile: str, device: str, dtype: str) -> Built:
     stride, pad, groups = p["stride"], p["pad"], p.get("groups", 1)
     dilation, transposed = p.get("dilation", 1), p.get("transposed", False)
     t = DTYPES[dtype]
-    batch = pick(profile, 2, 32 if dims < 3 else 4, 64 if dims < 3 else 8)
+    batch = pick(profile, 2, p.get("batch", 32 if dims < 3 else 4), 64 if dims < 3 else 8)
     hw = pick(profile, max(p["hw"] // 4, 8), p["hw"])
     spatial = {1: (hw,), 2: (hw, hw), 3: (pick(profile, 4, p.get("depth", 8)), hw, hw)}[dims]
     x = randn(batch, cin, *spatial, device=device, dtype=t, seed=1)

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from harness.suite.contract import EVERY_PROFILE, LARGER_PROFILES, Built, WorkloadSpec, pick
+from harness.suite.contract import ATLAS_PROFILES, EVERY_PROFILE, LARGER_PROFILES, Built, WorkloadSpec, pick
+from harness.suite.workloads.layers import NETWORKS, TRANSFORMER
 
 if TYPE_CHECKING:
     import torch
 
-SPECS = tuple(
+PASSES = {"fwd": "forward", "bwd": "backward"}
+
+GENERIC = tuple(
     WorkloadSpec(
         "batchnorm2d"
         if (kind, passes) == ("batch", "fwd")
@@ -20,8 +23,34 @@ SPECS = tuple(
         params={"kind": kind, "pass": passes},
     )
     for kind in ("batch", "layer", "group", "instance")
-    for passes in ("fwd", "bwd")
+    for passes in PASSES
 )
+# the atlas: each network's batch norms, the transformer block's layer norms, at the shapes they run at
+LAYERS = tuple(
+    WorkloadSpec(
+        f"batchnorm2d_{network.key}_{channels}x{hw}" + ("" if passes == "fwd" else "_bwd"),
+        "norm",
+        f"batch norm {what}, {channels} channels at {hw}x{hw}, {network.title}",
+        profiles=ATLAS_PROFILES,
+        params={"kind": "batch", "pass": passes, "shape": [network.batch, channels, hw, hw]},
+        group=f"batch norm {what}",
+    )
+    for network in NETWORKS
+    for channels, hw in network.batchnorms
+    for passes, what in PASSES.items()
+) + tuple(
+    WorkloadSpec(
+        f"layernorm_tb_s{seq}" + ("" if passes == "fwd" else "_bwd"),
+        "norm",
+        f"layer norm {what}, {TRANSFORMER.title}, sequence {seq}",
+        profiles=ATLAS_PROFILES,
+        params={"kind": "layer", "pass": passes, "shape": [TRANSFORMER.batch, seq, TRANSFORMER.d_model]},
+        group=f"layer norm {what}",
+    )
+    for seq in TRANSFORMER.seq_lens
+    for passes, what in PASSES.items()
+)
+SPECS = GENERIC + LAYERS
 
 
 def build(spec: WorkloadSpec, profile: str, device: str, dtype: str) -> Built:
@@ -32,12 +61,16 @@ def build(spec: WorkloadSpec, profile: str, device: str, dtype: str) -> Built:
 
     kind, passes = spec.params["kind"], spec.params["pass"]
     t = DTYPES[dtype]
-    if kind == "layer":  # a transformer activation: (batch * seq, hidden)
-        shape: tuple[int, ...] = pick(profile, (2, 64, 256), (16, 1024, 1024), (32, 2048, 1024))
-        channels = shape[-1]
+    shape: tuple[int, ...]
+    if "shape" in spec.params:  # a network's layer: its shape, the smoke test's a quarter of each side
+        shape = tuple(spec.params["shape"])
+        if profile == "smoke":
+            shape = (2, *(max(n // 4, 8) for n in shape[1:]))
+    elif kind == "layer":  # a transformer activation: (batch * seq, hidden)
+        shape = pick(profile, (2, 64, 256), (16, 1024, 1024), (32, 2048, 1024))
     else:  # a CNN activation: (batch, channels, H, W)
         shape = pick(profile, (2, 64, 28, 28), (32, 64, 56, 56), (64, 64, 56, 56))
-        channels = shape[1]
+    channels = shape[-1] if kind == "layer" else shape[1]
     x = randn(*shape, device=device, dtype=t, seed=5)
     weight = torch.ones(channels, device=device, dtype=t)
     bias = torch.zeros(channels, device=device, dtype=t)

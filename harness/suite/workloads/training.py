@@ -31,9 +31,11 @@ SPECS = tuple(
         f"train_{model}",
         "training",
         f"training step (autocast + GradScaler in fp16): {text}",
-        profiles=EVERY_PROFILE if model == "small_cnn" else LARGER_PROFILES,
+        # the model-level rows of every release sweep: the atlas trains the networks its layers come from
+        profiles=EVERY_PROFILE if model == "small_cnn" else (*LARGER_PROFILES, "atlas"),
         params={"model": model},
         numerics=False,
+        group="model",
     )
     for model, text in MODELS.items()
 )

@@ -1,0 +1,83 @@
+"""The first screen's summary by family: what each release (or each candidate) changed, per family of rows
+and per model, never one row's change read as the release's."""
+
+from __future__ import annotations
+
+from harness.report import markdown
+from harness.report.families import FamilyLine
+from harness.report.model import Analysis, Cell, Section, Value, View
+
+HEADERS = (
+    "release",
+    "against",
+    "family",
+    "dtype",
+    "rows",
+    "faster",
+    "slower",
+    "same",
+    "undecided",
+    "failed",
+    "largest faster",
+    "largest slower",
+    "other kernels",
+)
+
+
+def by_family(view: View, analysis: Analysis) -> Section | None:
+    """Along a release axis, each release against the one before it; else each candidate against the
+    baseline. Model rows always, families only where something changed (a verdict or what ran)."""
+    along = analysis.series is not None and bool(analysis.series.families)
+    lines = analysis.series.families if analysis.series is not None and along else analysis.families
+    if not lines:
+        return None
+    shown = [line for line in lines if line.is_model or line.changed]
+    both = [line for line in lines if line.both_ways]
+    what = "each release against the release before it" if along else "each candidate against the baseline"
+    intro = [
+        f"By family, {what}: how many of a family's rows (a network's layers at one pass, layout and dtype) "
+        "came out faster, slower or the same, the largest change each way, and in how many other kernels "
+        "ran. One row's change is that row's: a family's count is the release's. Model rows (a whole "
+        "training step) come first, each alone. Families whose rows all kept their time and kernels are "
+        "left out."
+    ]
+    if both:
+        listed = "; ".join(
+            markdown.inline(
+                f"{line.compared}: {line.family} {line.dtype} ({line.faster} faster, "
+                f"{line.slower} slower of {line.rows})"
+            )
+            for line in both[:12]
+        )
+        more = f" and {len(both) - 12} more" if len(both) > 12 else ""
+        intro.append(
+            f"**Rows of one family moved both ways** (no one direction holds for it): {listed}{more}."
+        )
+    elif shown:
+        intro.append("No family's rows moved both ways.")
+    if not shown:
+        intro.append("No family changed.")
+    several = len({line.knobs for line in lines}) > 1
+    rows = tuple(_row(line, several) for line in shown)
+    return Section("By family", " ".join(intro), HEADERS if rows else (), rows)
+
+
+def _row(line: FamilyLine, knobs_shown: bool) -> tuple[Cell, ...]:
+    extremes: list[Cell] = [
+        Value(extreme.text(), extreme.ratio, "number") if extreme else ""
+        for extreme in (line.fastest, line.slowest)
+    ]
+    return (
+        line.compared,
+        line.against,
+        line.family,
+        line.dtype + (f" [{line.knobs}]" if line.knobs and knobs_shown else ""),
+        line.rows,
+        line.faster,
+        line.slower,
+        line.same,
+        line.undecided,
+        line.failed,
+        *extremes,
+        line.ran_changed,
+    )
