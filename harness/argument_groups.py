@@ -77,7 +77,10 @@ def run_args(parser: argparse.ArgumentParser) -> None:
         "of the same image and suite version, and run what is missing)",
     )
     again.add_argument(
-        "--fresh", action="store_true", help="run everything again; earlier results move to superseded/"
+        "--fresh",
+        action="store_true",
+        help="run everything again: first, everything earlier runs left in --out (every result, logs/, "
+        "quarantine/) moves to superseded/",
     )
     local = parser.add_argument_group("local backend")
     local.add_argument(

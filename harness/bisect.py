@@ -255,5 +255,7 @@ def _ratio(value: float | None) -> str:
 
 
 def run_with(request: launch.RunRequest, say: Say, detail: Say | None = None) -> Run:
-    """A ``Run`` that sends each probe through ``launch.run`` with ``request``'s settings, into its folder."""
-    return lambda plan, out: launch.run(plan, dataclasses.replace(request, out=out), say, detail)
+    """A ``Run`` that sends each probe through ``launch.run`` with ``request``'s settings, into its folder;
+    a fresh start is the first probe's alone (``launch.Steps``), so no probe moves another's rounds aside."""
+    steps = launch.Steps(request, say, detail)
+    return lambda plan, out: steps(plan, out=out)

@@ -158,13 +158,8 @@ def _qualify(args: argparse.Namespace, out: Output) -> int:
     results = args.out or Path("results") / plan.name
     report_out = jsonio.output_folder(args.report_out or Path("reports") / plan.name, "report_out")
     request = argument_values.run_request(args, plan.backend, results)
-    done = qualify.run_rounds(
-        plan,
-        results,
-        args.all_rounds,
-        lambda some, rounds: launch.run(some, request, out.say, out.detail, out.console.runs, rounds),
-        out.say,
-    )
+    steps = launch.Steps(request, out.say, out.detail, out.console.runs)  # a fresh start: the first only
+    done = qualify.run_rounds(plan, results, args.all_rounds, steps, out.say)
     if done.stopped:
         return exit_code(done.outcomes, out)
     if not done.measured:  # a finished folder: say so, and how to get more, rather than judge in silence

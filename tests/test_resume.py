@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -73,6 +75,56 @@ def test_a_second_run_keeps_every_valid_result_and_runs_nothing(matrix_file, tmp
     assert set(after) == set(before) and all(after[n] != before[n] for n in after)
     superseded = out / "superseded"
     assert {p.name for p in superseded.glob("*.json.gz")} == set(before)  # nothing valid is lost
+
+
+def test_a_fresh_run_moves_every_round_an_earlier_run_left_and_reports_its_own_alone(matrix_file, tmp_path):
+    # issue 41, 1: a fresh 3-round run into a folder of 11 rounds moved aside only rounds 1-3; rounds 4-11
+    # stayed, and the report counted them as rounds of the new run
+    out, report = tmp_path / "r", tmp_path / "report"
+    matrix_file.write_text(MATRIX.replace("rounds: 2", "rounds: 11"))
+    # on a CPU the GPU ids only number concurrent runs: two at a time
+    earlier = run_cli("run", "--matrix", str(matrix_file), "--out", str(out), "--gpus", "0,1")
+    assert earlier.returncode == 0, earlier.stdout + earlier.stderr
+    before = result_files(out)
+    cells = sorted({name.split(".r")[0] for name in before})
+    assert len(cells) == 2 and set(before) == {f"{c}.r{r}.json.gz" for c in cells for r in range(1, 12)}
+
+    matrix_file.write_text(MATRIX.replace("rounds: 2", "rounds: 3"))
+    fresh = run_cli(
+        "qualify", "--matrix", str(matrix_file), "--out", str(out), "--report-out", str(report), "--fresh"
+    )
+    assert fresh.returncode in (0, 1), fresh.stdout + fresh.stderr  # an A/A on a CPU: its verdicts are noise
+    assert fresh.stdout.count("a fresh start:") == 1
+    moved = f"moved what earlier runs left in {out}/ to {out / 'superseded'}/: 22 results, logs/"
+    assert moved in fresh.stdout
+    after = result_files(out)
+    assert set(after) == {f"{c}.r{r}.json.gz" for c in cells for r in (1, 2, 3)}
+    assert all(after[name] != before[name] for name in after)  # each one made by the fresh run
+    assert {p.name for p in (out / "superseded").glob("*.json.gz")} == set(before)  # moved, never lost
+    assert len(list((out / "superseded" / "logs").glob("*.log"))) == 22
+    assert len(list((out / "logs").glob("*.log"))) == 6
+    assert "(6 results, 0 quarantined)" in fresh.stdout and "another plan" not in fresh.stderr
+    verdict = json.loads((report / "verdict.json").read_text())
+    assert {(r["rounds_baseline"], r["rounds_candidate"]) for r in verdict["comparisons"]} == {(3, 3)}
+
+    # an earlier run's round brought back: counted, and the report says which results and when
+    for cell in cells:
+        shutil.move(out / "superseded" / f"{cell}.r4.json.gz", out / f"{cell}.r4.json.gz")
+    again = run_cli("report", "--results", str(out), "--out", str(tmp_path / "again"))
+    assert again.returncode in (0, 1), again.stdout + again.stderr
+    note = re.search(
+        r"note: 2 of the 8 results here were made for another plan than the plan\.json beside them "
+        r"\(an earlier version of the matrix, or another folder's\), made from (\S+ \S+) to (\S+) UTC: "
+        r"A \(.+\) r4, B \(.+\) r4; they are counted as rounds of this plan",
+        again.stderr,
+    )
+    assert note, again.stderr
+    made = sorted(jsonio.read(out / f"{cell}.r4.json.gz")["started_at"] for cell in cells)
+    assert note.group(1) == made[0][:19].replace("T", " ")  # when the earlier run made them
+    read_first = (tmp_path / "again" / "report.md").read_text().split("## Read this first", 1)[1]
+    assert "2 of the 8 results here were made for another plan" in read_first.split("\n## ", 1)[0]
+    verdict = json.loads((tmp_path / "again" / "verdict.json").read_text())
+    assert {(r["rounds_baseline"], r["rounds_candidate"]) for r in verdict["comparisons"]} == {(4, 4)}
 
 
 def test_a_killed_orchestrator_leaves_nothing_partial_and_the_next_run_resumes(matrix_file, tmp_path):

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -80,6 +81,28 @@ def run(
     )
     _say_kept(outcomes, request.out, say)
     return outcomes
+
+
+class Steps:
+    """``run`` for a command that runs in several steps into one folder (qualify's rounds, bisect's
+    probes): a fresh start is the first step's alone, which moves aside what earlier runs left; the later
+    steps add to what it made (they resume), rather than moving that aside in turn."""
+
+    def __init__(
+        self,
+        request: RunRequest,
+        say: Callable[[str], None],
+        detail: Callable[[str], None] | None = None,
+        tick: Callable[[int, int], None] | None = None,
+    ) -> None:
+        self.request, self.say, self.detail, self.tick = request, say, detail, tick
+
+    def __call__(self, plan: Plan, rounds: range | None = None, out: Path | None = None) -> list[CellOutcome]:
+        """``run`` of ``plan``'s ``rounds`` (default: all), into ``out`` (default: the request's)."""
+        request = self.request if out is None else dataclasses.replace(self.request, out=out)
+        if self.request.mode is resume.Mode.FRESH:
+            self.request = dataclasses.replace(self.request, mode=resume.Mode.RESUME)
+        return run(plan, request, self.say, self.detail, self.tick, rounds)
 
 
 def _submit(

@@ -44,7 +44,7 @@ def run(
     interrupted run continues where it stopped. ``plan.json`` always describes the whole matrix, so a
     report can place any subset run into it.
     """
-    with prepared(plan, results_dir, say, rounds):
+    with prepared(plan, results_dir, say, rounds, fresh=mode is resume.Mode.FRESH):
         for line in backend.sweep(results_dir):
             say(line)
         chosen = plan.cells if cells is None else cells

@@ -45,16 +45,34 @@ def all_rounds(plan: Plan) -> range:
 
 @contextlib.contextmanager
 def prepared(
-    plan: Plan, results_dir: Path, say: Callable[[str], None], rounds: range | None = None
+    plan: Plan,
+    results_dir: Path,
+    say: Callable[[str], None],
+    rounds: range | None = None,
+    fresh: bool = False,
 ) -> Iterator[None]:
     """Hold the results folder's lock, say what an interrupted run left there, write ``plan.json`` where
     ``rounds`` (default: all the plan's) begin at round 1: later rounds of a sequential qualification
-    (its undecided rows) add to the folder's plan, they do not replace it."""
+    (its undecided rows) add to the folder's plan, they do not replace it.
+
+    ``fresh``: the run starts afresh, so before anything runs, everything earlier runs left in the folder
+    moves to ``superseded/`` (``folder.supersede_all``), whichever rounds and cells this run will make:
+    the folder then holds this run's results alone. A command that runs in several steps into one
+    folder starts afresh in its first step only (``launch.Steps``)."""
     with folder.locked(results_dir) as swept:
         if swept:
             say(f"removed what an interrupted run left: {', '.join(swept)}")
         if (rounds or all_rounds(plan)).start == 1:
-            folder.write_plan(results_dir, plan)
+            folder.write_plan(results_dir, plan)  # first: a folder of another matrix is refused, not emptied
+        if fresh:
+            moved = folder.supersede_all(results_dir)
+            if moved:
+                folders = [f"{name}/" for name in moved if name in (folder.LOGS, folder.QUARANTINE)]
+                say(
+                    f"a fresh start: moved what earlier runs left in {results_dir}/ to "
+                    f"{results_dir / folder.SUPERSEDED}/: {len(moved) - len(folders)} results"
+                    + "".join(f", {name}" for name in folders)
+                )
         yield
 
 

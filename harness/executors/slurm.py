@@ -89,7 +89,7 @@ class Submission:
         self, cells: tuple[Cell, ...], mode: resume.Mode, rounds: range | None = None
     ) -> list[CellOutcome]:
         self._refuse_if_an_array_still_writes_here()
-        with prepared(self.plan, self.results_dir, self.say, rounds):
+        with prepared(self.plan, self.results_dir, self.say, rounds, fresh=mode is resume.Mode.FRESH):
             pending, outcomes, total = decide(
                 self.plan, cells, self.results_dir, self.identity, mode, self.say, rounds
             )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import datetime as dt
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,16 +57,66 @@ def merged_plan(dirs: list[Path]) -> Plan:
 
 
 def report(plan: Plan, dirs: list[Path], out: Path, policy: Policy, warn: Say) -> Report:
-    """Every valid result of ``dirs`` against ``plan``'s baseline, written into ``out``."""
+    """Every valid result of ``dirs`` against ``plan``'s baseline, written into ``out``. Results made for
+    another plan than their folder's ``plan.json`` are counted, and the report says which and when (its
+    "Read this first", and a warning here)."""
     loaded = documents.load_many(dirs)
     _refuse_refused_cells(plan, dirs, loaded)
     _refuse_incomparable(dirs, loaded, warn)
     view = View.from_plan(plan)
+    other = _other_plans(view, loaded)
+    if other:
+        warn(f"note: {other}")
+        view = dataclasses.replace(view, cautions=(*view.cautions, other))
     analysis = analyze(view, loaded, policy)
     for file, cell_id in analysis.outside:
         warn(f"not in the plan: {file} holds cell {cell_id}, which plan.json does not list; not compared")
     jsonio.output_folder(out, "out")
     return Report(analysis, loaded, _written(view, analysis, loaded, out, dirs))
+
+
+def _other_plans(view: View, loaded: documents.LoadedResults, most: int = 6) -> str | None:
+    """A sentence on the results of the plan's cells that were made for another plan than the one their
+    folder holds now (``documents.of_other_plans``): how many, which cells' rounds (the first ``most``
+    cells), and when they were made; None where there are none."""
+    mine = [d for d in loaded.documents if d["cell"]["id"] in view.letters]
+    found = [d for d, _ in documents.of_other_plans(loaded) if d["cell"]["id"] in view.letters]
+    if not found:
+        return None
+    rounds: dict[str, list[int]] = {}
+    for doc in found:
+        rounds.setdefault(doc["cell"]["id"], []).append(documents.round_of(doc))
+    cells = [
+        f"{view.letters[cell]} ({view.labels.get(cell, cell)}) {_spans(rounds[cell])}"
+        for cell in view.groups
+        if cell in rounds
+    ]
+    more = f" and {len(cells) - most} more cells" if len(cells) > most else ""
+    times = [documents.instant(d[key]) for d in found for key in ("started_at", "finished_at")]
+    utc = sorted(t.astimezone(dt.timezone.utc) for t in times if t is not None)
+    when = ""
+    if utc:
+        last = f"{utc[-1]:%H:%M:%S}" if utc[-1].date() == utc[0].date() else f"{utc[-1]:%Y-%m-%d %H:%M:%S}"
+        when = f", made from {utc[0]:%Y-%m-%d %H:%M:%S} to {last} UTC"
+    return (
+        f"{len(found)} of the {len(mine)} results here were made for another plan than the plan.json "
+        f"beside them (an earlier version of the matrix, or another folder's){when}: "
+        f"{', '.join(cells[:most])}{more}; they are counted as rounds of this plan: a fresh run measures "
+        "its own rounds alone"
+    )
+
+
+def _spans(numbers: list[int]) -> str:
+    """[4, 5, 6, 9] -> 'r4-r6, r9'; where rounds repeat (shards), how many runs."""
+    if len(set(numbers)) != len(numbers):
+        return f"{len(numbers)} runs"
+    spans: list[list[int]] = []
+    for n in sorted(numbers):
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return ", ".join(f"r{a}" if a == b else f"r{a}-r{b}" for a, b in spans)
 
 
 def _written(

@@ -118,7 +118,7 @@ def _facts(doc: ResultDocument, source: str) -> list[Problem]:
                 f"(expected {expected_id!r}); the document was altered or forged",
             )
         )
-    started, finished = _instant(doc["started_at"]), _instant(doc["finished_at"])
+    started, finished = instant(doc["started_at"]), instant(doc["finished_at"])
     if started is None or finished is None:
         found.append(Problem(source, "started_at", "started_at or finished_at is not a time Python can read"))
     elif finished < started:
@@ -199,7 +199,7 @@ def _facts(doc: ResultDocument, source: str) -> list[Problem]:
     return found
 
 
-def _instant(text: str) -> dt.datetime | None:
+def instant(text: str) -> dt.datetime | None:
     """An RFC 3339 time (the schema checked its form) as an aware datetime; None where Python cannot read
     it."""
     try:
@@ -263,6 +263,24 @@ def load(results_dir: Path) -> LoadedResults:
     named = {q.name for q in quarantined}
     quarantined += [q for q in folder.quarantined_earlier(results_dir) if q.name not in named]
     return dataclasses.replace(unique(documents, files), quarantined=tuple(quarantined))
+
+
+def of_other_plans(loaded: LoadedResults) -> list[tuple[ResultDocument, str]]:
+    """The results (document, file) made for another plan than the ``plan.json`` of the folder that holds
+    them (their ``run.plan_sha256``): the matrix was edited since they were made, or they came from
+    another folder. A result that records no plan (written before results recorded it) is not judged."""
+    current: dict[Path, str | None] = {}
+    found = []
+    for document, file in zip(loaded.documents, loaded.files, strict=True):
+        recorded = document["run"].get("plan_sha256")
+        if recorded is None:
+            continue
+        where = Path(file).parent
+        if where not in current:
+            current[where] = folder.plan_sha256(where)
+        if current[where] is not None and recorded != current[where]:
+            found.append((document, file))
+    return found
 
 
 def load_many(results_dirs: list[Path]) -> LoadedResults:

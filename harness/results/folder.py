@@ -4,7 +4,8 @@
 <results>/<cell>.r<round>.json.gz   one result per run
 <results>/logs/<cell>.r<round>.log  each run's own output (``.part`` while it is written)
 <results>/quarantine/               invalid documents, with their problems beside them
-<results>/superseded/               valid results a later run replaced
+<results>/superseded/               valid results a later run replaced, and all an earlier run left
+                                    where a run started afresh (its results, logs/ and quarantine/)
 <results>/.lock                     held by the one process that writes here
 <results>/.cell-*, .tmp-*           scratch of runs in flight, swept by the next run after a kill
 """
@@ -15,6 +16,7 @@ import contextlib
 import errno
 import fcntl
 import hashlib
+import json
 import os
 import shutil
 import stat
@@ -104,7 +106,8 @@ def write_result(results_dir: Path, cell: Cell, document: SuiteResult, run: RunR
     """The one place a run's result is written: ``document`` (what the suite wrote, or the failed result a
     backend made) with the cell named, the backend's run record, and, for a failure without one, its
     log's tail; the log gets its final name first. Written once, atomically, as the result of
-    ``run``'s round.
+    ``run``'s round. The run records which plan it was made for (``plan_sha256``: the folder's plan.json
+    as it is now), so that a report can tell a result of another plan from its own.
 
     A failure while the results folder's disk is (nearly) full is not the cell's: it raises ENOSPC,
     so the run stops and the cell runs again once there is room, instead of being kept as failed.
@@ -114,6 +117,9 @@ def write_result(results_dir: Path, cell: Cell, document: SuiteResult, run: RunR
     round_index = run.get("round", 1)
     log = log_path(results_dir, cell.id, round_index)
     finish_log(log)
+    made_for = plan_sha256(results_dir)
+    if made_for is not None:
+        run = {**run, "plan_sha256": made_for}
     result: ResultDocument = {**document, "cell": cell_record(cell), "run": run}
     failure = result.get("failure")
     if failure and not failure.get("log_tail"):
@@ -255,6 +261,33 @@ def quarantined_earlier(results_dir: Path) -> list[Quarantined]:
 
 def supersede(path: Path) -> None:
     move_aside(path, SUPERSEDED)
+
+
+def supersede_all(results_dir: Path) -> list[str]:
+    """A fresh start: everything earlier runs left in ``results_dir`` moved to ``superseded/``: every result
+    document (of any cell and round, whatever the new plan will run), the runs' ``logs/`` and
+    ``quarantine/``. Nothing is deleted, and nothing planted is followed: a link among them moves as the
+    link (``move_aside``). Returns the names moved, in order."""
+    moved = []
+    for path in sorted(results_dir.iterdir()):
+        if is_result_file(path) or path.name in (LOGS, QUARANTINE):
+            move_aside(path, SUPERSEDED)
+            moved.append(path.name)
+    return moved
+
+
+def plan_sha256(results_dir: Path) -> str | None:
+    """Which plan the folder's results are made for: the sha256 of its plan.json's content (every field
+    but ``source``, the path the matrix was given by, which says nothing of the plan); None where there is
+    no plan.json that reads as JSON (``stored_plan`` says why, where a plan is needed)."""
+    try:
+        raw = jsonio.read(results_dir / PLAN_FILE, MAX_BYTES)
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(raw, dict):
+        return None
+    content = {key: value for key, value in raw.items() if key != "source"}
+    return hashlib.sha256(json.dumps(content, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def stored_plan(results_dir: Path, remedy: str = "re-run the matrix to recreate it") -> Plan:

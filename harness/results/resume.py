@@ -4,6 +4,8 @@ A result is reused only when it is valid (``documents.check``) and was made the 
 identity (suite version, suite settings, and the backend's image or interpreter). Everything else
 is redone; a valid result that no longer matches is moved to ``superseded/`` rather than overwritten,
 and an invalid one is quarantined, so nothing valid is ever lost and nothing invalid is ever kept.
+A fresh run keeps nothing: before it runs, everything earlier runs left in the folder moves to
+``superseded/`` (``executors.runs.prepared``), not only the results its own schedule names.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from harness.suite.document import Identity, ResultDocument
 class Mode(Enum):
     RESUME = "resume"  # keep valid results of the same identity (ok or failed); run what is missing
     RERUN_FAILED = "rerun-failed"  # run only the runs whose kept result failed
-    FRESH = "fresh"  # run everything; earlier valid results move to superseded/
+    FRESH = "fresh"  # run everything; every earlier result moves to superseded/ before anything runs
 
 
 @dataclass(frozen=True)

@@ -216,6 +216,7 @@ class RunRecord(TypedDict):
     env_overrides: NotRequired[dict[str, str]]
     harness_version: NotRequired[str]
     matrix_sha256: NotRequired[str]
+    plan_sha256: NotRequired[str]  # the plan.json the result was made for (harness/results/folder.py)
     image: NotRequired[dict[str, Any]]  # reference, id, digests, base, the Python and torch inside
     container: NotRequired[dict[str, Any]]  # id, user, read-only root, network, capabilities, limits
     container_start_s: NotRequired[float]
