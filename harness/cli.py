@@ -164,9 +164,10 @@ def _qualify(args: argparse.Namespace, out: Output) -> int:
         return exit_code(done.outcomes, out)
     if not done.measured:  # a finished folder: say so, and how to get more, rather than judge in silence
         out.say(
-            f"nothing was left to decide: {results} already holds every round the matrix asks "
-            f"({plan.rounds}) of the rows that needed them; for more, raise 'rounds:' in {args.matrix} "
-            "(qualify then runs only the undecided rows), or run with --fresh to measure everything again"
+            f"nothing was left to decide: {results} already held every round this needed, from earlier "
+            f"runs, and they are kept ({done.asked}; the matrix asks at most {plan.rounds}); for more, "
+            f"raise 'rounds:' in {args.matrix} (qualify then runs only the undecided rows), or run with "
+            "--fresh to measure everything again"
         )
     return said(folders.report(plan, [results], report_out, policy(args), out.warn))
 

@@ -17,6 +17,7 @@ from harness.executors import runs
 from harness.executors.runs import CellOutcome
 from harness.plan.model import Plan
 from harness.report import folders
+from harness.results import folder
 
 # the first rounds for every row; later rounds (up to the matrix's) only for the undecided ones
 FIRST_ROUNDS = 3
@@ -31,13 +32,26 @@ class Rounds:
     outcomes: list[CellOutcome]  # the last runs made: where nothing could run, why
     measured: bool  # whether any run was made (False: the folder already held every round needed)
     stopped: bool = False  # nothing could run (``runs.nothing_ran``): the rounds stopped there
+    first: int = 0  # the rounds every row was asked for
+    last: int = 0  # the last round asked for (of the undecided rows, where it is past ``first``)
+
+    @property
+    def asked(self) -> str:
+        """The rounds asked of the folder, in words: 'rounds 1-3 of every row[, and rounds 4-11 of the rows
+        still undecided after them]'."""
+        every = "round 1" if self.first == 1 else f"rounds 1-{self.first}"
+        later = f"rounds {self.first + 1}-{self.last}" if self.last > self.first + 1 else f"round {self.last}"
+        return f"{every} of every row" + (
+            f", and {later} of the rows still undecided after them" if self.last > self.first else ""
+        )
 
 
 def run_rounds(plan: Plan, out: Path, all_rounds: bool, run: Run, say: Say) -> Rounds:
     """Run ``plan``'s rounds into ``out`` (its folder's ``plan.json`` is the whole plan), first every
-    row, then only the undecided ones."""
+    row, then only the undecided ones. A later round the folder already holds (an earlier run's) is said
+    so, and kept where it is valid and made the same way rather than measured again."""
     first = plan.rounds if all_rounds else min(FIRST_ROUNDS, plan.rounds)
-    done = _ran(run(plan, range(1, first + 1)))
+    done = dataclasses.replace(_ran(run(plan, range(1, first + 1))), first=first, last=first)
     for round_index in range(first + 1, plan.rounds + 1):
         if done.stopped:
             break
@@ -45,12 +59,14 @@ def run_rounds(plan: Plan, out: Path, all_rounds: bool, run: Run, say: Say) -> R
         if still is None:
             say(f"every row is decided after {round_index - 1} rounds; the other rounds are not needed")
             break
-        say(
-            f"round {round_index} of at most {plan.rounds}: {still.count} rows still undecided; running "
-            f"{', '.join(f'{w} {d}' for w, d in still.rows)} again in {len(still.cells)} cells"
-        )
+        undecided = f"round {round_index} of at most {plan.rounds}: {still.count} rows still undecided"
+        if all(folder.result_path(out, cell, round_index).exists() for cell in still.cells):
+            say(f"{undecided}; {out}/ already holds their round {round_index}, from an earlier run")
+        else:
+            rows = ", ".join(f"{w} {d}" for w, d in still.rows)
+            say(f"{undecided}; running {rows} again in {len(still.cells)} cells")
         later = _ran(run(undecided_only(plan, still), range(round_index, round_index + 1)))
-        done = Rounds(later.outcomes, done.measured or later.measured, later.stopped)
+        done = Rounds(later.outcomes, done.measured or later.measured, later.stopped, first, round_index)
     return done
 
 

@@ -127,6 +127,52 @@ def test_a_fresh_run_moves_every_round_an_earlier_run_left_and_reports_its_own_a
     assert {(r["rounds_baseline"], r["rounds_candidate"]) for r in verdict["comparisons"]} == {(4, 4)}
 
 
+# every row stays undecided: no interval of 3 or 4 CPU rounds a side is as narrow as 0.01 %, and an A/A
+# gives no p as small as 1e-4
+UNDECIDED = MATRIX.replace("rounds: 2", "rounds: 4") + "thresholds: {regression_pct: 0.01, alpha: 1.0e-4}\n"
+
+
+def test_qualify_on_a_finished_folder_runs_nothing_and_a_fresh_one_starts_over_once(matrix_file, tmp_path):
+    matrix_file.write_text(UNDECIDED)
+    out, report = tmp_path / "r", tmp_path / "report"
+
+    def qualify(*extra: str) -> subprocess.CompletedProcess[str]:
+        command = ("qualify", "--matrix", str(matrix_file), "--out", str(out), "--report-out", str(report))
+        done = run_cli(*command, *extra)
+        assert done.returncode == 0, done.stdout + done.stderr  # every row inconclusive: exit 0
+        return done
+
+    first = qualify()
+    assert "round 4 of at most 4: 2 rows still undecided; running relu fp32, gemm fp32 again in 2 cells" in (
+        first.stdout
+    )
+    made = result_files(out)
+    assert len(made) == 8
+
+    # issue 41, 7: a finished folder printed 'running' for each later round, then kept every run
+    again = qualify()
+    assert result_files(out) == made  # nothing ran
+    progress = [line for line in again.stdout.splitlines() if line.startswith("[")]  # timed lines
+    assert progress and not [line for line in progress if "running" in line], again.stdout
+    assert f"round 4 of at most 4: 2 rows still undecided; {out}/ already holds their round 4" in again.stdout
+    assert again.stdout.count("kept: a valid result made the same way") == 8
+    assert (
+        f"nothing was left to decide: {out} already held every round this needed, from earlier runs, and "
+        "they are kept (rounds 1-3 of every row, and round 4 of the rows still undecided after them; the "
+        "matrix asks at most 4)"
+    ) in again.stdout
+
+    # --fresh: everything moves aside once, before round 1; round 4 then adds to the new rounds 1-3
+    fresh = qualify("--fresh")
+    assert fresh.stdout.count("a fresh start:") == 1
+    assert f"to {out / 'superseded'}/: 8 results, logs/" in fresh.stdout
+    after = result_files(out)
+    assert set(after) == set(made) and all(after[name] != made[name] for name in after)
+    assert {p.name for p in (out / "superseded").glob("*.json.gz")} == set(made)
+    verdict = json.loads((report / "verdict.json").read_text())
+    assert {(r["rounds_baseline"], r["rounds_candidate"]) for r in verdict["comparisons"]} == {(4, 4)}
+
+
 def test_a_killed_orchestrator_leaves_nothing_partial_and_the_next_run_resumes(matrix_file, tmp_path):
     out = tmp_path / "r"
     command = ("run", "--matrix", str(matrix_file), "--out", str(out))

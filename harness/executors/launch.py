@@ -12,10 +12,10 @@ from pathlib import Path
 from harness import jsonio, suite_listing
 from harness.backends import registry
 from harness.errors import InputError, Problem
-from harness.executors import pool
+from harness.executors import pool, runs
 from harness.executors.runs import CellOutcome
 from harness.plan.model import Cell, Plan
-from harness.results import resume
+from harness.results import folder, resume
 
 
 @dataclass(frozen=True)
@@ -59,10 +59,7 @@ def run(
     if gpus and plan.suite.device != "cpu":
         _on_this_host(gpus, request.gpus or "")
     jsonio.output_folder(request.out, "out")
-    say(
-        f"running {len(cells)} of {len(plan.cells)} cells of {plan.name!r} into {request.out}/ (logs in "
-        f"{request.out}/logs/)" + _mode_words(request.mode)
-    )
+    say(_header(plan, cells, request, rounds))
     exclusive = needs_every_gpu(plan, request.settings.python)
     if gpus:
         how = "each run gets all of them (a multi-GPU workload)" if exclusive else "one run per GPU at a time"
@@ -210,6 +207,21 @@ def gpu_ids(text: str | None) -> tuple[str, ...]:
         why = "names a GPU twice; two runs on one GPU would time each other"
         raise InputError([Problem("gpus", text, why, setting="gpus")])
     return ids
+
+
+def _header(plan: Plan, cells: tuple[Cell, ...], request: RunRequest, rounds: range | None) -> str:
+    """A run's first line: what it runs, into where; or, resuming where every run asked is already in the
+    folder (a finished folder), that those are checked and kept rather than anything run."""
+    what = f"{len(cells)} of {len(plan.cells)} cells of {plan.name!r}"
+    asked = runs.schedule(cells, rounds or runs.all_rounds(plan))
+    if request.mode is resume.Mode.RESUME and all(
+        folder.result_path(request.out, cell.id, round_index).exists() for round_index, cell in asked
+    ):
+        return (
+            f"{what}: every run asked ({len(asked)}) is already in {request.out}/ from earlier runs; each "
+            "is kept where it is valid and made the same way"
+        )
+    return f"running {what} into {request.out}/ (logs in {request.out}/logs/)" + _mode_words(request.mode)
 
 
 def _mode_words(mode: resume.Mode) -> str:
