@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.report import answer, markdown, next_steps, stats
+from harness.report import answer, family_sections, markdown, next_steps, stats
 from harness.report.model import Analysis, View
 
 SUMMARY_LIMIT = 64 * 1024  # GitHub's step summary takes up to 1 MiB; a PR comment is best far smaller
@@ -48,6 +48,15 @@ def summary(view: View, analysis: Analysis, sources: Sequence[Path] = ()) -> str
     if card is not None:
         shown = _rows([list(r) for r in card.rows], list(card.headers), room // 2 if rows else room)
         parts += ["", *shown]
+    families = [
+        f"- {markdown.inline(sentence, line - 2)}" for sentence in family_sections.sentences(analysis)
+    ]
+    if families and _size(families) < (SUMMARY_LIMIT - ROOM - _size(parts)) // 2:
+        parts += [
+            "",
+            "**By family** (model rows first; a family's count, never one row, is the release's):",
+            *families,
+        ]
     if rows:
         head = ["workload", "dtype", "vs", "verdict", "ratio", "interval", "what ran"]
         parts += ["", f"**{len(rows)} rows are not `same`** (largest change first):", ""]

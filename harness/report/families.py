@@ -9,6 +9,8 @@ rows (a whole training step) are never pooled: each is its own line, first.
 
 from __future__ import annotations
 
+import math
+import statistics
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -57,6 +59,7 @@ class FamilyLine:
     undecided: int  # inconclusive or missing
     failed: int
     ran_changed: int  # rows where other kernels ran
+    geomean: float | None  # of the rows' time ratios (a model row: its ratio)
     fastest: Extreme | None  # the largest change each way among rows judged so
     slowest: Extreme | None
 
@@ -72,13 +75,13 @@ class FamilyLine:
     def changed(self) -> bool:
         return bool(self.faster or self.slower or self.failed or self.ran_changed)
 
-    def words(self) -> str:
+    def words(self, knobs_shown: bool = False) -> str:
         """``conv forward NCHW fp32: 5 of 23 rows faster (largest 0.548 conv2d_r50_3x3), 3 slower (...),
         other kernels in 12``; a model row: its verdict and ratio."""
-        knobs = f" [{self.knobs}]" if self.knobs else ""
+        knobs = f" [{self.knobs}]" if self.knobs and knobs_shown else ""
         head = f"{self.family} {self.dtype}{knobs}"
         if self.is_model:
-            ratio = self.fastest or self.slowest
+            ran = ", other kernels" if self.ran_changed else ""
             verdict = next(
                 (
                     word
@@ -92,11 +95,10 @@ class FamilyLine:
                 ),
                 "undecided",
             )
-            return f"{head}: {verdict}" + (f", ratio {ratio.ratio:.3f}" if ratio else "")
+            return f"{head}: {verdict}" + (f", ratio {self.geomean:.3f}" if self.geomean else "") + ran
         parts = [f"{self.faster} of {self.rows} rows faster" + _largest(self.fastest)]
         parts.append(f"{self.slower} slower" + _largest(self.slowest))
-        if self.undecided or self.failed:
-            parts.append(f"{self.undecided} undecided, {self.failed} failed")
+        parts += [f"{n} {word}" for n, word in ((self.undecided, "undecided"), (self.failed, "failed")) if n]
         parts.append(f"other kernels in {self.ran_changed}")
         return f"{head}: " + ", ".join(parts)
 
@@ -132,9 +134,15 @@ def _line(compared: str, against: str, key: tuple[str, str, str], rows: list[dic
         undecided=count["inconclusive"] + count["missing"],
         failed=count["failed"],
         ran_changed=sum(1 for r in rows if r.get("what_ran") == "changed"),
+        geomean=_geomean([r.get("ratio") for r in rows]),
         fastest=_extreme((r for r in rows if r["verdict"] == "faster"), min),
         slowest=_extreme((r for r in rows if r["verdict"] == "slower"), max),
     )
+
+
+def _geomean(ratios: Iterable[object]) -> float | None:
+    logs = [math.log(r) for r in ratios if stats.finite(r) and r > 0]
+    return math.exp(statistics.fmean(logs)) if logs else None
 
 
 def _extreme(rows: Iterable[dict[str, Any]], pick: Any) -> Extreme | None:

@@ -8,7 +8,7 @@ from harness.report.families import FamilyLine
 from harness.report.model import Analysis, Cell, Section, Value, View
 
 HEADERS = (
-    "release",
+    "compared",
     "against",
     "family",
     "dtype",
@@ -18,17 +18,36 @@ HEADERS = (
     "same",
     "undecided",
     "failed",
+    "geomean",
     "largest faster",
     "largest slower",
     "other kernels",
 )
 
 
+def _summed(analysis: Analysis) -> tuple[tuple[FamilyLine, ...], bool]:
+    """Along a release axis, each release against the one before it (True); else each candidate against
+    the baseline."""
+    if analysis.series is not None and analysis.series.families:
+        return analysis.series.families, True
+    return analysis.families, False
+
+
+def sentences(analysis: Analysis, most: int = 40) -> list[str]:
+    """The summary as sentences, one a model row or a family that changed: ``9.28.0.42 against 9.19.1.2:
+    conv forward NCHW fp32: 3 of 37 rows faster (largest ...), 19 slower (...), other kernels in 34``."""
+    lines, _ = _summed(analysis)
+    said = [
+        f"{line.compared} against {line.against}: {line.words()}"
+        for line in lines
+        if line.is_model or line.changed
+    ]
+    return said[:most] + ([f"... and {len(said) - most} more in report.md"] if len(said) > most else [])
+
+
 def by_family(view: View, analysis: Analysis) -> Section | None:
-    """Along a release axis, each release against the one before it; else each candidate against the
-    baseline. Model rows always, families only where something changed (a verdict or what ran)."""
-    along = analysis.series is not None and bool(analysis.series.families)
-    lines = analysis.series.families if analysis.series is not None and along else analysis.families
+    """Model rows always, families only where something changed (a verdict or what ran)."""
+    lines, along = _summed(analysis)
     if not lines:
         return None
     shown = [line for line in lines if line.is_model or line.changed]
@@ -78,6 +97,7 @@ def _row(line: FamilyLine, knobs_shown: bool) -> tuple[Cell, ...]:
         line.same,
         line.undecided,
         line.failed,
+        Value(f"{line.geomean:.3f}", line.geomean, "number") if line.geomean else "",
         *extremes,
         line.ran_changed,
     )
