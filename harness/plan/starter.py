@@ -43,11 +43,13 @@ knobs:
 
 # What runs in each cell ('python -m harness.suite list' names every workload).
 suite:
-  profile: smoke             # smoke (small shapes, seconds) | default | full: the workloads and shapes
+  profile: smoke             # smoke (small shapes, seconds) | default | full | atlas (every distinct layer
+                             # of ResNet-50, U-Net and a transformer block, and their training steps)
   device: auto               # auto (the GPU where there is one) | cuda | cpu
   dtypes: [fp32, bf16]       # fp32 | tf32 | bf16 | fp16
   time_budget_s: 0.2         # at most this long sampling each measurement
   # workloads: [conv2d_r50_3x3, sdpa]   # only these, instead of the profile's
+  # rows: [conv2d_r50_3x3:fp32, conv2d_r50_3x3.cl:bf16]   # exactly these workload:dtype rows
   # numerics: true           # check each result against an fp64 reference
   # what_ran: true           # record the operators and kernels that ran (one profiled call)
 

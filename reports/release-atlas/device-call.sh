@@ -11,6 +11,7 @@
 #                  {wheel: X} cells from that
 #                  wheelhouse, stopped (SIGINT: whole results kept) after SECONDS; a later call resumes
 #   between SECONDS  the same with between-matrix.yaml (second lease: the rows that changed, at releases between)
+#   adjacent SECONDS the same with adjacent-matrix.yaml (third lease: 9.26.1.1, 9.27.0.42, 9.28.0.42)
 # Carried: .whl/ (jsonschema, tabulate, rich and their needs, which the machine's Python lacks) for probe and
 # run, .atlas/ and one .carry/batch-NN for stage. Everything lives in /var/tmp while the machine is held; a
 # run call returns the results folder as a tarball.
@@ -48,5 +49,11 @@ print('torch', torch.__version__, 'cudnn', torch.backends.cudnn.version(), 'torc
       --wheelhouse /var/tmp/wheelhouse --out "$res/between" 2>&1 | tee -a "$res/between-output.txt"
     echo "exit ${PIPESTATUS[0]}"
     tar -C "$res" -czf "$OUT/between.tar.gz" between between-output.txt gpu.txt ;;
+  adjacent)
+    nvidia-smi --query-gpu=index,name,uuid,driver_version,power.limit --format=csv,noheader | tee "$res/gpu.txt"
+    timeout -s INT "${2:-540}" python3 -m harness run --matrix "$here/adjacent-matrix.yaml" --gpus "$gpus" \
+      --wheelhouse /var/tmp/wheelhouse --out "$res/adjacent" 2>&1 | tee -a "$res/adjacent-output.txt"
+    echo "exit ${PIPESTATUS[0]}"
+    tar -C "$res" -czf "$OUT/adjacent.tar.gz" adjacent adjacent-output.txt gpu.txt ;;
 esac
 df -h /var/tmp | tail -1
