@@ -24,7 +24,7 @@ from harness.executors.runs import CellOutcome
 from harness.plan.model import Plan
 from harness.plan.releases import Release, ReleaseAxis, release_axis
 from harness.report import frames, verdicts
-from harness.results import documents
+from harness.results import documents, folder, resume
 
 Say = Callable[[str], None]
 Run = Callable[[Plan, Path], list[CellOutcome]]  # run a plan into a folder (launch.run with a request)
@@ -255,7 +255,12 @@ def _ratio(value: float | None) -> str:
 
 
 def run_with(request: launch.RunRequest, say: Say, detail: Say | None = None) -> Run:
-    """A ``Run`` that sends each probe through ``launch.run`` with ``request``'s settings, into its folder;
-    a fresh start is the first probe's alone (``launch.Steps``), so no probe moves another's rounds aside."""
-    steps = launch.Steps(request, say, detail)
-    return lambda plan, out: steps(plan, out=out)
+    """A ``Run`` that sends each probe through ``launch.run`` with ``request``'s settings, into its folder.
+    A fresh start happens here, once, before the search counts the rounds the folder holds: what earlier
+    runs left moves to ``superseded/`` and every probe then resumes, so none moves rounds already counted."""
+    if request.mode is resume.Mode.FRESH:
+        if request.out.is_dir():
+            with folder.locked(request.out):
+                folder.supersede_all(request.out)
+        request = dataclasses.replace(request, mode=resume.Mode.RESUME)
+    return lambda plan, out: launch.run(plan, dataclasses.replace(request, out=out), say, detail)

@@ -178,7 +178,8 @@ def _bisect(args: argparse.Namespace, out: Output) -> int:
     plan = argument_values.plan(args.matrix, registry.realizing(args.backend))
     workload, _, dtype = args.row.partition(":")
     results = args.out or Path("results") / f"{plan.name}-bisect" / f"{workload}-{dtype}"
-    reuse = args.results or [p for p in [Path("results") / plan.name] if p.is_dir()]
+    # a fresh search measures every release it needs again: no folder's earlier rounds are reused
+    reuse = [] if args.fresh else args.results or [p for p in [Path("results") / plan.name] if p.is_dir()]
     run = run_with(argument_values.run_request(args, plan.backend, results), out.say, out.detail)
     found = bisect(plan, args.row, args.good, args.bad, results, reuse, run, out.say)
     ratio = f"{found.ratio:.3f}" if found.ratio is not None else "n/a"

@@ -347,7 +347,8 @@ def test_numbers_link_to_their_measurements(page):
 def test_the_answer_comes_first_and_the_method_is_folded_away(page):
     headings = [h.text for h in page.find_elements(By.TAG_NAME, "h2")]
     assert headings.index("Scorecard") < headings.index("Verdicts against the baseline")
-    assert headings[:3] == ["Scorecard", "Time ratio heatmap", "Read this first"], headings
+    # the family summary belongs to the answer: right after the scorecard
+    assert headings[:4] == ["Scorecard", "By family", "Time ratio heatmap", "Read this first"], headings
     body = page.find_element(By.TAG_NAME, "body").text
     assert body.index("NVIDIA H100 80GB HBM3") < body.index("Scorecard")  # the GPU in the first lines
     scorecard = page.find_elements(By.CSS_SELECTOR, "table.sortable")[0].text
@@ -377,7 +378,7 @@ def test_a_big_table_shows_the_changes_first_and_can_be_searched(page):
     search.clear()
     search.send_keys(" ")
     links = [a.text for a in page.find_elements(By.CSS_SELECTOR, "nav a")]
-    assert links[:3] == ["Scorecard", "Time ratio heatmap", "Read this first"]
+    assert links[:4] == ["Scorecard", "By family", "Time ratio heatmap", "Read this first"]
     assert "Verdicts against the baseline" in links
     target = page.find_element(By.CSS_SELECTOR, "nav a[href='#verdicts-against-the-baseline']")
     assert page.find_element(By.ID, "verdicts-against-the-baseline").text == "Verdicts against the baseline"

@@ -81,9 +81,9 @@ def run(
 
 
 class Steps:
-    """``run`` for a command that runs in several steps into one folder (qualify's rounds, bisect's
-    probes): a fresh start is the first step's alone, which moves aside what earlier runs left; the later
-    steps add to what it made (they resume), rather than moving that aside in turn."""
+    """``run`` for a command that runs in several steps into one folder (qualify's rounds): a fresh start
+    is the first step's alone, which moves aside what earlier runs left; the later steps add to what it
+    made (they resume), rather than moving that aside in turn."""
 
     def __init__(
         self,

@@ -3,7 +3,6 @@ make the numbers less than they seem (validity), and a scorecard with one row pe
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -215,8 +214,7 @@ def scorecard(view: View, analysis: Analysis) -> Section | None:
         if mine.empty:
             continue
         counts = mine["verdict"].value_counts()
-        ratios = [r for r in mine["ratio"] if stats.finite(r) and r > 0]
-        geomean = math.exp(statistics.fmean(math.log(r) for r in ratios)) if ratios else None
+        geomean = stats.geomean(mine["ratio"])
         worst = _largest(mine[mine["verdict"].isin(["slower", "faster"])].to_dict("records"))
         numerics = analysis.numerics
         worse = (

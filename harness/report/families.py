@@ -9,8 +9,6 @@ rows (a whole training step) are never pooled: each is its own line, first.
 
 from __future__ import annotations
 
-import math
-import statistics
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -56,9 +54,9 @@ class FamilyLine:
     faster: int
     slower: int
     same: int
-    undecided: int  # inconclusive or missing
-    failed: int
-    ran_changed: int  # rows where other kernels ran
+    undecided: int  # inconclusive
+    failed: int  # failed or missing (as the scorecard counts them)
+    ran_changed: int | None  # rows where other kernels ran (or a side's rounds differed); None: not recorded
     geomean: float | None  # of the rows' time ratios (a model row: its ratio)
     fastest: Extreme | None  # the largest change each way among rows judged so
     slowest: Extreme | None
@@ -73,11 +71,13 @@ class FamilyLine:
 
     @property
     def changed(self) -> bool:
+        """A row judged faster, slower or failed, or other kernels run: what a summary lists."""
         return bool(self.faster or self.slower or self.failed or self.ran_changed)
 
     def words(self, knobs_shown: bool = False) -> str:
-        """``conv forward NCHW fp32: 5 of 23 rows faster (largest 0.548 conv2d_r50_3x3), 3 slower (...),
-        other kernels in 12``; a model row: its verdict and ratio."""
+        """``conv forward NCHW fp32: 5 of 23 rows faster (largest 0.548 (conv2d_r50_3x3)), 3 slower
+        (largest ...), 2 undecided, other kernels in 12``; a model row: ``model: train_resnet50 fp32:
+        same, ratio 1.014, other kernels``."""
         knobs = f" [{self.knobs}]" if self.knobs and knobs_shown else ""
         head = f"{self.family} {self.dtype}{knobs}"
         if self.is_model:
@@ -99,7 +99,8 @@ class FamilyLine:
         parts = [f"{self.faster} of {self.rows} rows faster" + _largest(self.fastest)]
         parts.append(f"{self.slower} slower" + _largest(self.slowest))
         parts += [f"{n} {word}" for n, word in ((self.undecided, "undecided"), (self.failed, "failed")) if n]
-        parts.append(f"other kernels in {self.ran_changed}")
+        if self.ran_changed is not None:
+            parts.append(f"other kernels in {self.ran_changed}")
         return f"{head}: " + ", ".join(parts)
 
 
@@ -109,13 +110,15 @@ def _largest(extreme: Extreme | None) -> str:
 
 def summarize(verdicts: pd.DataFrame, compared: str, against: str) -> list[FamilyLine]:
     """The family lines of one comparison's verdict table (``row_verdicts.timing``'s rows of one side):
-    model rows first, then the families in the catalog's order, each dtype and knob set apart."""
-    if verdicts.empty or "workload" not in verdicts:
+    model rows first, then the families in the order their first rows come, each dtype and knob set
+    apart."""
+    if verdicts.empty or not {"workload", "dtype", "verdict"} <= set(verdicts.columns):
         return []
     judged = verdicts[verdicts["verdict"].notna()]
     keyed: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for row in judged.to_dict("records"):
-        key = (family_of(str(row["workload"])), str(row["dtype"]), str(row.get("knobs") or ""))
+        knobs = row.get("knobs")
+        key = (family_of(str(row["workload"])), str(row["dtype"]), knobs if isinstance(knobs, str) else "")
         keyed.setdefault(key, []).append(row)
     lines = [_line(compared, against, key, rows) for key, rows in keyed.items()]
     return sorted(lines, key=lambda line: not line.is_model)  # stable: the catalog's order otherwise
@@ -123,6 +126,8 @@ def summarize(verdicts: pd.DataFrame, compared: str, against: str) -> list[Famil
 
 def _line(compared: str, against: str, key: tuple[str, str, str], rows: list[dict[str, Any]]) -> FamilyLine:
     count = {word: sum(1 for r in rows if r["verdict"] == word) for word in VERDICTS}
+    ran = [r.get("what_ran") for r in rows]
+    recorded = any(isinstance(value, str) for value in ran)
     return FamilyLine(
         compared,
         against,
@@ -131,18 +136,13 @@ def _line(compared: str, against: str, key: tuple[str, str, str], rows: list[dic
         faster=count["faster"],
         slower=count["slower"],
         same=count["same"],
-        undecided=count["inconclusive"] + count["missing"],
-        failed=count["failed"],
-        ran_changed=sum(1 for r in rows if r.get("what_ran") == "changed"),
-        geomean=_geomean([r.get("ratio") for r in rows]),
+        undecided=count["inconclusive"],
+        failed=count["failed"] + count["missing"],
+        ran_changed=sum(1 for value in ran if value in ("changed", "varies")) if recorded else None,
+        geomean=stats.geomean(r.get("ratio") for r in rows),
         fastest=_extreme((r for r in rows if r["verdict"] == "faster"), min),
         slowest=_extreme((r for r in rows if r["verdict"] == "slower"), max),
     )
-
-
-def _geomean(ratios: Iterable[object]) -> float | None:
-    logs = [math.log(r) for r in ratios if stats.finite(r) and r > 0]
-    return math.exp(statistics.fmean(logs)) if logs else None
 
 
 def _extreme(rows: Iterable[dict[str, Any]], pick: Any) -> Extreme | None:

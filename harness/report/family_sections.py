@@ -53,18 +53,22 @@ def by_family(view: View, analysis: Analysis) -> Section | None:
     shown = [line for line in lines if line.is_model or line.changed]
     both = [line for line in lines if line.both_ways]
     what = "each release against the release before it" if along else "each candidate against the baseline"
+    several = len({line.knobs for line in lines}) > 1
+    whose = "a release's" if along else "a candidate's"
     intro = [
         f"By family, {what}: how many of a family's rows (a network's layers at one pass, layout and dtype) "
-        "came out faster, slower or the same, the largest change each way, and in how many other kernels "
-        "ran. One row's change is that row's: a family's count is the release's. Model rows (a whole "
-        "training step) come first, each alone. Families whose rows all kept their time and kernels are "
-        "left out."
+        "came out faster, slower, same or undecided (failed: failed or missing), the largest change each "
+        f"way, and in how many other kernels ran. A family's count, never one row's change, describes "
+        f"{whose} change. Model rows (a whole training step) come first, each alone. Families with no row "
+        "faster, slower or failed and no other kernels are left out (their rows are same or undecided: the "
+        "verdict table lists each)."
     ]
     if both:
         listed = "; ".join(
             markdown.inline(
-                f"{line.compared}: {line.family} {line.dtype} ({line.faster} faster, "
-                f"{line.slower} slower of {line.rows})"
+                f"{line.compared}: {line.family} {line.dtype}"
+                + (f" [{line.knobs}]" if several and line.knobs else "")
+                + f" ({line.faster} faster, {line.slower} slower of {line.rows})"
             )
             for line in both[:12]
         )
@@ -76,7 +80,6 @@ def by_family(view: View, analysis: Analysis) -> Section | None:
         intro.append("No family's rows moved both ways.")
     if not shown:
         intro.append("No family changed.")
-    several = len({line.knobs for line in lines}) > 1
     rows = tuple(_row(line, several) for line in shown)
     return Section("By family", " ".join(intro), HEADERS if rows else (), rows)
 

@@ -93,7 +93,7 @@ def _other_plans(view: View, loaded: documents.LoadedResults, most: int = 6) -> 
     ]
     more = f" and {len(cells) - most} more cells" if len(cells) > most else ""
     times = [documents.instant(d[key]) for d in found for key in ("started_at", "finished_at")]
-    utc = sorted(t.astimezone(dt.timezone.utc) for t in times if t is not None)
+    utc = sorted(_utc(t) for t in times if t is not None)
     when = ""
     if utc:
         last = f"{utc[-1]:%H:%M:%S}" if utc[-1].date() == utc[0].date() else f"{utc[-1]:%Y-%m-%d %H:%M:%S}"
@@ -104,6 +104,15 @@ def _other_plans(view: View, loaded: documents.LoadedResults, most: int = 6) -> 
         f"{', '.join(cells[:most])}{more}; they are counted as rounds of this plan: a fresh run measures "
         "its own rounds alone"
     )
+
+
+def _utc(instant: dt.datetime) -> dt.datetime:
+    """An aware time in UTC, naive; a valid time at the calendar's edge that UTC cannot hold (year 1 at
+    +05:00) stays as written rather than raising."""
+    try:
+        return instant.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    except OverflowError:
+        return instant.replace(tzinfo=None)
 
 
 def _spans(numbers: list[int]) -> str:

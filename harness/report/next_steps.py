@@ -4,7 +4,6 @@ regression."""
 
 from __future__ import annotations
 
-import math
 import shlex
 import statistics
 from pathlib import Path
@@ -67,8 +66,7 @@ def _ship(view: View, analysis: Analysis, judged: pd.DataFrame) -> str:
                 + ")"
             )
         elif counts.get("faster", 0) and not counts.get("inconclusive", 0) and not counts.get("missing", 0):
-            ratios = [r for r in rows["ratio"] if stats.finite(r) and r > 0]
-            geomean = math.exp(statistics.fmean(math.log(r) for r in ratios)) if ratios else 1.0
+            geomean = stats.geomean(rows["ratio"]) or 1.0
             better.append((geomean, str(group), int(counts["faster"])))
     if better:
         geomean, group, faster = min(better)

@@ -150,10 +150,13 @@ def build(
                         what,
                     )
                 )
-    order = {key: i for i, key in enumerate(rows)}
+    ratios = _models_first(ratios)
+    order = {
+        key: i for i, key in enumerate(zip(ratios["workload"], ratios["dtype"], ratios["knobs"], strict=True))
+    }
     changes.sort(key=lambda c: order.get((c.workload, c.dtype, c.knobs), len(order)))
     base = next((r.label for r in axis.releases if r.cell_id == baseline), baseline)
-    return Series(axis, _models_first(ratios), tuple(changes), base, tuple(summed))
+    return Series(axis, ratios, tuple(changes), base, tuple(summed))
 
 
 def _models_first(ratios: pd.DataFrame) -> pd.DataFrame:

@@ -15,7 +15,9 @@ recorded rounds validated that rule.
 from __future__ import annotations
 
 import math
+import statistics
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal, TypeGuard
 
@@ -56,6 +58,12 @@ class Comparison:
 def rounds_text(rounds_a: object, rounds_b: object, test: object) -> str:
     """``3+3 Welch``: a row's rounds a side and the test they were judged by."""
     return f"{rounds_a}+{rounds_b} {TEST_NAMES.get(str(test), '')}".rstrip()
+
+
+def geomean(ratios: Iterable[object]) -> float | None:
+    """The geometric mean of the finite, positive ratios among ``ratios``; None where there are none."""
+    logs = [math.log(r) for r in ratios if finite(r) and r > 0]
+    return math.exp(statistics.fmean(logs)) if logs else None
 
 
 def finite(value: object) -> TypeGuard[float]:

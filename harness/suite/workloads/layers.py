@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-ATLAS = "atlas"  # the profile that measures these layers
-
 
 class ConvLayer(NamedTuple):
     """One distinct convolution of a network (padding k // 2, square input of ``hw``)."""
