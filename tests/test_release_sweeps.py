@@ -20,15 +20,16 @@ import pytest
 from harness import images, jsonio, schemas
 from harness.argument_values import flagged
 from harness.backends import cudnn_dirs, registry
-from harness.bisect import bisect
+from harness.bisect import bisect, run_with
 from harness.environments import cache, packages, venvs
 from harness.errors import InputError
+from harness.executors import launch
 from harness.plan import matrix
 from harness.plan.model import Cell, CudnnSource, Plan
 from harness.plan.releases import release_axis
-from harness.results import documents, folder
+from harness.results import documents, folder, resume
 from harness.suite.summary import summarize
-from tests.conftest import run_cli
+from tests.conftest import REPO, run_cli
 
 TORCH = "2.13.0"  # the CPU build /etc/pip.conf's find-links holds: torch 2.13.0+cpu
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -507,6 +508,19 @@ baseline: {cudnn: bundled}
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith(f"error: {path}: axes: has no release axis: list cuDNN releases ({{wheel: X}}")
     assert not (tmp_path / "results").exists()
+
+
+def test_a_fresh_bisect_moves_what_its_folder_held_before_the_search_counts_a_round(tmp_path):
+    # a probe's own fresh start moved aside the rounds the search had just counted, so its next
+    # comparison found them missing: the folder is emptied once, before the search reads it
+    out = tmp_path / "bisect-out"
+    shutil.copytree(REPO / "reports" / "gpu-verdicts" / "results-shard2", out)
+    before = sorted(p.name for p in out.glob("*.json.gz"))
+    assert before
+    request = launch.RunRequest(out, registry.Settings("local", 60.0), mode=resume.Mode.FRESH)
+    run_with(request, lambda line: None)
+    assert not list(out.glob("*.json.gz"))  # nothing left for the search to count
+    assert sorted(p.name for p in (out / folder.SUPERSEDED).glob("*.json.gz")) == before  # moved, not lost
 
 
 def fake_runner(real: list[dict[str, Any]], calls: list[str]):

@@ -13,7 +13,7 @@ from pathlib import Path
 from harness import jsonio
 from harness.errors import InputError, Problem
 from harness.plan.model import Plan
-from harness.report import frames, row_verdicts, sides
+from harness.report import frames, row_verdicts, sides, table_values
 from harness.report.analysis import analyze
 from harness.report.model import Analysis, Rendered, View
 from harness.report.release_gate import Policy
@@ -87,7 +87,7 @@ def _other_plans(view: View, loaded: documents.LoadedResults, most: int = 6) -> 
     for doc in found:
         rounds.setdefault(doc["cell"]["id"], []).append(documents.round_of(doc))
     cells = [
-        f"{view.letters[cell]} ({view.labels.get(cell, cell)}) {_spans(rounds[cell])}"
+        f"{view.letters[cell]} ({view.labels.get(cell, cell)}) {table_values.rounds_text(rounds[cell])}"
         for cell in view.groups
         if cell in rounds
     ]
@@ -113,19 +113,6 @@ def _utc(instant: dt.datetime) -> dt.datetime:
         return instant.astimezone(dt.timezone.utc).replace(tzinfo=None)
     except OverflowError:
         return instant.replace(tzinfo=None)
-
-
-def _spans(numbers: list[int]) -> str:
-    """[4, 5, 6, 9] -> 'r4-r6, r9'; where rounds repeat (shards), how many runs."""
-    if len(set(numbers)) != len(numbers):
-        return f"{len(numbers)} runs"
-    spans: list[list[int]] = []
-    for n in sorted(numbers):
-        if spans and n == spans[-1][1] + 1:
-            spans[-1][1] = n
-        else:
-            spans.append([n, n])
-    return ", ".join(f"r{a}" if a == b else f"r{a}-r{b}" for a, b in spans)
 
 
 def _written(

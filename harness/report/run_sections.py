@@ -152,7 +152,7 @@ def environment(view: View, analysis: Analysis, letters: dict[str, str]) -> Sect
                 ),
                 [],
             ).append(round_of(doc))
-    rows = [(key[0], _rounds_text(numbers), *key[1:]) for key, numbers in rounds.items()]
+    rows = [(key[0], table_values.rounds_text(numbers), *key[1:]) for key, numbers in rounds.items()]
     if not rows:
         return None
     uuids = answer.gpu_uuids(analysis)
@@ -185,16 +185,3 @@ def environment(view: View, analysis: Analysis, letters: dict[str, str]) -> Sect
         ),
         tuple(rows),
     )
-
-
-def _rounds_text(numbers: list[int]) -> str:
-    """[1, 2, 3, 5] -> 'r1-r3, r5'; where shards repeat round numbers, how many runs."""
-    if len(set(numbers)) != len(numbers):
-        return f"{len(numbers)} runs"
-    spans: list[list[int]] = []
-    for n in sorted(numbers):
-        if spans and n == spans[-1][1] + 1:
-            spans[-1][1] = n
-        else:
-            spans.append([n, n])
-    return ", ".join(f"r{a}" if a == b else f"r{a}-r{b}" for a, b in spans)

@@ -57,3 +57,16 @@ def duration(seconds: float) -> str:
     if seconds >= 1e-3:
         return f"{seconds * 1e3:.3f} ms"
     return f"{seconds * 1e6:.1f} µs"
+
+
+def rounds_text(numbers: list[int]) -> str:
+    """[1, 2, 3, 5] -> 'r1-r3, r5'; where shards repeat round numbers, how many runs."""
+    if len(set(numbers)) != len(numbers):
+        return f"{len(numbers)} runs"
+    spans: list[list[int]] = []
+    for n in sorted(numbers):
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return ", ".join(f"r{a}" if a == b else f"r{a}-r{b}" for a, b in spans)
