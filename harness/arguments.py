@@ -171,14 +171,15 @@ def parser(description: str, prog: str = PROG) -> argparse.ArgumentParser:
     cmp.add_argument(
         "--threshold-pct",
         type=number("a regression threshold in %", 0, 1000),
-        default=DEFAULT_REGRESSION_PCT,
-        help="a row is slower or faster only beyond this change",
+        help="a row is slower or faster only beyond this change, for every workload (default: the "
+        f"thresholds of A's plan.json, per workload too, as report judges; {DEFAULT_REGRESSION_PCT:g} where "
+        "there is none)",
     )
     cmp.add_argument(
         "--alpha",
         type=number("a significance level", 0, 0.5),
-        default=DEFAULT_ALPHA,
-        help="significance level of the test (Welch's t or Mann-Whitney U; TOST uses 1 - 2 alpha)",
+        help="significance level of the test (Welch's t or Mann-Whitney U; TOST uses 1 - 2 alpha; default: "
+        f"A's plan's, {DEFAULT_ALPHA:g} where there is none)",
     )
     cmp.add_argument(
         "--out",

@@ -207,8 +207,8 @@ def compare(
     b: Path,
     only: str | None,
     cells: tuple[str | None, str | None],
-    threshold_pct: float,
-    alpha: float,
+    threshold_pct: float | None,
+    alpha: float | None,
     policy: Policy,
     out: Path | None,
     warn: Say,
@@ -216,7 +216,9 @@ def compare(
     """Two runs (result files or folders, shards in subfolders too) side by side: A is the baseline.
 
     A side's cells are never pooled: ``cells`` (text in a cell id, per side) picks one on each side, or
-    folders holding the same cells are compared cell by cell (each into ``out``/<cell id>)."""
+    folders holding the same cells are compared cell by cell (each into ``out``/<cell id>). The rows are
+    judged at ``threshold_pct`` and ``alpha`` where given, else as the sides' plans say
+    (``sides.thresholds``)."""
     paths = {"A": a, "B": b}
     if out:
         jsonio.output_folder(out, "out")
@@ -267,6 +269,7 @@ def compare(
         list(paths.values()), _subset(loaded, kept), warn, {f: f"{e.side} {e.cell}" for f, e in kept.items()}
     )
     differences = tuple(sides.differences(kept, paths))
+    judged = sides.thresholds(kept, paths, threshold_pct, alpha)
     for line in differences:
         warn(f"note: {line}")
     done = []
@@ -285,10 +288,11 @@ def compare(
                 "A",
                 sides.SIDES,
                 labels,
-                threshold_pct,
-                alpha,
+                judged.regression_pct,
+                judged.alpha,
                 0,
-                f"ad-hoc comparison, threshold {threshold_pct:g}%",
+                f"ad-hoc comparison, {judged.told()}",
+                per_workload_pct=dict(judged.per_workload_pct),
                 cautions=differences,
             )
             part = _subset(loaded, mine)

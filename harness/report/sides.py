@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import InputError, Problem
+from harness.plan.model import DEFAULT_ALPHA, DEFAULT_REGRESSION_PCT, Plan
 from harness.results import folder
 from harness.suite.document import ResultDocument
 
@@ -18,6 +19,24 @@ SIDES = ("A", "B")
 # rows run (workloads, dtypes, knobs) and where results go are not settings of the measurement
 SETTINGS = ("--profile", "--device", "--time-budget-s", "--min-time-s", "--timed-share")
 LISTED = 8  # cells named per side in a refusal (a line of the terminal each)
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """How a comparison judges its rows, and where that came from (``source``, said in the report)."""
+
+    regression_pct: float = DEFAULT_REGRESSION_PCT
+    alpha: float = DEFAULT_ALPHA
+    per_workload_pct: Mapping[str, float] = field(default_factory=dict)
+    source: str = "the defaults"
+
+    def told(self) -> str:
+        """``threshold 5% (relu 10%), alpha 0.002, from A's plan``."""
+        per = ", ".join(f"{w} {pct:g}%" for w, pct in sorted(self.per_workload_pct.items()))
+        return (
+            f"threshold {self.regression_pct:g}%" + (f" ({per})" if per else "") + f", alpha {self.alpha:g}, "
+            f"{self.source}"
+        )
 
 
 @dataclass(frozen=True)
@@ -69,7 +88,7 @@ def pairs(
 def differences(entries: Mapping[str, Entry], paths: Mapping[str, Path]) -> list[str]:
     """A sentence for each thing the sides were made with that differs between them: the matrix (plan
     name and matrix sha256) and the suite's settings of the measurement. Empty where they agree."""
-    plans: dict[Path, str | None] = {}
+    plans: dict[Path, Plan | None] = {}
     named: dict[str, dict[str, str]] = {side: {} for side in SIDES}  # sha256 (or name) -> how it is told
     settings: dict[str, dict[str, set[str]]] = {side: {} for side in SIDES}
     for file, entry in entries.items():
@@ -120,19 +139,56 @@ def _settings(command: list[str]) -> dict[str, str]:
     }
 
 
-def _plan_name(file: Path, root: Path, seen: dict[Path, str | None]) -> str | None:
-    """The plan name of the nearest plan.json from ``file``'s folder up to its side's ``root``, where one
-    is there and valid; None otherwise (files copied out of their results folder)."""
+def thresholds(
+    entries: Mapping[str, Entry], paths: Mapping[str, Path], pct: float | None, alpha: float | None
+) -> Thresholds:
+    """How to judge the rows: ``pct`` and ``alpha`` where given; the rest as the plans of the sides' folders
+    say (the thresholds their matrix chose, per workload too, as ``report`` judges those folders): the
+    baseline's (A's) plan where both sides have one, and the defaults where neither does."""
+    seen: dict[Path, Plan | None] = {}
+    plans = {
+        side: [p for f, e in entries.items() if e.side == side if (p := _plan_of(Path(f), paths[side], seen))]
+        for side in SIDES
+    }
+    chosen = plans["A"][0] if plans["A"] else plans["B"][0] if plans["B"] else None
+    if chosen is None:
+        found = Thresholds(source="the defaults (no plan.json beside the results)")
+    else:
+        side = "A" if plans["A"] else "B"
+        found = Thresholds(
+            chosen.regression_pct, chosen.alpha, chosen.per_workload_pct, f"from {side}'s plan"
+        )
+    given = [name for name, value in (("threshold", pct), ("alpha", alpha)) if value is not None]
+    if not given:
+        return found
+    rest = "" if chosen is None else f", the rest {found.source}"
+    return Thresholds(
+        found.regression_pct if pct is None else pct,
+        found.alpha if alpha is None else alpha,
+        found.per_workload_pct if pct is None else {},  # a threshold given is every workload's
+        f"{' and '.join(given)} as given{rest}",
+    )
+
+
+def _plan_of(file: Path, root: Path, seen: dict[Path, Plan | None]) -> Plan | None:
+    """The nearest plan.json from ``file``'s folder up to its side's ``root``, where one is there and valid;
+    None otherwise (files copied out of their results folder)."""
     here = file.parent
     while True:
         if here not in seen:
             seen[here] = None
             if (here / folder.PLAN_FILE).is_file():
                 with contextlib.suppress(InputError):  # a damaged plan.json names nothing; results compare
-                    seen[here] = folder.stored_plan(here).name
+                    seen[here] = folder.stored_plan(here)
         if seen[here] is not None or here == root or root not in here.parents:
             return seen[here]
         here = here.parent
+
+
+def _plan_name(file: Path, root: Path, seen: dict[Path, Plan | None]) -> str | None:
+    """The plan name of the nearest plan.json (``_plan_of``)."""
+    plan = _plan_of(file, root, seen)
+    return plan.name if plan is not None else None
 
 
 def _other(side: str) -> str:
