@@ -234,15 +234,16 @@ def test_log_ticks_are_round_few_and_inside_the_axis(low, high, expected):
 
 
 @pytest.mark.slow
-def test_the_heatmap_comes_right_after_the_scorecard_and_is_in_the_contents(rendered):
+def test_the_heatmap_comes_right_after_the_answer_and_is_in_the_contents(rendered):
+    # the answer: the scorecard, then each candidate summed up by family (issue 40), then the heatmap
     page = (rendered / "report.html").read_text()
     headings = re.findall(r"<h2 id='([^']*)'>", page)
-    assert headings[:3] == ["scorecard", "time-ratio-heatmap", "read-this-first"], headings
+    assert headings[:4] == ["scorecard", "by-family", "time-ratio-heatmap", "read-this-first"], headings
     section = page[page.index("<h2 id='time-ratio-heatmap'>") : page.index("<h2 id='read-this-first'>")]
     captions = re.findall(r"<figcaption>([^<]*)</figcaption>", section)
     assert len(captions) == 1 and htmllib.unescape(captions[0]).startswith("time ratio heatmap")
     nav = page[page.index("<nav>") : page.index("</nav>")]
-    assert re.findall(r"href='#([^']*)'", nav)[:2] == ["scorecard", "time-ratio-heatmap"]
+    assert re.findall(r"href='#([^']*)'", nav)[:3] == ["scorecard", "by-family", "time-ratio-heatmap"]
     # Markdown has no plots: no empty heading, no dead link
     assert "heatmap" not in (rendered / "report.md").read_text().lower()
 
