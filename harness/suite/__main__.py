@@ -96,7 +96,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         import torch  # imported here so 'list' works without torch
 
-        from harness.suite import cudnn_probe, environment
+        from harness.suite import cudnn_probe, environment, nccl_probe
         from harness.suite.timer import Timer
 
         setup.done("import_torch")
@@ -110,6 +110,7 @@ def _run(args: argparse.Namespace) -> int:
         allocator = host.keep_freed_memory(device)
         doc["cudnn"] = cudnn_probe.probe(json.loads(args.expect_cudnn), device)
         setup.done("cudnn_probe")  # with a GPU, the CUDA context's creation too
+        doc["nccl"] = nccl_probe.probe()
         doc["environment"] = environment.collect(device)
         setup.done("environment")
         if doc["cudnn"]["distinct_builds"] > 1:
@@ -123,8 +124,13 @@ def _run(args: argparse.Namespace) -> int:
                 f"{doc['cudnn']['runtime_version']} by default; measured with "
                 "PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK=1"
             )
-        if not doc["cudnn"]["verified"]:
+        torch_ok, torch_said = environment.torch_verification(str(doc["cell"].get("torch", "installed")))
+        if not torch_ok:
+            doc["failure"] = {"stage": "torch-check", "reason": torch_said, "log_tail": ""}
+        elif not doc["cudnn"]["verified"]:
             doc["failure"] = {"stage": "cudnn-check", "reason": doc["cudnn"]["verification"], "log_tail": ""}
+        elif not doc["nccl"]["verified"]:
+            doc["failure"] = {"stage": "nccl-check", "reason": doc["nccl"]["verification"], "log_tail": ""}
         else:
             from harness.suite.gpu_state import GpuState
 

@@ -163,6 +163,16 @@ class CudnnRecord(TypedDict):
     verification: str
 
 
+class NcclRecord(TypedDict):
+    """The NCCL torch loaded, checked against the NCCL wheel beside torch."""
+
+    runtime_version: str | None  # None: torch was built without NCCL
+    wheel_version: str | None  # nvidia-nccl-cuNN beside torch, where there is one
+    loaded_libraries: list[str]
+    verified: bool
+    verification: str
+
+
 class Environment(TypedDict):
     host: dict[str, Any]
     python: dict[str, Any]  # version, executable, ...
@@ -260,6 +270,7 @@ class SuiteResult(TypedDict):
     setup_s: NotRequired[dict[str, float]]
     warnings: list[str]
     cudnn: NotRequired[CudnnRecord]
+    nccl: NotRequired[NcclRecord]
     environment: NotRequired[Environment]
     measurements: list[Measurement]
     host: NotRequired[HostRecord]

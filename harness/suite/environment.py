@@ -59,6 +59,22 @@ def collect(device: str) -> dict[str, Any]:
     }
 
 
+def torch_verification(wanted: str) -> tuple[bool, str]:
+    """Whether the torch this process imported is the build the cell asks for: '2.13.0+cpu' is that build
+    only, a bare '2.13.0' (PyPI's) any local variant of 2.13.0; 'installed' and 'image' take any."""
+    have = torch.__version__
+    if (
+        wanted in ("installed", "image")
+        or have == wanted
+        or ("+" not in wanted and have.split("+")[0] == wanted)
+    ):
+        return True, f"torch {have} from {os.path.dirname(torch.__file__)}"
+    return (
+        False,
+        f"the cell asks for torch {wanted}, but this process imported torch {have} from {torch.__file__}",
+    )
+
+
 def _host() -> dict[str, Any]:
     cpu = None
     try:
