@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pandas as pd
 
-from harness.report import autotuning, families, frames, numerics_verdicts, release_gate, row_verdicts, series
+from harness.report import (
+    autotuning,
+    families,
+    frames,
+    numerics_verdicts,
+    per_torch,
+    release_gate,
+    row_verdicts,
+    series,
+)
 from harness.report.model import Analysis, View
 from harness.results.documents import LoadedResults, round_of
 from harness.suite.document import ResultDocument
@@ -64,8 +73,22 @@ def analyze(
             view.labels.get(view.baseline, view.baseline),
         )
     ]
+    by_torch = per_torch.build(
+        view.cells, view.baseline, frame, timing, view.threshold_pct, view.alpha, samples
+    )
     return Analysis(
-        frame, timing, numerics, beyond, tuned, gate, docs, samples, tuple(outside), along, tuple(summed)
+        frame,
+        timing,
+        numerics,
+        beyond,
+        tuned,
+        gate,
+        docs,
+        samples,
+        tuple(outside),
+        along,
+        tuple(summed),
+        by_torch,
     )
 
 

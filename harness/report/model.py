@@ -18,6 +18,7 @@ from harness.plan.model import Cell as MatrixCell
 from harness.plan.model import Plan
 from harness.report import release_gate
 from harness.report.families import FamilyLine
+from harness.report.per_torch import PerTorch
 from harness.report.series import Series
 from harness.suite.document import ResultDocument
 
@@ -88,6 +89,7 @@ class Analysis:
     outside: tuple[tuple[str, str], ...] = ()  # (file, cell id) of valid results of no group: not compared
     series: Series | None = None  # along the matrix's release axis, where it has one
     families: tuple[FamilyLine, ...] = ()  # each candidate against the baseline, summed up by family
+    per_torch: PerTorch | None = None  # each torch build's cuDNN sources against its own baseline source
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,8 @@ from harness.results.documents import LoadedResults
 def render(
     view: View, analysis: Analysis, loaded: LoadedResults, out_dir: Path, sources: list[Path]
 ) -> Rendered:
-    """Write report.md, report.html, results.csv, verdicts.csv and verdict.json into ``out_dir``."""
+    """Write report.md, report.html, results.csv, verdicts.csv and verdict.json into ``out_dir`` (and
+    series.csv, changes.csv, families.csv and per_torch.csv where the analysis has them)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     document = sections.document(view, analysis, loaded, out_dir, sources)
     _write_extracts(out_dir, document.extracts, loaded)
@@ -47,6 +48,8 @@ def render(
     summed = [*analysis.families, *(analysis.series.families if analysis.series is not None else ())]
     if summed:  # by family: each candidate against the baseline, each release against the one before
         jsonio.write_text_atomic(out_dir / "families.csv", families.to_csv(summed))
+    if analysis.per_torch is not None:  # each torch build's cuDNN sources against its own baseline source
+        jsonio.write_text_atomic(out_dir / "per_torch.csv", analysis.per_torch.to_csv())
     jsonio.write_text_atomic(out_dir / "summary.md", digest.summary(view, analysis, sources))
     jsonio.write_text_atomic(out_dir / "junit.xml", digest.junit(view, analysis))
     verdict = verdict_json.document(
@@ -64,6 +67,7 @@ def render(
         rounds={g: sum(d["status"] == "ok" for d, _ in e) for g, e in analysis.docs.items()},
         series=analysis.series.to_json() if analysis.series is not None else None,
         families=families.to_json(analysis.families),
+        per_torch=analysis.per_torch.to_json() if analysis.per_torch is not None else None,
     )
     problems = schemas.problems("verdict", verdict, "verdict.json")
     if problems:  # our own output must hold to our own schema; a bug here must not pass silently

@@ -10,6 +10,7 @@ from harness.report import (
     markdown,
     next_steps,
     numerics_sections,
+    per_torch_sections,
     run_sections,
     series_sections,
     verdict_sections,
@@ -28,6 +29,7 @@ def document(
     sections = [
         answer.scorecard(view, analysis),
         family_sections.by_family(view, analysis),
+        per_torch_sections.per_torch(view, analysis),  # each build's sources against its own baseline
         Section("Time ratio heatmap", figure="heatmap"),  # the HTML page's plot of every row
         *series_sections.across_releases(view, analysis),
         answer.read_first(view, analysis),

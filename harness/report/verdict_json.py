@@ -30,12 +30,15 @@ def document(
     rounds: dict[str, int],
     series: dict[str, Any] | None = None,
     families: list[dict[str, Any]] | None = None,
+    per_torch: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The machine-readable verdict (schemas/verdict.schema.json); ``families``: each candidate against the
-    baseline, summed up by family (``report.families``)."""
+    baseline, summed up by family (``report.families``); ``per_torch``: each torch build's cuDNN sources
+    against that build's cell with the baseline's source (``report.per_torch``)."""
     return {
         **({"series": series} if series is not None else {}),
         **({"families": families} if families else {}),
+        **({"per_torch": per_torch} if per_torch is not None else {}),
         "schema_version": VERDICT_SCHEMA_VERSION,
         "name": name,
         "outcome": result.outcome,
