@@ -130,8 +130,8 @@ def report(real_rounds, tmp_path_factory) -> tuple[Path, Plan]:
     return render(tmp_path_factory.mktemp("per-torch"), real_rounds, MATRIX)
 
 
-def section(page: str, title: str) -> str:
-    return page.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+def section(page: str, title: str, level: str = "##") -> str:
+    return page.split(f"\n{level} {title}\n", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
 
 
 def table(text: str) -> list[dict[str, str]]:
@@ -184,13 +184,14 @@ def test_each_build_is_judged_against_its_own_bundled_cell(report):
     assert (by["2.13.0", "system"]["slower"], by["2.13.0", "system"]["same"]) == ("1", "5")
     assert (by["2.13.0", "wheel"]["slower"], by["2.13.0", "wheel"]["same"]) == ("0", "6")
     assert (by["installed", "wheel"]["faster"], by["installed", "wheel"]["same"]) == ("1", "5")
-    assert (
-        by["installed", "wheel"]["families that changed"] == "conv forward NCHW fp32: 1 faster, 0 slower of 2"
-    )
-    assert (by["installed", "system"]["same"], by["installed", "system"]["families that changed"]) == (
-        "6",
-        "none",
-    )
+    families = {
+        (line["torch"], line["cuDNN"].split(":")[0]): line["families with a row faster, slower or failed"]
+        for line in table(
+            section((out / "report.md").read_text(), "Families that changed, per torch build", "###")
+        )
+    }
+    assert families["installed", "wheel"] == "conv forward NCHW fp32: 1 faster, 0 slower of 2"
+    assert (by["installed", "system"]["same"], families["installed", "system"]) == ("6", "none")
     # against the one baseline, every 2.13.0 row is slower: the torch change the section keeps out
     scorecard = table(section((out / "report.md").read_text(), "Scorecard"))
     assert [row["slower"] for row in scorecard] == ["0", "0", "6", "6", "6"]
@@ -284,25 +285,25 @@ def test_the_section_and_its_csv_stay_inert_whatever_the_names_hold():
     view = View("n", "b", ("b", "a", "c"), {"b": HOSTILE}, 5.0, 0.002, 3, "")
     empty = pd.DataFrame()
     analysis = Analysis(empty, empty, empty, empty, empty, None, {}, {}, per_torch=found)
-    section = per_torch_sections.per_torch(view, analysis)
-    assert section is not None and section.title == "Per torch build"
-    tokens = MarkdownIt("commonmark").enable(["table"]).parse(markdown.page(Document("t", "h", (section,))))
+    sections = per_torch_sections.per_torch(view, analysis)
+    assert [s.title for s in sections] == ["Per torch build", "Families that changed, per torch build"]
+    tokens = MarkdownIt("commonmark").enable(["table"]).parse(markdown.page(Document("t", "h", sections)))
     kinds = Counter(t.type for t in tokens if t.nesting == 1)
     assert kinds == Counter(
         {
-            "heading_open": 2,
+            "heading_open": 3,
             "paragraph_open": 3,
-            "table_open": 1,
-            "thead_open": 1,
-            "tr_open": 3,
-            "th_open": 11,
-            "tbody_open": 1,
-            "td_open": 22,
+            "table_open": 2,
+            "thead_open": 2,
+            "tr_open": 5,  # a header and two lines, then a header and the judged line's families
+            "th_open": 13,
+            "tbody_open": 2,
+            "td_open": 23,
         }
     ), kinds
     inline = [c for t in tokens if t.type == "inline" for c in t.children or []]
     links = [c.attrs.get("href") for c in inline if c.type == "link_open"]
-    assert links == ["#per-torch-build"]  # the contents' link alone
+    assert links == ["#per-torch-build"]  # the contents' link alone (a level-3 heading gets none)
     assert {c.content for c in inline if c.type == "html_inline"} <= {"<br>"}  # a name's line break
     assert not [c for c in inline if c.type in ("image", "em_open", "code_inline")]
     assert sum(c.type == "strong_open" for c in inline) == 2  # the intro's own: local baseline, not judged

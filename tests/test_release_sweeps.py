@@ -802,3 +802,31 @@ def test_the_matrix_takes_torch_image_with_a_wheel_but_not_with_a_system_version
     assert any("torch: image takes cudnn bundled" in str(p) for p in caught.value.problems), [
         str(p) for p in caught.value.problems
     ]
+
+
+@pytest.mark.slow
+def test_an_environment_adds_the_companions_its_source_holds_and_goes_on_without_the_others(
+    wheelhouse, in_tmp
+):
+    # nvidia-ml-py (NVML) in the source: installed beside torch; torchvision not there: said, and left out
+    source = in_tmp / "wheelhouse"
+    source.mkdir()
+    for wheel in wheelhouse.iterdir():
+        os.link(wheel, source / wheel.name)
+    download = [sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "--no-deps"]
+    done = subprocess.run(
+        [*download, "--only-binary=:all:", "--dest", str(source), "nvidia-ml-py"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    said: list[str] = []
+    made = venvs.ensure(in_tmp / "cache", spec(source), said.append)
+    names = {name for name, _, _ in made.lock}
+    assert "nvidia-ml-py" in names and "torchvision" not in names, sorted(names)
+    assert ("torch", "2.13.0+cpu") in {(name, version) for name, version, _ in made.lock}  # never moved
+    assert any(
+        line.startswith("the environment for torch 2.13.0 goes on without torchvision") for line in said
+    )
+    assert venvs.ensure(in_tmp / "cache", spec(source), said.append).created is False

@@ -20,7 +20,12 @@ from pathlib import Path
 from harness.environments import cache, packages
 
 Progress = Callable[[str], None]
-ENV_FORMAT = 1  # bump when what an environment holds changes, so older ones are not reused
+ENV_FORMAT = 2  # bump when what an environment holds changes, so older ones are not reused
+# What the suite uses beside torch where it can: torchvision builds the ResNet-50 training step, nvidia-ml-py
+# (NVML) reads SM clocks, power and throttling. Installed after torch, with torch's version held, and left out
+# (the environment still made) where the package source has no build that fits: the result then says what
+# could not run.
+COMPANIONS = ("torchvision", "nvidia-ml-py")
 # run by the environment's own Python: its distributions, each with the sha256 of its RECORD (the hashes of
 # its files), and how many files their RECORDs list that are gone (a damaged environment)
 _LOCK = """
@@ -53,6 +58,7 @@ class EnvironmentSpec:
             "format": ENV_FORMAT,
             "python": self.python,
             "requirements": self.requirements(),
+            "companions": list(COMPANIONS),
             **self.source.key(),
         }
 
@@ -99,6 +105,7 @@ def ensure(root: Path, spec: EnvironmentSpec, progress: Progress) -> Environment
         _create_venv(entry, spec.python, spec.base, log)
         python = str(entry / "bin" / "python")
         packages.install(spec.requirements(), spec.source, log, python=python, progress=progress)
+        _add_companions(spec, python, log, progress)
         lock = _lock(python)
         digest = _digest(lock)
         manifest = {"spec": spec.key(), "lock": lock, "lock_sha256": digest}
@@ -108,6 +115,17 @@ def ensure(root: Path, spec: EnvironmentSpec, progress: Progress) -> Environment
     if found is None:
         raise packages.InstallError(f"the environment {entry} was created but its lock does not hold")
     return Environment(found.path, found.python, found.lock, found.lock_sha256, created=True)
+
+
+def _add_companions(spec: EnvironmentSpec, python: str, log: Path, progress: Progress) -> None:
+    """Each companion that the source holds a build of for this torch; the others are said and left out."""
+    for companion in COMPANIONS:
+        try:  # torch named again, so that no companion's pin can move it
+            packages.install(
+                [*spec.requirements(), companion], spec.source, log, python=python, progress=progress
+            )
+        except packages.InstallError as exc:
+            progress(f"the environment for torch {spec.torch} goes on without {companion}: {exc}")
 
 
 def _create_venv(entry: Path, python: str, spec_base: str, log: Path) -> None:

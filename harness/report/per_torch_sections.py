@@ -18,31 +18,40 @@ HEADERS = (
     "same",
     "undecided",
     "failed",
-    "families that changed",
 )
+FAMILY_HEADERS = ("torch", "cuDNN", "families with a row faster, slower or failed")
 
 
-def per_torch(view: View, analysis: Analysis) -> Section | None:
-    """A line per (torch build, cuDNN source); None where the plan has one build or one source."""
+def per_torch(view: View, analysis: Analysis) -> tuple[Section, ...]:
+    """A line per (torch build, cuDNN source), then the families that changed in each, a table of their
+    own (a line of both would be cut to fit); none where the plan has one build or one source."""
     found = analysis.per_torch
     if found is None or not found.lines:
-        return None
+        return ()
     several = len({row.knobs for line in found.lines for row in line.rows}) > 1
     rows = tuple(_row(view, line, several) for line in found.lines)
-    return Section("Per torch build", " ".join(_intro(view, found)), HEADERS, rows)
+    families = tuple(
+        (line.torch, line.cudnn, _families(line, several))
+        for line in found.lines
+        if line.baseline and line.rows
+    )
+    return (
+        Section("Per torch build", " ".join(_intro(view, found)), HEADERS, rows),
+        Section("Families that changed, per torch build", "", FAMILY_HEADERS, families, level=3),
+    )
 
 
 def _intro(view: View, found: PerTorch) -> list[str]:
     source = markdown.inline(found.source, 100)
     said = [
         f"Each torch build's cuDNN sources, each against **that build's own cell with cuDNN {source}** "
-        "(its local baseline, which judged against names by its letter in Groups (cells)), never against "
+        "(its local baseline; 'judged against' names it, with its letter in Groups (cells)), never against "
         "another build's: a torch change never mixes into a source's verdicts. Rows are judged as the "
         "scorecard judges them (the same thresholds, alpha and verdicts). Model rows (a whole training "
         "step) come first, each with its verdict and time ratio (above 1 is slower); then how many of the "
-        "source's rows came out faster, slower, same or undecided (failed: failed or missing), and the "
-        "families with a row faster, slower or failed. A source's counts, never one row's change, "
-        "describe the source."
+        "source's rows came out faster, slower, same or undecided (failed: failed or missing); the table "
+        "after it names the families with a row faster, slower or failed. A source's counts, never one "
+        "row's change, describe the source."
     ]
     if found.unjudged:
         builds = ", ".join(markdown.inline(torch, 100) for torch in found.unjudged)
@@ -61,20 +70,11 @@ def _intro(view: View, found: PerTorch) -> list[str]:
 
 def _row(view: View, line: SourceLine, knobs_shown: bool) -> tuple[Cell, ...]:
     if line.baseline is None:
-        return (line.torch, line.cudnn, "nothing: no cell of the baseline's cuDNN source", *[None] * 8)
+        return (line.torch, line.cudnn, "nothing: no cell of the baseline's cuDNN source", *[None] * 7)
     against = f"{view.letters.get(line.baseline, '?')}: {view.labels.get(line.baseline, line.baseline)}"
     if not line.rows:
-        return (line.torch, line.cudnn, against, "no row compared: its runs measured nothing", *[None] * 7)
+        return (line.torch, line.cudnn, against, "no row compared: its runs measured nothing", *[None] * 6)
     counts = line.counts
-    changed = [
-        f"{f.family} {f.dtype}"
-        + (f" [{f.knobs}]" if knobs_shown and f.knobs else "")
-        + f": {f.faster} faster, {f.slower} slower"
-        + (f", {f.failed} failed" if f.failed else "")
-        + f" of {f.rows}"
-        for f in line.families
-        if not f.is_model and (f.faster or f.slower or f.failed)
-    ]
     return (
         line.torch,
         line.cudnn,
@@ -86,8 +86,20 @@ def _row(view: View, line: SourceLine, knobs_shown: bool) -> tuple[Cell, ...]:
         counts["same"],
         counts["inconclusive"],
         counts["failed"] + counts["missing"],
-        "; ".join(changed) or "none",
     )
+
+
+def _families(line: SourceLine, knobs_shown: bool) -> str:
+    changed = [
+        f"{f.family} {f.dtype}"
+        + (f" [{f.knobs}]" if knobs_shown and f.knobs else "")
+        + f": {f.faster} faster, {f.slower} slower"
+        + (f", {f.failed} failed" if f.failed else "")
+        + f" of {f.rows}"
+        for f in line.families
+        if not f.is_model and (f.faster or f.slower or f.failed)
+    ]
+    return "; ".join(changed) or "none"
 
 
 def _model(row: Row, knobs_shown: bool) -> str:

@@ -29,7 +29,7 @@ def document(
     sections = [
         answer.scorecard(view, analysis),
         family_sections.by_family(view, analysis),
-        per_torch_sections.per_torch(view, analysis),  # each build's sources against its own baseline
+        *per_torch_sections.per_torch(view, analysis),  # each build's sources against its own baseline
         Section("Time ratio heatmap", figure="heatmap"),  # the HTML page's plot of every row
         *series_sections.across_releases(view, analysis),
         answer.read_first(view, analysis),

@@ -1,0 +1,98 @@
+"""A torch-axis cell checks, from inside its process, the torch it imported and the NCCL torch loaded.
+
+The rules are exercised on this machine's real torch (a CPU build, no NCCL) and on the loaded-library
+facts a GPU process reports; the GPU evidence is reports/torch-axis-h100/ (every cell's `nccl` record)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from harness import schemas
+from harness.suite import environment, nccl_probe
+from tests.conftest import REPO, harness_env
+
+WHEEL = ("2.29.7", "/env/site-packages/nvidia/nccl/lib")
+
+
+@pytest.mark.parametrize(
+    ("wanted", "ok"),
+    [
+        ("installed", True),
+        ("image", True),
+        (torch.__version__, True),  # this very build
+        (torch.__version__.split("+")[0], True),  # a bare version takes any local variant
+        ("2.9.0", False),
+        (torch.__version__.split("+")[0] + "+cu999", False),  # another variant of the same version
+    ],
+)
+def test_the_torch_a_process_imported_is_checked_against_the_cells(wanted, ok):
+    verified, said = environment.torch_verification(wanted)
+    assert verified is ok, said
+    if not ok:
+        assert f"asks for torch {wanted}" in said and torch.__version__ in said
+
+
+def test_a_torch_without_nccl_passes_and_says_so():
+    record = nccl_probe.probe()  # this machine's torch is a CPU build
+    assert (record["runtime_version"], record["verified"]) == (None, True)
+    assert record["verification"] == "torch was built without NCCL"
+
+
+@pytest.mark.parametrize(
+    ("runtime", "files", "ok", "words"),
+    [
+        ("2.29.7", [WHEEL[1] + "/libnccl.so.2"], True, "NCCL 2.29.7 loaded from"),
+        (
+            "2.28.9",
+            [WHEEL[1] + "/libnccl.so.2"],
+            False,
+            "holds the NCCL wheel 2.29.7, but torch reports NCCL 2.28.9",
+        ),
+        (
+            "2.29.7",
+            ["/usr/lib/x86_64-linux-gnu/libnccl.so.2"],
+            False,
+            "but it came from /usr/lib/x86_64-linux-gnu",
+        ),
+        ("2.29.7", [WHEEL[1] + "/libnccl.so.2", "/opt/other/libnccl.so.2"], False, "came from /opt/other"),
+    ],
+)
+def test_the_nccl_torch_loaded_must_be_the_wheel_beside_it(runtime, files, ok, words):
+    verified, said = nccl_probe._verify(runtime, files, WHEEL)
+    assert verified is ok and words in said, said
+
+
+def test_an_nccl_with_no_wheel_beside_torch_is_recorded_not_judged():
+    verified, said = nccl_probe._verify("2.28.9", ["/usr/lib/libnccl.so.2"], None)
+    assert verified is True and "no NCCL wheel beside torch" in said and "/usr/lib" in said
+
+
+def test_a_cell_asking_for_another_torch_fails_its_check_and_measures_nothing(tmp_path):
+    out = tmp_path / "result.json"
+    cell = {"id": "torch2.9.0_cudnn-bundled_x", "torch": "2.9.0", "cudnn": "bundled"}
+    command = [sys.executable, "-m", "harness.suite", "run", "--out", str(out), "--cell", json.dumps(cell)]
+    command += ["--workloads", "relu", "--dtypes", "fp32", "--device", "cpu"]
+    done = subprocess.run(command, cwd=REPO, env=harness_env(), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    doc = json.loads(out.read_text())
+    assert doc["status"] == "failed" and doc["failure"]["stage"] == "torch-check", doc["failure"]
+    assert doc["measurements"] == [] and doc["nccl"]["verified"] is True
+
+
+def test_the_h100_torch_axis_results_record_the_nccl_each_build_pins():
+    pins = {"2.11.0+cu130": "2.28.9", "2.13.0+cu130": "2.29.7", "2.14.1+cu130": "2.30.7"}
+    seen = set()
+    for path in sorted((REPO / "reports" / "torch-axis-h100" / "results").glob("*.json.gz")):
+        doc = json.loads(gzip.decompress(path.read_bytes()))
+        assert not schemas.problems("result", doc, path.name), path.name
+        version = doc["environment"]["torch"]["version"]
+        assert doc["nccl"]["verified"] and doc["nccl"]["runtime_version"] == pins[version], path.name
+        assert doc["nccl"]["wheel_version"] == pins[version]
+        seen.add(version)
+    assert seen == set(pins)
