@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow  # every test here takes seconds (docs/development
 
 SHARDS = sorted((REPO / "reports" / "gpu-verdicts").glob("results-shard*"))  # one matrix: 3 cells each
 SWEEP = REPO / "reports" / "cudnn-releases-h100"  # 'results' (10 cells) and 'upper' (its bundled cell)
-ATLAS = REPO / "reports" / "release-atlas"  # 'between': 5 cells
+TORCH_AXIS = REPO / "reports" / "torch-axis-h100" / "results"  # 7 cells
 BUNDLED, DISABLED = (
     "torch2.11.0-cu130_cudnn-bundled_fd7979a52b",
     "torch2.11.0-cu130_cudnn-disabled_ef610b7191",
@@ -28,12 +28,14 @@ CELLS = sorted({p.name.split(".r")[0] for p in SHARDS[0].glob("*.json.gz")})
 
 def test_folders_whose_cells_differ_are_refused_naming_each_sides_cells_and_how_to_pick(tmp_path):
     out = tmp_path / "report"
-    done = run_cli("compare", str(SWEEP / "results"), str(ATLAS / "between"), "--out", str(out))
+    done = run_cli("compare", str(SWEEP / "results"), str(TORCH_AXIS), "--out", str(out))
     assert done.returncode == 2, done.stdout + done.stderr
     lines = done.stderr.splitlines()
     assert any(": A: holds 10 cells: torch-installed_cudnn-bundled_2ecb882014, " in ln for ln in lines)
     assert any(ln.endswith("and 2 more") for ln in lines)  # 8 named, the rest counted
-    assert any(": B: holds 5 cells: " in ln and "wheel-9.26.1.1" in ln for ln in lines), done.stderr
+    assert any(": B: holds 7 cells: " in ln and "torch2.14.1_cudnn-wheel-9.28.1.4" in ln for ln in lines), (
+        done.stderr
+    )
     assert "--cell: a side's cells are never pooled" in done.stderr and "-a and -b forms" in done.stderr
     assert "verdicts:" not in done.stdout and not list(out.iterdir())  # nothing compared, nothing written
 
