@@ -81,6 +81,15 @@ def test_welch_cannot_call_same_where_the_rounds_disagree():
     assert stats.interval_text(0.98765, 1.0123) == "[0.988, 1.012]"
 
 
+@pytest.mark.parametrize("alpha", [1e-12, 1e-300])
+def test_a_tiny_alpha_over_few_rounds_gives_an_open_interval_not_an_overflow(alpha):
+    # one side's rounds nearly equal: Welch's degrees of freedom near 1, and t at 1 - alpha beyond any exp
+    found = stats.judge([1.0, 1.0, 1.0000001], [1.2, 1.5, 1.9], 5, alpha)
+    assert found.verdict == "inconclusive" and 1.4 < found.ratio < 1.6
+    assert 0 < found.ci_low < 1e-300 and 1e300 < found.ci_high < float("inf")
+    assert "reaches beyond the 5% threshold" in found.reason
+
+
 def test_one_process_per_side_gives_a_ratio_but_no_verdict():
     rng = np.random.default_rng(3)
     a, b = list(rng.normal(1e-3, 1e-5, 500)), list(rng.normal(2e-3, 1e-5, 500))

@@ -155,6 +155,9 @@ def judge(
     return Comparison(verdict, ratio, low, high, p, basis, reason, center_a=center_a, center_b=center_b)
 
 
+_LOG_SPAN = 700.0  # exp(700) is about 1e304: the widest interval a ratio is shown with
+
+
 def _welch(a: Samples, b: Samples, threshold_pct: float, alpha: float) -> Comparison:
     """Rounds too few for the Mann-Whitney test: Welch's t on log medians, TOST for "same".
 
@@ -191,7 +194,8 @@ def _welch(a: Samples, b: Samples, threshold_pct: float, alpha: float) -> Compar
     df = (va + vb) ** 2 / (va**2 / (len(x) - 1) + vb**2 / (len(y) - 1))
     p = float(2 * scistats.t.sf(abs(diff) / se, df))
     half = float(scistats.t.ppf(1 - alpha, df)) * se
-    low, high = math.exp(diff - half), math.exp(diff + half)
+    # a tiny alpha over few rounds gives a half-width no float's exp holds: the interval is then open-ended
+    low, high = math.exp(max(diff - half, -_LOG_SPAN)), math.exp(min(diff + half, _LOG_SPAN))
     level = f"{1 - 2 * alpha:.1%}"
     if p < alpha and shown >= upper:
         verdict, reason = "slower", f"{(ratio - 1) * 100:.1f}% slower, p={p:.2g} < {alpha:g} ({rounds})"
