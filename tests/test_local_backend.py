@@ -115,13 +115,32 @@ def test_rerunning_the_report_is_stable(smoke_run):
     )
 
 
-def test_a_python_without_torch_is_a_clear_error(tmp_path):
+def test_a_python_without_torch_fails_only_the_cells_that_would_run_in_it(tmp_path, write_matrix):
+    # a matrix whose cells name torch builds needs no torch beside the harness (issue 41): only a
+    # torch: installed cell does, and it fails as a cell, with the fix, while the run goes on
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    with pytest.raises(BackendUnavailable, match="has no torch"):
-        LocalBackend(str(venv / "bin" / "python"))
+    python = str(venv / "bin" / "python")
+    LocalBackend(python)  # no torch there: still a backend
     with pytest.raises(BackendUnavailable, match="no such interpreter"):
         LocalBackend(str(tmp_path / "nope"))
+    path = write_matrix("""
+schema_version: 1
+name: no-torch
+axes: {torch: [installed], cudnn: [bundled]}
+suite: {workloads: [relu], dtypes: [fp32], time_budget_s: 0.02, device: cpu}
+baseline: {cudnn: bundled}
+rounds: 1
+""")
+    out = tmp_path / "results"
+    done = run_cli("run", "--matrix", str(path), "--out", str(out), "--python", python)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    (result,) = out.glob("*.r1.json.gz")
+    failure = jsonio.read(result)["failure"]
+    assert (
+        failure["stage"] == "realize"
+        and "has no torch, and the cell asks for torch: installed" in failure["reason"]
+    )
 
 
 @pytest.mark.slow

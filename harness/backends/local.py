@@ -78,12 +78,7 @@ class LocalBackend:
             ).stdout
         except (OSError, subprocess.SubprocessError) as exc:
             raise BackendUnavailable(f"{python} does not run: {exc}") from None
-        info = _probe_answer(python, out)
-        if info["torch_dir"] is None:
-            raise BackendUnavailable(
-                f"{python} has no torch; install it there (pip install torch) "
-                "or run with an interpreter that has it"
-            )
+        info = _probe_answer(python, out)  # no torch is fine where every cell names a torch build
         try:
             listed = suite_listing.listing(python)
             info["suite_version"], info["suite_source"] = listed["suite_version"], listed["source_sha256"]
@@ -100,6 +95,12 @@ class LocalBackend:
         """The cell's own environment (None: ``torch: installed`` runs in the given interpreter). Raises
         LookupError where it cannot be made; remembered, so a matrix asks once per environment."""
         if cell.torch == "installed":
+            if self._interpreter["torch_dir"] is None:
+                raise LookupError(
+                    f"{self.python} has no torch, and the cell asks for torch: installed; install torch "
+                    "there, run with an interpreter that has it, or name a torch build (an environment "
+                    "of its own)"
+                )
             return None
         given = ".".join(self._interpreter["python"].split(".")[:2])
         version = given if cell.python == "installed" else cell.python
