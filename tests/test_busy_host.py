@@ -56,7 +56,11 @@ def test_a_busy_host_is_recorded_and_its_rows_are_never_a_verdict(tmp_path):
     text = (out / "report.md").read_text()
     first_section = text.split("## Read this first", 1)[1].split("\n## ", 1)[0]
     assert "The host was busy in 1 of 6 runs (load 4.1 on 2 cores)" in first_section
-    assert "Run again with nothing else running" in first_section
+    assert "Run again with nothing else running" in first_section and "--fresh" in first_section
+    # the next steps agree: no more rounds on that host, but a fresh run on a quiet one (issue 41, 3)
+    steps = text.split("## What to do next", 1)[1].split("\n## ", 1)[0]
+    assert "come with runs made on a busy host (1 of 6)" in steps and "need more rounds" not in steps
+    assert "--fresh" in steps, steps
 
 
 @pytest.mark.slow

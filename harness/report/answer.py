@@ -170,7 +170,9 @@ def _busy_host(analysis: Analysis) -> list[str]:
     return [
         f"The host was busy in {len(busy)} of {len(runs)} runs{worst}, {stalled} measurements in all: "
         "on a CPU every sample is host time, so another process's work is in them. Their rows are "
-        "inconclusive, never a verdict. Run again with nothing else running (load under the cores)."
+        "inconclusive, never a verdict. Run again with nothing else running (load under the cores) and "
+        "--fresh, so that the spoiled rounds are moved aside rather than kept (What to do next has the "
+        "command)."
     ]
 
 

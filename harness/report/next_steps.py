@@ -29,7 +29,8 @@ def section(view: View, analysis: Analysis, sources: list[Path], matrix: str | N
     steps = [_ship(view, analysis, judged)]
     undecided = judged[judged["verdict"].isin(["inconclusive", "missing"])]
     if not undecided.empty:
-        steps.append(_resolve(view, analysis, undecided, sources, matrix))
+        resolve = _on_a_quiet_host if _busy_runs(analysis)[0] else _resolve
+        steps.append(resolve(view, analysis, undecided, sources, matrix))
     regressions = judged[judged["verdict"].isin(["slower", "failed"])]
     commands = _reproduce(regressions, sources) if not regressions.empty else []
     if commands:
@@ -84,6 +85,31 @@ def _ship(view: View, analysis: Analysis, judged: pd.DataFrame) -> str:
 
 def _counted(counts: pd.Series[Any], verdicts: tuple[str, ...]) -> str:
     return ", ".join(f"{int(counts[v])} {v}" for v in verdicts if counts.get(v, 0))
+
+
+def _busy_runs(analysis: Analysis) -> tuple[int, int]:
+    """(runs made on a busy host, all runs)."""
+    runs = [doc for entries in analysis.docs.values() for doc, _ in entries]
+    hosts = [doc.get("host") for doc in runs]
+    return sum(bool(host and host["busy"]) for host in hosts), len(runs)
+
+
+def _on_a_quiet_host(
+    view: View, analysis: Analysis, undecided: pd.DataFrame, sources: list[Path], matrix: str | None
+) -> str:
+    """Where a busy host spoiled runs, more rounds on it decide nothing and a plain run again keeps what
+    it spoiled: the same advice as "Read this first", to measure again, fresh, with the host quiet."""
+    busy, runs = _busy_runs(analysis)
+    said = (
+        f"The {len(undecided)} inconclusive or missing rows come with runs made on a busy host ({busy} of "
+        f"{runs}): more rounds there do not decide them, and a run again keeps the rounds it spoiled."
+    )
+    if matrix and view.cells:
+        out = shlex.quote(str(sources[0])) if sources else "results/" + view.name
+        command = f"python -m harness qualify --matrix {shlex.quote(matrix)} --out {out} --fresh"
+        quiet = "With the host quiet (load under its cores),"
+        return f"{said} {quiet} {markdown.code(command)} moves them aside and measures again."
+    return f"{said} Measure both sides again, with the host quiet (load under its cores), into new folders."
 
 
 def _resolve(
