@@ -25,10 +25,12 @@ from harness.plan.model import Plan
 from harness.plan.releases import Release, ReleaseAxis, release_axis
 from harness.report import frames, verdicts
 from harness.results import documents, folder, resume
+from harness.suite.catalog import for_profile
 
 Say = Callable[[str], None]
 Run = Callable[[Plan, Path], list[CellOutcome]]  # run a plan into a folder (launch.run with a request)
 FIRST_ROUNDS = 3  # as qualify: more only where a probe is undecided
+KNOWN_SHOWN = 12  # rows an unknown row's message names
 
 
 @dataclass(frozen=True)
@@ -113,19 +115,25 @@ def bisect(
     )
 
 
+def _rows(plan: Plan) -> set[tuple[str, str]]:
+    """The matrix's rows: its ``rows``, else its workloads (or its profile's) in each of its dtypes."""
+    suite = plan.suite
+    if suite.rows:
+        return {(w, d) for w, _, d in (pair.partition(":") for pair in suite.rows)}
+    workloads = suite.workloads or tuple(for_profile(suite.profile))
+    return {(w, d) for w in workloads for d in suite.dtypes}
+
+
 def _checked(plan: Plan, row: str, good: str, bad: str) -> tuple[ReleaseAxis, tuple[str, str], int, int]:
     """The axis, the row and the two releases' places, or InputError with the fix for each."""
     problems = []
     workload, _, dtype = row.partition(":")
-    rows = {(w, d) for w in plan.suite.workloads for d in plan.suite.dtypes}
-    if not plan.suite.workloads:
+    rows = sorted(_rows(plan))
+    if (workload, dtype) not in rows:
+        known = ", ".join(f"{w}:{d}" for w, d in rows[:KNOWN_SHOWN])
+        more = f" and {len(rows) - KNOWN_SHOWN} more" if len(rows) > KNOWN_SHOWN else ""
         problems.append(
-            Problem(plan.source, "suite.workloads", "bisect needs the matrix to list its workloads")
-        )
-    elif (workload, dtype) not in rows:
-        known = ", ".join(f"{w}:{d}" for w, d in sorted(rows))
-        problems.append(
-            Problem(row, "row", f"is not a row of the matrix; give WORKLOAD:DTYPE, one of {known}")
+            Problem(row, "row", f"is not a row of the matrix; give WORKLOAD:DTYPE, one of {known}{more}")
         )
     axis = release_axis(plan.cells)
     if axis is None:

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from harness import bisect as bisect_module
 from harness import images, jsonio, schemas
 from harness.argument_values import flagged
 from harness.backends import cudnn_dirs, registry
@@ -28,6 +29,7 @@ from harness.plan import matrix
 from harness.plan.model import Cell, CudnnSource, Plan
 from harness.plan.releases import release_axis
 from harness.results import documents, folder, resume
+from harness.suite.catalog import CATALOG
 from harness.suite.summary import summarize
 from tests.conftest import REPO, run_cli
 
@@ -482,6 +484,22 @@ def test_bisect_refuses_bad_input_before_anything_runs(sweep, tmp_path, args, ex
     assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
     assert re.search(expected, lines[0]), lines[0]
     assert not out.exists() and not (tmp_path / "results").exists()
+
+
+def test_bisect_takes_a_matrix_that_runs_a_profile_or_lists_rows(write_matrix):
+    # issue 41: bisect needed the matrix to list its workloads; a profile's rows and `rows` are rows too
+    for suite, row, other in (
+        ("{device: cpu, profile: smoke, dtypes: [fp32, bf16]}", "relu:bf16", "train_resnet50:fp32"),
+        ("{device: cpu, rows: ['relu:fp32', 'gemm:bf16']}", "gemm:bf16", "gemm:fp32"),
+    ):
+        text = SWEEP.replace(
+            "suite: {device: cpu, workloads: [relu], dtypes: [fp32], time_budget_s: 0.02}", f"suite: {suite}"
+        )
+        plan = matrix.load(write_matrix(text), list(CATALOG), registry.cell_problems)
+        axis, found, lo, hi = bisect_module._checked(plan, row, WHEELS[0], WHEELS[-1])
+        assert found == tuple(row.split(":")) and lo < hi, axis
+        with pytest.raises(InputError, match=r"is not a row of the matrix"):
+            bisect_module._checked(plan, other, WHEELS[0], WHEELS[-1])
 
 
 def test_bisect_needs_a_release_axis(write_matrix, tmp_path):
