@@ -253,7 +253,10 @@ def test_a_build_without_the_baselines_source_is_said_not_judged(real_rounds, tm
     lines = table(section((out / "report.md").read_text(), "Per torch build"))
     unjudged = [line for line in lines if line["torch"] == "2.13.0"]
     assert len(unjudged) == 2 and all(line["judged against"].startswith("nothing") for line in unjudged)
-    assert "**Not judged:** torch 2.13.0 has no cell with cuDNN bundled" in (out / "report.md").read_text()
+    assert (
+        "**Not judged:** torch 2.13.0 has no cell with cuDNN bundled that measured anything"
+        in (out / "report.md").read_text()
+    )
     verdict = json.loads((out / "verdict.json").read_text())
     assert schemas.problems("verdict", verdict, "verdict.json") == []
     assert [e["baseline"] for e in verdict["per_torch"] if e["torch"] == "2.13.0"] == [None, None]
@@ -312,3 +315,24 @@ def test_the_section_and_its_csv_stay_inert_whatever_the_names_hold():
     cells = list(csv.reader(io.StringIO(found.to_csv())))
     assert len(cells) == 2 and all(not c.startswith(("=", "+", "-", "@")) for c in cells[1])
     assert cells[1][:2] == [f"'{HOSTILE}", f"'@{HOSTILE}"]
+
+
+@pytest.mark.slow  # renders a report through the command line
+def test_a_local_baseline_that_measured_nothing_judges_nothing(real_rounds, tmp_path):
+    # 2.13.0's bundled cell failed its checks (nccl-check, say) in every round: its sources are not judged,
+    # never counted failed or missing for it
+    results = write_results(tmp_path, real_rounds, MATRIX)
+    plan = folder.stored_plan(results)
+    for path in results.glob(cell_of(plan, "2.13.0", "bundled").id + ".r*.json.gz"):
+        doc = jsonio.read(path)
+        doc["status"], doc["measurements"] = "failed", []
+        doc["failure"] = {"stage": "nccl-check", "reason": "planted", "log_tail": ""}
+        jsonio.write_atomic(path, doc, compact=True)
+    done = run_cli("report", "--results", str(results), "--out", str(tmp_path / "report"))
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]
+    page = (tmp_path / "report" / "report.md").read_text()
+    lines = [line for line in table(section(page, "Per torch build")) if line["torch"] == "2.13.0"]
+    assert len(lines) == 2 and all(line["judged against"].startswith("nothing") for line in lines), lines
+    assert "**Not judged:** torch 2.13.0 has no cell with cuDNN bundled that measured anything" in page
+    verdict = json.loads((tmp_path / "report" / "verdict.json").read_text())
+    assert [e["baseline"] for e in verdict["per_torch"] if e["torch"] == "2.13.0"] == [None, None]

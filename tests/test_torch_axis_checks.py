@@ -17,7 +17,7 @@ from harness import schemas
 from harness.suite import environment, nccl_probe
 from tests.conftest import REPO, harness_env
 
-WHEEL = ("2.29.7", "/env/site-packages/nvidia/nccl/lib")
+WHEEL = ("nvidia-nccl-cu13", "2.29.7", "/env/site-packages/nvidia/nccl/lib")
 
 
 @pytest.mark.parametrize(
@@ -38,21 +38,32 @@ def test_the_torch_a_process_imported_is_checked_against_the_cells(wanted, ok):
         assert f"asks for torch {wanted}" in said and torch.__version__ in said
 
 
-def test_a_torch_without_nccl_passes_and_says_so():
-    record = nccl_probe.probe()  # this machine's torch is a CPU build
+def test_a_torch_without_nccl_passes_and_says_so(monkeypatch):
+    monkeypatch.delattr(torch._C, "_nccl_version", raising=False)  # whatever torch this machine has
+    record = nccl_probe.probe()
     assert (record["runtime_version"], record["verified"]) == (None, True)
     assert record["verification"] == "torch was built without NCCL"
+
+
+def test_an_nccl_that_cannot_be_read_is_said_and_never_loses_the_cell(monkeypatch):
+    def broken() -> int:
+        raise RuntimeError("no NCCL symbols")
+
+    monkeypatch.setattr(torch._C, "_nccl_version", broken, raising=False)
+    record = nccl_probe.probe()
+    assert record["verified"] is True and "could not be read, so it is not checked" in record["verification"]
+    assert set(record) == {"runtime_version", "wheel_version", "loaded_libraries", "verified", "verification"}
 
 
 @pytest.mark.parametrize(
     ("runtime", "files", "ok", "words"),
     [
-        ("2.29.7", [WHEEL[1] + "/libnccl.so.2"], True, "NCCL 2.29.7 loaded from"),
+        ("2.29.7", [WHEEL[2] + "/libnccl.so.2"], True, "NCCL 2.29.7 loaded from"),
         (
             "2.28.9",
-            [WHEEL[1] + "/libnccl.so.2"],
+            [WHEEL[2] + "/libnccl.so.2"],
             False,
-            "holds the NCCL wheel 2.29.7, but torch reports NCCL 2.28.9",
+            "installed at 2.29.7, but reports NCCL 2.28.9",
         ),
         (
             "2.29.7",
@@ -60,7 +71,8 @@ def test_a_torch_without_nccl_passes_and_says_so():
             False,
             "but it came from /usr/lib/x86_64-linux-gnu",
         ),
-        ("2.29.7", [WHEEL[1] + "/libnccl.so.2", "/opt/other/libnccl.so.2"], False, "came from /opt/other"),
+        ("2.29.7", [WHEEL[2] + "/libnccl.so.2", "/opt/other/libnccl.so.2"], False, "came from /opt/other"),
+        ("2.29.7", [], True, "no libnccl file mapped"),
     ],
 )
 def test_the_nccl_torch_loaded_must_be_the_wheel_beside_it(runtime, files, ok, words):
@@ -68,9 +80,23 @@ def test_the_nccl_torch_loaded_must_be_the_wheel_beside_it(runtime, files, ok, w
     assert verified is ok and words in said, said
 
 
-def test_an_nccl_with_no_wheel_beside_torch_is_recorded_not_judged():
+def test_an_nccl_torch_pins_no_wheel_of_is_recorded_not_judged():
     verified, said = nccl_probe._verify("2.28.9", ["/usr/lib/libnccl.so.2"], None)
-    assert verified is True and "no NCCL wheel beside torch" in said and "/usr/lib" in said
+    assert verified is True and "torch requires no NCCL wheel" in said and "/usr/lib" in said
+    verified, said = nccl_probe._verify("2.29.7", [], ("nvidia-nccl-cu13", "", "/x"))
+    assert verified is False and "requires nvidia-nccl-cu13, but it is not installed beside torch" in said
+
+
+@pytest.mark.parametrize(("wheel", "same"), [("2.29.7", True), ("2.29.7.post1", True), ("2.29.7+cu13", True),
+    ("2.29.07", True), ("2.29", False), ("2.30.7", False)])  # fmt: skip
+def test_nccl_versions_are_compared_as_numbers(wheel, same):
+    assert (nccl_probe._numbers(wheel) == nccl_probe._numbers("2.29.7")) is same
+
+
+def test_a_verification_stays_within_the_schemas_bound():
+    stray = [f"/opt/{'x' * 300}{i}/libnccl.so.2" for i in range(30)]
+    verified, said = nccl_probe._verify("2.29.7", stray, WHEEL)
+    assert verified is False and "and 26 more" in said and len(said) < 4000
 
 
 def test_a_cell_asking_for_another_torch_fails_its_check_and_measures_nothing(tmp_path):

@@ -31,7 +31,12 @@ _NOT_FOUND = (
 
 
 class InstallError(LookupError):
-    """The requirements could not be installed; the message names them and the source."""
+    """The requirements could not be installed; the message names them and the source. ``missing``: the
+    source holds no build of them that fits (not a failure of the install itself)."""
+
+    def __init__(self, message: str, missing: bool = False) -> None:
+        super().__init__(message)
+        self.missing = missing
 
 
 @dataclass(frozen=True)
@@ -103,7 +108,8 @@ def install(
         what = "cannot be found in" if missing else "could not be installed from"
         raise InstallError(
             f"{' '.join(requirements)} {what} {source.describe()} ({'uv' if binary else 'pip'} exited "
-            f"{code}; its log: {log}): " + " | ".join(line.strip() for line in tail[-4:])
+            f"{code}; its log: {log}): " + " | ".join(line.strip() for line in tail[-4:]),
+            missing=missing,
         )
 
 

@@ -125,6 +125,8 @@ def _add_companions(spec: EnvironmentSpec, python: str, log: Path, progress: Pro
                 [*spec.requirements(), companion], spec.source, log, python=python, progress=progress
             )
         except packages.InstallError as exc:
+            if not exc.missing:  # a broken install (a timeout, a full disk) is not a missing build
+                raise
             progress(f"the environment for torch {spec.torch} goes on without {companion}: {exc}")
 
 

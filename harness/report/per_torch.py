@@ -149,15 +149,22 @@ def build(
             return timing[timing["group"].isin(groups)] if not timing.empty else timing
         return row_verdicts.timing(frame, local, (local, *groups), threshold_pct, alpha, samples)
 
-    lines = [line for torch in builds for line in _lines([c for c in alike if c.torch == torch], base, judge)]
+    measured = set(frame.loc[frame["status"] == "ok", "group"]) if "status" in frame else set()
+    lines = [
+        line
+        for torch in builds
+        for line in _lines([c for c in alike if c.torch == torch], base, judge, measured)
+    ]
     return PerTorch(base.cudnn.label, tuple(lines), tuple(c.id for c in cells if c not in alike))
 
 
-def _lines(mine: list[Cell], base: Cell, judge: Judge) -> list[SourceLine]:
-    """One build's sources, each against the build's cell with the baseline's source (where it has one)."""
+def _lines(mine: list[Cell], base: Cell, judge: Judge, measured: set[str]) -> list[SourceLine]:
+    """One build's sources, each against the build's cell with the baseline's source, where it has one that
+    measured something (a local baseline that failed its checks judges nothing: its sources are not judged,
+    never called failed for it)."""
     local = next((c for c in mine if c.cudnn == base.cudnn), None)
     others = [c for c in mine if c.cudnn != base.cudnn]
-    if local is None:
+    if local is None or local.id not in measured:
         return [SourceLine(c.torch, c.cudnn.label, c.id, None) for c in others]
     verdicts = judge(local.id, tuple(c.id for c in others)) if others else pd.DataFrame()
     return [_judged(cell, local, verdicts) for cell in others]

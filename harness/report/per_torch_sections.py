@@ -57,8 +57,9 @@ def _intro(view: View, found: PerTorch) -> list[str]:
         builds = ", ".join(markdown.inline(torch, 100) for torch in found.unjudged)
         has = "has" if len(found.unjudged) == 1 else "have"
         said.append(
-            f"**Not judged:** torch {builds} {has} no cell with cuDNN {source}, so no local baseline judges "
-            "its sources here; add that cell to the matrix to judge them."
+            f"**Not judged:** torch {builds} {has} no cell with cuDNN {source} that measured anything, so no "
+            "local baseline judges its sources here; add that cell to the matrix, or run it again where it "
+            "failed, to judge them."
         )
     if found.left_out:
         said.append(
@@ -70,7 +71,12 @@ def _intro(view: View, found: PerTorch) -> list[str]:
 
 def _row(view: View, line: SourceLine, knobs_shown: bool) -> tuple[Cell, ...]:
     if line.baseline is None:
-        return (line.torch, line.cudnn, "nothing: no cell of the baseline's cuDNN source", *[None] * 7)
+        return (
+            line.torch,
+            line.cudnn,
+            "nothing: no measured cell of the baseline's cuDNN source",
+            *[None] * 7,
+        )
     against = f"{view.letters.get(line.baseline, '?')}: {view.labels.get(line.baseline, line.baseline)}"
     if not line.rows:
         return (line.torch, line.cudnn, against, "no row compared: its runs measured nothing", *[None] * 6)

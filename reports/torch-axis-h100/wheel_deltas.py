@@ -6,7 +6,10 @@ is a 9 MB patch of a 423 MB wheel. Each file of the new wheel travels as one of:
   same     byte-identical to the installed file at the same path (nothing travels)
   patch    a zstd patch from the installed file at the same path (zstd --patch-from)
   literal  the file itself (in literal.tar)
-and is checked against the new wheel's sha256 when it is rebuilt there.
+and is checked against its sha256 in the new wheel when it is rebuilt there (the rebuilt wheel holds the same
+files and modes, stored rather than compressed, so its own sha256 is not PyPI's). The bundles before
+2026-11-26 16:20 UTC recorded no file modes: a wheel rebuilt from them had every file 0o600 (torch 2.14.1's
+`torch/bin/torch_shm_manager` lost its execute bit; no measured row runs it).
 
 usage:
   here:   python3 wheel_deltas.py pack OUTDIR NEW.whl=OLD.whl...   (OLD: the wheel of what the machine has
@@ -54,7 +57,7 @@ def pack(out: Path, pairs: list[str]) -> None:
         with tarfile.open(fileobj=literal, mode="w") as tar, tempfile.TemporaryDirectory() as tmp:
             for index, name in enumerate(n for n in new.namelist() if not n.endswith("/")):
                 data = new.read(name)
-                entry = {"path": name, "sha256": _sha(data), "size": len(data)}
+                entry = {"path": name, "sha256": _sha(data), "size": len(data), "attr": new.getinfo(name).external_attr}
                 # an installed dist-info differs from the wheel's (pip adds INSTALLER and RECORD lines): it travels
                 base = old.read(name) if name in old_names and ".dist-info/" not in name else None
                 if base is not None and _sha(base) == entry["sha256"]:
@@ -182,7 +185,9 @@ def _rebuild_one(bundle: Path, manifest: dict, site: Path, zstd: str, target: Pa
                 data = out.read_bytes()
             if _sha(data) != entry["sha256"]:
                 raise ValueError(f"{path}: sha256 differs from the wheel's ({how}; installed at {site / path})")
-            wheel.writestr(zipfile.ZipInfo(path, (2026, 1, 1, 0, 0, 0)), data)
+            info = zipfile.ZipInfo(path, (2026, 1, 1, 0, 0, 0))
+            info.external_attr = entry.get("attr", 0o644 << 16)  # a script keeps its execute bit
+            wheel.writestr(info, data)
     os.replace(partial, target)
 
 
