@@ -17,8 +17,10 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness import argument_values, arguments, cli_docker, cli_results, jsonio
 from harness.backends import registry
@@ -36,6 +38,9 @@ from harness.cli_output import (
 )
 from harness.console import NORMAL, Console, InertStream
 from harness.errors import BackendUnavailable, HarnessError, InputError
+
+if TYPE_CHECKING:
+    from harness.plan.model import Plan
 
 DESCRIPTION = (
     "Which PyTorch x cuDNN combination should we ship, and what changes if we switch? Plan a version "
@@ -111,7 +116,24 @@ def _plan(args: argparse.Namespace, out: Output) -> int:
         f"\n{len(plan.cells)} cells x {len(plan.knob_sets)} knob sets, backend {plan.backend}, "
         f"suite profile {plan.suite.profile}, regression threshold {plan.regression_pct:g}%"
     )
+    note = _cuda_builds_without_a_gpu(plan)
+    if note:
+        print(f"\nnote: {note}")
     return EXIT_OK
+
+
+def _cuda_builds_without_a_gpu(plan: Plan) -> str | None:
+    """On a host with no NVIDIA GPU, a bare torch version installs PyPI's default, a CUDA build with some 2.5
+    GB of nvidia-* wheels per environment: say so, and how to ask for the CPU build instead."""
+    bare = sorted({c.torch for c in plan.cells if c.torch[:1].isdigit() and "+" not in c.torch})
+    if plan.backend != "local" or not bare or shutil.which("nvidia-smi") or os.path.exists("/dev/nvidiactl"):
+        return None
+    cpu = ", ".join(f"'{version}+cpu'" for version in bare)
+    return (
+        f"this host has no NVIDIA GPU, and torch {', '.join(bare)} from PyPI is a CUDA build (with about "
+        f"2.5 GB of nvidia-* wheels in each environment); for a CPU run, write torch: [{cpu}] and pass "
+        "--index-url https://download.pytorch.org/whl/cpu (or a --wheelhouse that holds those builds)"
+    )
 
 
 def _validate(args: argparse.Namespace, out: Output) -> int:

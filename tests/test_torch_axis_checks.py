@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import shutil
 import subprocess
 import sys
 
@@ -122,3 +124,22 @@ def test_the_h100_torch_axis_results_record_the_nccl_each_build_pins():
         assert doc["nccl"]["wheel_version"] == pins[version]
         seen.add(version)
     assert seen == set(pins)
+
+
+def test_plan_says_a_bare_torch_version_is_a_cuda_build_on_a_host_without_a_gpu(tmp_path):
+    # issue 41: torch: '2.12.0' on a CPU-only host quietly installed CUDA builds, and plan said nothing
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text(
+        "schema_version: 1\nname: t\naxes: {torch: ['2.12.0', '2.13.0+cpu'], cudnn: [bundled]}\n"
+        "suite: {device: cpu, workloads: [relu], dtypes: [fp32]}\nbaseline: {torch: '2.12.0'}\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "plan", "--matrix", str(matrix)],
+        cwd=REPO, env=harness_env(), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    gpu = shutil.which("nvidia-smi") or os.path.exists("/dev/nvidiactl")
+    said = "note: this host has no NVIDIA GPU, and torch 2.12.0 from PyPI is a CUDA build"
+    assert (said in done.stdout) is (not gpu), done.stdout
+    if not gpu:  # the fix, for the bare version only
+        assert "torch: ['2.12.0+cpu']" in done.stdout and "download.pytorch.org/whl/cpu" in done.stdout
