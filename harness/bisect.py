@@ -53,6 +53,7 @@ class Found:
     probes: tuple[Probe, ...]
     measured: int  # releases this bisect ran
     between: int  # releases from good to bad, both included: what a full sweep would measure
+    located: bool = True  # False: bad is not judged different from good, so there was no change to find
 
 
 def bisect(
@@ -72,13 +73,22 @@ def bisect(
     between = abs(hi - lo) + 1
     good_probe, bad_probe = judge.probe(axis.releases[lo], None), judge.probe(axis.releases[hi], None)
     first = judge.more_rounds(axis.releases[lo], axis.releases[hi])
-    if first.verdict not in ("slower", "faster"):
-        raise InputError.one(
-            row,
-            "bad",
-            f"{bad} is not judged different from {good} for this row ({first.verdict}, ratio "
-            f"{_ratio(first.ratio)}): there is no change to find; pick a bad release the report calls "
-            "slower or faster",
+    if first.verdict not in ("slower", "faster"):  # nothing to locate: said, with what the two ends gave
+        ends = [
+            dataclasses.replace(good_probe, verdict="good"),
+            dataclasses.replace(bad_probe, verdict=first.verdict),
+        ]
+        return Found(
+            row=f"{workload} {dtype}",
+            before=axis.releases[lo],
+            after=axis.releases[hi],
+            verdict=first.verdict,
+            ratio=first.ratio,
+            what_ran=None,
+            probes=tuple(ends),
+            measured=len(judge.measured),
+            between=between,
+            located=False,
         )
     direction, good_release = first.verdict, axis.releases[lo]
     probes = [dataclasses.replace(good_probe, verdict="good"), dataclasses.replace(bad_probe, verdict="bad")]

@@ -206,10 +206,17 @@ def _bisect(args: argparse.Namespace, out: Output) -> int:
     found = bisect(plan, args.row, args.good, args.bad, results, reuse, run, out.say)
     ratio = f"{found.ratio:.3f}" if found.ratio is not None else "n/a"
     ran = f", what ran: {found.what_ran}" if found.what_ran else ""
-    print(
-        f"{found.row}: the change began at {found.before.label} -> {found.after.label} "
-        f"({found.verdict}, ratio {ratio}{ran})"
-    )
+    if found.located:
+        print(
+            f"{found.row}: the change began at {found.before.label} -> {found.after.label} "
+            f"({found.verdict}, ratio {ratio}{ran})"
+        )
+    else:
+        print(
+            f"{found.row}: {args.bad} is not judged different from {args.good} ({found.verdict}, ratio "
+            f"{ratio}): there is no change to locate; for a change, pick a bad release that a report of "
+            "the sweep calls slower or faster (its 'Where each change began')"
+        )
     for probe in found.probes:
         how = "measured" if probe.measured else "reused"
         print(f"  {probe.release.label}: {probe.verdict} ({probe.rounds} rounds, {how})")

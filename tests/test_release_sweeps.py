@@ -629,18 +629,21 @@ def test_bisect_searches_from_a_newer_good_release_to_an_older_bad_one(sweep, re
 
 @pytest.mark.slow
 def test_bisect_says_when_good_and_bad_do_not_differ(sweep, real_rounds, tmp_path):
+    # not bad input (issue 41): the two ends were measured, and the answer is that there is nothing to locate
     _, plan = sweep
-    with pytest.raises(InputError, match=r"9\.15\.1\.9 is not judged different from 9\.12\.0\.46"):
-        bisect(
-            plan,
-            "relu:fp32",
-            "9.12.0.46",
-            "9.15.1.9",
-            tmp_path / "out",
-            [],
-            fake_runner(real_rounds, []),
-            print,
-        )
+    found = bisect(
+        plan,
+        "relu:fp32",
+        "9.12.0.46",
+        "9.15.1.9",
+        tmp_path / "out",
+        [],
+        fake_runner(real_rounds, []),
+        print,
+    )
+    assert found.located is False and found.verdict in ("same", "inconclusive")
+    assert (found.before.version, found.after.version) == ("9.12.0.46", "9.15.1.9")
+    assert [p.release.version for p in found.probes] == ["9.12.0.46", "9.15.1.9"] and found.measured == 2
 
 
 @pytest.fixture(scope="module")
