@@ -827,7 +827,7 @@ def test_the_matrix_takes_torch_image_with_a_wheel_but_not_with_a_system_version
 
 @pytest.mark.slow
 def test_an_environment_adds_the_companions_its_source_holds_and_goes_on_without_the_others(
-    wheelhouse, in_tmp
+    wheelhouse, in_tmp, monkeypatch
 ):
     # nvidia-ml-py (NVML) in the source: installed beside torch; torchvision not there: said, and left out
     source = in_tmp / "wheelhouse"
@@ -843,6 +843,7 @@ def test_an_environment_adds_the_companions_its_source_holds_and_goes_on_without
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     said: list[str] = []
+    monkeypatch.delenv("UV_CACHE_DIR", raising=False)  # the session's shared one, set by conftest
     made = venvs.ensure(in_tmp / "cache", spec(source), said.append)
     names = {name for name, _, _ in made.lock}
     assert "nvidia-ml-py" in names and "torchvision" not in names, sorted(names)
@@ -851,3 +852,5 @@ def test_an_environment_adds_the_companions_its_source_holds_and_goes_on_without
         line.startswith("the environment for torch 2.13.0 goes on without torchvision") for line in said
     )
     assert venvs.ensure(in_tmp / "cache", spec(source), said.append).created is False
+    # uv's own cache lies in the harness's (issue 41: 6.4 GB of it had gone outside HARNESS_CACHE)
+    assert packages.uv() is None or (in_tmp / "cache" / "uv").is_dir()

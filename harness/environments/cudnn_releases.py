@@ -94,6 +94,7 @@ def ensure(
             target=building,
             no_deps=True,
             progress=progress,
+            cache_root=root,
         )
         manifest = _manifest(building, name, version)
         (building / cache.MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))

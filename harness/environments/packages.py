@@ -63,6 +63,12 @@ class PackageSource:
         return {"index_url": self.index_url or "default"}
 
 
+def _uv_cache(cache_root: Path | None) -> dict[str, str]:
+    if cache_root is None or os.environ.get("UV_CACHE_DIR"):
+        return {}
+    return {"UV_CACHE_DIR": str(cache_root / "uv")}
+
+
 def uv() -> str | None:
     """The uv binary: on PATH, else the one the ``uv`` distribution installed beside this Python."""
     found = shutil.which("uv")
@@ -86,10 +92,13 @@ def install(
     target: Path | None = None,
     no_deps: bool = False,
     progress: Progress | None = None,
+    cache_root: Path | None = None,
 ) -> None:
     """Install ``requirements`` into ``python``'s environment, or into the folder ``target``.
 
-    The installer's output goes to ``log``; its last lines come with the error."""
+    The installer's output goes to ``log``; its last lines come with the error. With ``cache_root``, uv keeps
+    its own cache in it (``uv/``) unless ``UV_CACHE_DIR`` says otherwise: all the harness downloads stays
+    under one folder."""
     binary = uv()
     if binary:
         command = [binary, "pip", "install", "--python", python]
@@ -102,7 +111,8 @@ def install(
     command += [*source.arguments(), *requirements]
     say = progress or (lambda line: None)
     say(f"installing {' '.join(requirements)} from {source.describe()} with {'uv' if binary else 'pip'}")
-    code, tail = run_logged(command, log, INSTALL_TIMEOUT_S, f"installing {' '.join(requirements)}")
+    what = f"installing {' '.join(requirements)}"
+    code, tail = run_logged(command, log, INSTALL_TIMEOUT_S, what, cache_root)
     if code != 0:
         missing = any(marker in line for line in tail for marker in _NOT_FOUND)
         what = "cannot be found in" if missing else "could not be installed from"
@@ -113,7 +123,9 @@ def install(
         )
 
 
-def run_logged(command: Sequence[str], log: Path, timeout_s: float, what: str) -> tuple[int, list[str]]:
+def run_logged(
+    command: Sequence[str], log: Path, timeout_s: float, what: str, cache_root: Path | None = None
+) -> tuple[int, list[str]]:
     """Run an installer's ``command`` with its output appended to ``log`` (after the command line); its exit
     code and the log's last lines. Raises InstallError, naming ``what``, where it cannot run or times out."""
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -127,7 +139,12 @@ def run_logged(command: Sequence[str], log: Path, timeout_s: float, what: str) -
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 timeout=timeout_s,
-                env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "UV_NO_PROGRESS": "1"},
+                env={
+                    **os.environ,
+                    "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+                    "UV_NO_PROGRESS": "1",
+                    **_uv_cache(cache_root),
+                },
                 check=False,
             )
         except (OSError, subprocess.SubprocessError) as exc:

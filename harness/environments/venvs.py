@@ -102,10 +102,12 @@ def ensure(root: Path, spec: EnvironmentSpec, progress: Progress) -> Environment
         progress(f"creating the environment for torch {spec.torch} (Python {spec.python}) in {entry}")
         log = entry.with_name(entry.name + ".log")
         log.unlink(missing_ok=True)
-        _create_venv(entry, spec.python, spec.base, log)
+        _create_venv(entry, spec.python, spec.base, log, root)
         python = str(entry / "bin" / "python")
-        packages.install(spec.requirements(), spec.source, log, python=python, progress=progress)
-        _add_companions(spec, python, log, progress)
+        packages.install(
+            spec.requirements(), spec.source, log, python=python, progress=progress, cache_root=root
+        )
+        _add_companions(spec, python, log, progress, root)
         lock = _lock(python)
         digest = _digest(lock)
         manifest = {"spec": spec.key(), "lock": lock, "lock_sha256": digest}
@@ -117,12 +119,17 @@ def ensure(root: Path, spec: EnvironmentSpec, progress: Progress) -> Environment
     return Environment(found.path, found.python, found.lock, found.lock_sha256, created=True)
 
 
-def _add_companions(spec: EnvironmentSpec, python: str, log: Path, progress: Progress) -> None:
+def _add_companions(spec: EnvironmentSpec, python: str, log: Path, progress: Progress, root: Path) -> None:
     """Each companion that the source holds a build of for this torch; the others are said and left out."""
     for companion in COMPANIONS:
         try:  # torch named again, so that no companion's pin can move it
             packages.install(
-                [*spec.requirements(), companion], spec.source, log, python=python, progress=progress
+                [*spec.requirements(), companion],
+                spec.source,
+                log,
+                python=python,
+                progress=progress,
+                cache_root=root,
             )
         except packages.InstallError as exc:
             if not exc.missing:  # a broken install (a timeout, a full disk) is not a missing build
@@ -130,7 +137,7 @@ def _add_companions(spec: EnvironmentSpec, python: str, log: Path, progress: Pro
             progress(f"the environment for torch {spec.torch} goes on without {companion}: {exc}")
 
 
-def _create_venv(entry: Path, python: str, spec_base: str, log: Path) -> None:
+def _create_venv(entry: Path, python: str, spec_base: str, log: Path, root: Path) -> None:
     base = spec_base or _interpreter(python)
     binary = packages.uv()
     if binary:
@@ -138,7 +145,7 @@ def _create_venv(entry: Path, python: str, spec_base: str, log: Path) -> None:
     else:
         command = [base, "-m", "venv", str(entry)]
     code, tail = packages.run_logged(
-        command, log, 600, f"creating a virtual environment with Python {python}"
+        command, log, 600, f"creating a virtual environment with Python {python}", root
     )
     if code != 0 or not (entry / "bin" / "python").exists():
         raise packages.InstallError(
