@@ -16,7 +16,8 @@ import pandas as pd
 import pytest
 
 from harness import jsonio, schemas
-from harness.report import markdown, model
+from harness.report import markdown, model, run_sections
+from harness.report.model import Analysis, View
 from harness.results import documents
 from tests.conftest import GPU_REPORT, REPO, run_cli
 
@@ -474,3 +475,17 @@ def test_ci_systems_get_a_short_summary_and_junit_xml(verdict_report, tmp_path):
     assert len(big.encode()) < 64 * 1024 and f"{counts['inconclusive']} inconclusive" in big
     skipped = ElementTree.parse(tmp_path / "junit.xml").getroot().findall("./testsuite/testcase/skipped")
     assert len(skipped) == counts["inconclusive"] > 0  # inconclusive rows are skipped, not passed
+
+
+def test_a_cells_result_files_are_listed_in_round_order(tmp_path):
+    # issue 41: the Groups table linked r1, r10, r11, r2
+    docs = [
+        ({"status": "ok", "device": "cpu", "run": {"round": n}}, str(tmp_path / f"c.r{n}.json.gz"))
+        for n in (1, 10, 11, 2)
+    ]
+    empty = pd.DataFrame()
+    analysis = Analysis(empty, empty, empty, empty, empty, None, {"c": docs}, {})  # type: ignore[arg-type]
+    view = View("n", "c", ("c",), {"c": "c"}, 5.0, 0.002, 11, "")
+    section = run_sections.cells(view, analysis, tmp_path, {"c": "A"})
+    files = section.rows[0][-1]
+    assert [link.text for link in files] == ["r1", "r2", "r10", "r11"], files

@@ -49,7 +49,8 @@ def cells(view: View, analysis: Analysis, out_dir: Path, letters: dict[str, str]
         ok = [(d, f) for d, f in entries if d["status"] == "ok"]
         doc = ok[0][0] if ok else (entries[0][0] if entries else None)
         cudnn: dict[str, Any] = dict(doc["cudnn"]) if doc and "cudnn" in doc else {}
-        files = [table_values.link(f"r{round_of(d)}", f, out_dir) for d, f in entries]
+        by_round = sorted(entries, key=lambda entry: round_of(entry[0]))  # r2 before r10, as numbers
+        files = [table_values.link(f"r{round_of(d)}", f, out_dir) for d, f in by_round]
         rows.append(
             (
                 letters[group],
