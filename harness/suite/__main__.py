@@ -126,7 +126,7 @@ def _run(args: argparse.Namespace) -> int:
             )
         torch_ok, torch_said = environment.torch_verification(str(doc["cell"].get("torch", "installed")))
         if not torch_ok:
-            doc["failure"] = {"stage": "torch-check", "reason": torch_said, "log_tail": ""}
+            doc["failure"] = {"stage": "torch-check", "reason": torch_said[:4000], "log_tail": ""}
         elif not doc["cudnn"]["verified"]:
             doc["failure"] = {"stage": "cudnn-check", "reason": doc["cudnn"]["verification"], "log_tail": ""}
         elif not doc["nccl"]["verified"]:
