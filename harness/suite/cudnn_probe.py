@@ -13,21 +13,14 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from harness.suite import mapped
+
 _CUDNN_FILE = re.compile(r"/libcudnn[A-Za-z0-9_]*\.so[0-9.]*$")
 
 
 def mapped_cudnn_files() -> list[str]:
     """Real paths of every cuDNN library mapped into this process, sorted."""
-    found = set()
-    try:
-        with open("/proc/self/maps") as maps:
-            for line in maps:
-                parts = line.split(maxsplit=5)
-                if len(parts) == 6 and _CUDNN_FILE.search(parts[5].strip()):
-                    found.add(os.path.realpath(parts[5].strip()))
-    except OSError:
-        pass
-    return sorted(found)
+    return mapped.mapped_files(_CUDNN_FILE)
 
 
 def _version_text(number: int | None) -> str | None:

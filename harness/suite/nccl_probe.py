@@ -15,6 +15,7 @@ import re
 
 import torch
 
+from harness.suite import mapped
 from harness.suite.document import NcclRecord
 
 _NCCL_FILE = re.compile(r"/libnccl[A-Za-z0-9_]*\.so[0-9.]*$")
@@ -25,16 +26,7 @@ _SAID = 4000  # the schema's bound on a verification
 
 def mapped_nccl_files() -> list[str]:
     """Real paths of every NCCL library mapped into this process, sorted."""
-    found = set()
-    try:
-        with open("/proc/self/maps") as maps:
-            for line in maps:
-                parts = line.split(maxsplit=5)
-                if len(parts) == 6 and _NCCL_FILE.search(parts[5].strip()):
-                    found.add(os.path.realpath(parts[5].strip()))
-    except OSError:
-        pass
-    return sorted(found)
+    return mapped.mapped_files(_NCCL_FILE)
 
 
 def _runtime_version() -> str | None:
