@@ -104,12 +104,19 @@ def _on_a_quiet_host(
         f"The {len(undecided)} inconclusive or missing rows come with runs made on a busy host ({busy} of "
         f"{runs}): more rounds there do not decide them, and a run again keeps the rounds it spoiled."
     )
-    if matrix and view.cells:
-        out = shlex.quote(str(sources[0])) if sources else "results/" + view.name
-        command = f"python -m harness qualify --matrix {shlex.quote(matrix)} --out {out} --fresh"
+    command = _qualify(view, sources, matrix)
+    if command:
         quiet = "With the host quiet (load under its cores),"
-        return f"{said} {quiet} {markdown.code(command)} moves them aside and measures again."
+        return f"{said} {quiet} {markdown.code(command + ' --fresh')} moves them aside and measures again."
     return f"{said} Measure both sides again, with the host quiet (load under its cores), into new folders."
+
+
+def _qualify(view: View, sources: list[Path], matrix: str | None) -> str | None:
+    """The qualify command that measures these groups again into their folder (None: no matrix to name)."""
+    if not (matrix and view.cells):
+        return None
+    out = shlex.quote(str(sources[0])) if sources else "results/" + view.name
+    return f"python -m harness qualify --matrix {shlex.quote(matrix)} --out {out}"
 
 
 def _resolve(
@@ -134,9 +141,8 @@ def _resolve(
     processes = max(0, target - have) * len(groups)
     count = f"The {len(undecided)} inconclusive or missing rows"
     cost = f"about {processes} more processes, {_duration(seconds)} at most from what these runs took"
-    if matrix and view.cells:
-        out = shlex.quote(str(sources[0])) if sources else "results/" + view.name
-        command = f"python -m harness qualify --matrix {shlex.quote(matrix)} --out {out}"
+    command = _qualify(view, sources, matrix)
+    if command:
         rounds = (
             f"with `rounds: {target}` in the matrix (it asks {view.rounds})" if view.rounds < target else ""
         )
