@@ -151,6 +151,6 @@ def build_args(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> Non
     parser.add_argument(
         "--index-url",
         type=index_url,
-        help="package index (default: images: PyTorch's index for the CUDA variant; the local backend: "
-        "the installer's default, PyPI)",
+        help="package index (default: images: PyTorch's index for the CUDA variant, PyPI for a plain "
+        "version; the local backend: the installer's default, PyPI)",
     )

@@ -25,6 +25,7 @@ IMAGE_REPO = "cudnn-harness-cell"
 FACTS_FILE = "/opt/harness/image.json"  # written at build time by 'python -m harness.suite facts'
 LABEL_NS = "io.cudnn-harness"
 INDEX_URL = "https://download.pytorch.org/whl/{variant}"
+PYPI_URL = "https://pypi.org/simple"  # a plain torch version (no +VARIANT) is PyPI's default build
 BUILD_DIR = "/tmp/harness-build"  # build stages only; never in the final image
 # Every value a Dockerfile gets is checked whole (fullmatch: Python's '$' lets a trailing newline through, and
 # a line break ends an instruction); the matrix schema checked them first, this is the guard at the file.
@@ -34,11 +35,13 @@ _SAFE_FIX = "use the matrix's form: letters, digits and . _ : / @ + - (no spaces
 # those a shell or a Dockerfile reads even in quotes or that a URL need not hold as they are.
 INDEX_URL_FORM = re.compile(r"https?://[A-Za-z0-9._~:/?#\[\]@!&()*+,;=%-]+")
 INDEX_URL_FIX = "http(s)://host/path, with spaces, quotes, '$', '`', '\\' and non-ASCII percent-encoded"
+# {wheel: X} and {system: X} need the CUDA major of torch's build; a plain version hides it
+PLAIN_CUDNN_FIX = "name the variant, e.g. '2.11.0+cu130', to choose a cuDNN wheel or system package"
 
 
 @dataclass(frozen=True)
 class BuildOptions:
-    index_url: str | None = None  # default: PyTorch's index for the torch build's CUDA variant
+    index_url: str | None = None  # default: PyTorch's index for torch's variant; PyPI for a plain version
     wheelhouse: Path | None = None  # offline: pip --no-index --find-links
     ca_bundle: Path | None = None  # extra CA bundle for a TLS-intercepting proxy
 
@@ -62,7 +65,8 @@ def base_image(cell: Cell) -> str:
         return cell.base_image
     variant = cell.torch.partition("+")[2]
     if variant != "cpu" and variant not in CUDA_BASES:  # the docker rules refused it: a library caller
-        raise InputError([Problem("matrix", "base_image", f"cell {cell.id}: no base image known for it")])
+        why = f"cell {cell.id}: no base image known for torch {cell.torch}; name one as base_image"
+        raise InputError([Problem("matrix", "base_image", why)])
     return CPU_BASE if variant == "cpu" else CUDA_BASES[variant]
 
 
@@ -100,17 +104,11 @@ def render(
     _check({**given, "cudnn_version": cell.cudnn.value or "", **(extra or {})})
     if cell.torch == "image":
         return _render_image_torch(cell, options, image_python)
-    if cell.torch == "installed" or cell.python == "installed" or "+" not in cell.torch:
-        raise InputError(
-            [
-                Problem(
-                    "matrix",
-                    "axes",
-                    f"cell {cell.id}: docker cells need a concrete torch (VERSION+VARIANT) and python",
-                )
-            ]
-        )
-    _version, variant = cell.torch.split("+", 1)
+    if "installed" in (cell.torch, cell.python):
+        why = f"cell {cell.id}: docker cells need a concrete torch (VERSION or VERSION+VARIANT) and python"
+        raise InputError([Problem("matrix", "axes", why)])
+    variant = cell.torch.partition("+")[2]  # '' for a plain version: PyPI's default build
+    _check_cudnn(cell, variant)
     base = base_image(cell)
     site = f"/opt/venv/lib/python{cell.python}/site-packages"
     cuda_major = variant[2:-1] if variant.startswith("cu") else ""
@@ -130,10 +128,7 @@ def render(
         for wheel in sorted(options.wheelhouse.glob("*.whl")):
             context[f"wheelhouse/{wheel.name}"] = wheel
         inputs += f"COPY wheelhouse/ {BUILD_DIR}/wheelhouse/\n"
-        pip_source = f"--no-index --find-links {BUILD_DIR}/wheelhouse"
-    else:
-        index = _index_url(options.index_url or INDEX_URL.format(variant=variant))
-        pip_source = f"--index-url {index} --extra-index-url https://pypi.org/simple"
+    pip_source = _pip_source(variant, options)
     apt_options = ""
     if options.ca_bundle is not None:
         context["ca-bundle.pem"] = options.ca_bundle
@@ -145,17 +140,6 @@ def render(
     kind = cell.cudnn.kind
     expect: dict[str, str] = {"source": kind}
     cudnn_layer = ""
-    if kind in ("wheel", "system") and not cuda_major:
-        raise InputError(
-            [
-                Problem(
-                    "matrix",
-                    "axes.cudnn",
-                    f"cell {cell.id}: a CPU build of torch has no cuDNN "
-                    f"to replace; use cudnn: bundled or disabled with {cell.torch}",
-                )
-            ]
-        )
     if kind == "wheel":
         stanzas.append(_template("cudnn-wheel", {**values, "pip_source": pip_source}))
         dist = f"nvidia_cudnn_cu{cuda_major}-{cell.cudnn.value}.dist-info"
@@ -166,7 +150,8 @@ def render(
         )
         expect["version"] = str(cell.cudnn.value)
     elif kind == "system" and cell.cudnn.value == "image":
-        cudnn_layer = _drop_wheel_cudnn(f"{site}/nvidia/cudnn {site}/nvidia_cudnn_cu{cuda_major}-*.dist-info")
+        wheels = f"nvidia_cudnn_cu{cuda_major or '*'}-*.dist-info"  # a plain version's CUDA major is unsaid
+        cudnn_layer = _drop_wheel_cudnn(f"{site}/nvidia/cudnn {site}/{wheels}")
     elif kind == "system":
         stanzas.append(
             _template("cudnn-system", {**values, "build_inputs": inputs, "apt_options": apt_options})
@@ -180,6 +165,33 @@ def render(
         expect.update(lib_dir="/opt/cudnn/lib", version=str(cell.cudnn.value))
     stanzas.append(_template(final, {**values, **(extra or {}), "cudnn_layer": cudnn_layer}))
     return _finish(cell, stanzas, context, base, expect, suite=final == "cell")
+
+
+def _pip_source(variant: str, options: BuildOptions) -> str:
+    """Where pip finds torch: the wheelhouse alone; else PyTorch's index for ``variant`` with PyPI beside it
+    (the dependencies), or for a plain version (no variant) PyPI, whose default build it is. ``index_url``
+    replaces either index."""
+    if options.wheelhouse is not None:
+        return f"--no-index --find-links {BUILD_DIR}/wheelhouse"
+    if not variant:
+        return f"--index-url {_index_url(options.index_url or PYPI_URL)}"
+    index = _index_url(options.index_url or INDEX_URL.format(variant=variant))
+    return f"--index-url {index} --extra-index-url {PYPI_URL}"
+
+
+def _check_cudnn(cell: Cell, variant: str) -> None:
+    """{wheel: X} and {system: X} need the CUDA major of torch's build (nvidia-cudnn-cuNN,
+    libcudnn9-cuda-NN): a CPU build has no cuDNN to replace, a plain version does not say it."""
+    if cell.cudnn.kind not in ("wheel", "system") or variant.startswith("cu"):
+        return
+    if not variant and cell.cudnn.value == "image":  # removes whichever cuDNN wheel torch pinned
+        return
+    why = (
+        f"a CPU build of torch has no cuDNN to replace; use cudnn: bundled or disabled with {cell.torch}"
+        if variant
+        else f"a plain torch {cell.torch} does not say its CUDA major; {PLAIN_CUDNN_FIX}"
+    )
+    raise InputError([Problem("matrix", "axes.cudnn", f"cell {cell.id}: {why}")])
 
 
 def _render_image_torch(cell: Cell, options: BuildOptions, image_python: str) -> RenderedImage:

@@ -1,6 +1,10 @@
-# ---- stage torch (build only): torch ${torch} into /opt/venv, and nvidia-ml-py for NVML (clocks, power,
-# the throttle guard) where the package source has it; a cell without it says so in its warnings
+# ---- stage torch (build only): torch ${torch} into /opt/venv, and its companions where the package source has
+# them, as the local backend's environments hold them: torchvision (the ResNet-50 rows) and nvidia-ml-py (NVML:
+# clocks, power, the throttle guard). torch is named again beside each, so that no companion's pin can move it;
+# a cell without one says so in its warnings (a ResNet-50 row is then 'unsupported')
 FROM python AS torch
 ${build_inputs}RUN /opt/venv/bin/pip install --no-cache-dir --disable-pip-version-check ${pip_source} "torch==${torch}"
-RUN /opt/venv/bin/pip install --no-cache-dir --disable-pip-version-check ${pip_source} nvidia-ml-py \
-    || echo "nvidia-ml-py is not in the package source: this cell runs without NVML"
+RUN for companion in torchvision nvidia-ml-py; do \
+        /opt/venv/bin/pip install --no-cache-dir --disable-pip-version-check ${pip_source} "torch==${torch}" "$$companion" \
+        || echo "$$companion is not in the package source for torch ${torch}: this cell runs without it"; \
+    done

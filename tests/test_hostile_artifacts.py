@@ -435,18 +435,26 @@ def test_an_accepted_index_url_reaches_pip_as_one_argument(tmp_path, url):
     assert keywords(text) == keywords(images.render(cell, images.BuildOptions()).dockerfile)
     record = tmp_path / "pip-argv"
     pip = stub(tmp_path / "pip", f"open({str(record)!r}, 'a').write(json.dumps(sys.argv[1:]) + '\\n')")
-    runs = [i[len("RUN ") :] for i in instructions(text) if i.startswith("RUN /opt/venv/bin/pip ")]
-    assert len(runs) == 3  # torch, nvidia-ml-py, the cuDNN wheel
+    runs = [
+        i[len("RUN ") :] for i in instructions(text) if i.startswith("RUN ") and "/opt/venv/bin/pip " in i
+    ]
+    assert len(runs) == 3  # torch, its companions (one loop), the cuDNN wheel
     for command in runs:
         done = subprocess.run(
-            ["sh", "-c", command.replace("/opt/venv/bin/pip", str(pip), 1)],
+            ["sh", "-c", command.replace("/opt/venv/bin/pip", str(pip))],
             cwd=tmp_path,
             capture_output=True,
             text=True,
         )
         assert done.returncode == 0, done.stderr
     calls = [json.loads(line) for line in record.read_text().splitlines()]
-    assert [c[-1] for c in calls] == ["torch==2.11.0+cu130", "nvidia-ml-py", "nvidia-cudnn-cu13==9.19.0.56"]
+    assert [c[-1] for c in calls] == [
+        "torch==2.11.0+cu130",
+        "torchvision",
+        "nvidia-ml-py",
+        "nvidia-cudnn-cu13==9.19.0.56",
+    ]
+    assert all(c[-2] == "torch==2.11.0+cu130" for c in calls[1:3])  # torch named beside each companion
     assert all(c[c.index("--index-url") + 1] == url for c in calls)
     assert not pwned(tmp_path)
 

@@ -164,3 +164,104 @@ def test_a_base_pinned_by_digest_is_used_as_written(write_matrix):
         )["org.opencontainers.image.base.name"]
         == digest
     )
+
+
+# ---- a plain version: PyPI's default build (torch==2.11.0 is the cu130 build there, with no local label)
+
+HOST_BASE = "gpu-host-root:ubuntu24.04"
+PYPI_TORCH = "torch-2.11.0-cp312-cp312-manylinux_2_28_x86_64.whl"
+
+
+def plain(kind: str = "bundled", value: str | None = None, base: str = HOST_BASE) -> Cell:
+    return cell(kind, value, torch="2.11.0", base_image=base)
+
+
+def test_a_plain_version_installs_pypis_build_from_the_wheelhouse_offline(tmp_path: Path):
+    (tmp_path / PYPI_TORCH).write_bytes(b"PK")
+    for kind in ("bundled", "disabled"):
+        rendered = images.render(plain(kind), images.BuildOptions(wheelhouse=tmp_path))
+        text = rendered.dockerfile
+        assert f"FROM {HOST_BASE} AS python" in text
+        assert '--no-index --find-links /tmp/harness-build/wheelhouse "torch==2.11.0"\n' in text
+        assert "download.pytorch.org" not in text and "index-url" not in text
+        assert rendered.context[f"wheelhouse/{PYPI_TORCH}"] == tmp_path / PYPI_TORCH
+        assert rendered.expect_cudnn == {"source": kind}
+
+
+def test_a_plain_version_without_a_wheelhouse_comes_from_pypi_or_the_index_given():
+    text = images.render(plain(), images.BuildOptions()).dockerfile
+    assert '--index-url https://pypi.org/simple "torch==2.11.0"' in text
+    assert "download.pytorch.org" not in text and "extra-index-url" not in text
+    mirror = "https://pypi.corp.example/simple"
+    text = images.render(plain(), images.BuildOptions(index_url=mirror)).dockerfile
+    assert f'--index-url {mirror} "torch==2.11.0"' in text and "pypi.org" not in text
+
+
+def test_a_plain_version_has_no_auto_base_image():
+    with pytest.raises(InputError) as caught:
+        images.render(plain(base="auto"), images.BuildOptions())
+    (problem,) = caught.value.problems
+    assert problem.field == "base_image" and "name one as base_image" in problem.message
+
+
+def test_a_plain_version_takes_no_cudnn_wheel_or_apt_package_but_the_bases_own():
+    for kind, value in (("wheel", "9.19.0.56"), ("system", "9.14.0.64")):
+        with pytest.raises(InputError) as caught:
+            images.render(plain(kind, value), images.BuildOptions())
+        (problem,) = caught.value.problems
+        assert problem.field == "axes.cudnn" and "name the variant, e.g. '2.11.0+cu130'" in problem.message
+    final = final_stage(images.render(plain("system", "image"), images.BuildOptions()).dockerfile)
+    assert "rm -rf /opt/venv/lib/python3.12/site-packages/nvidia/cudnn " in final
+    assert "site-packages/nvidia_cudnn_cu*-*.dist-info; ldconfig" in final
+
+
+PLAIN_MATRIX = """
+schema_version: 1
+name: pypi-torch
+backend: docker
+axes:
+  torch: ["2.11.0"]
+  cudnn: CUDNN
+  base_image: [BASE]
+  python: ["3.12"]
+baseline: {cudnn: bundled}
+"""
+
+
+def test_the_docker_rules_take_a_plain_version_on_a_named_base(write_matrix, tmp_path: Path):
+    wheels = tmp_path / "wheelhouse"
+    wheels.mkdir()
+    (wheels / PYPI_TORCH).write_bytes(b"PK")
+    path = write_matrix(PLAIN_MATRIX.replace("CUDNN", "[bundled]").replace("BASE", HOST_BASE))
+    assert run_cli("plan", "--matrix", str(path)).returncode == 0
+    done = run_cli("images", "--dry-run", "--matrix", str(path), "--wheelhouse", str(wheels))
+    assert done.returncode == 0, done.stderr
+    assert '--no-index --find-links /tmp/harness-build/wheelhouse "torch==2.11.0"' in done.stdout
+
+
+def test_the_docker_rules_refuse_auto_and_a_cudnn_release_for_a_plain_version(write_matrix):
+    path = write_matrix(
+        PLAIN_MATRIX.replace("CUDNN", '[bundled, {wheel: "9.19.0.56"}, {system: "9.14.0.64"}]').replace(
+            "BASE", "auto"
+        )
+    )
+    done = run_cli("plan", "--matrix", str(path))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    base = [line for line in lines if ": axes.base_image: " in line]
+    assert len(base) == 3 and all("name a base_image" in line and "'2.11.0+cu130'" in line for line in base)
+    cudnn = [line for line in lines if ": axes.cudnn: " in line]
+    assert len(cudnn) == 2 and all("name the variant, e.g. '2.11.0+cu130'" in line for line in cudnn), lines
+
+
+def test_a_built_torch_has_torchvision_and_nvml_beside_it_and_a_writable_tmp():
+    # issue 40 item 5 on the GPU: a built torch in an imported root filesystem ran its ResNet-50 rows only
+    # once the image held torchvision (as local environments do) and a /tmp the suite's user can write
+    cell = Cell("2.11.0", CudnnSource("bundled"), "gpu-host-root:ubuntu24.04", "3.12")
+    text = images.render(cell, images.BuildOptions()).dockerfile
+    loop = next(line for line in text.splitlines() if line.startswith("RUN for companion in "))
+    assert loop.split(";")[0].split(" in ")[1].split() == ["torchvision", "nvidia-ml-py"]
+    assert '"torch==2.11.0" "$companion"' in text  # torch named again: no companion's pin can move it
+    assert (
+        "mkdir -p /tmp && chmod 1777 /tmp" in text.split("AS torch")[0]
+    )  # in the stage the cell image is FROM

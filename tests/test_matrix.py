@@ -185,6 +185,13 @@ baseline: {cudnn: bundled}
             id="installed-on-docker",
         ),
         pytest.param(
+            VALID.replace("name: demo\n", "name: demo\nbackend: docker\n")
+            .replace('"2.13.0+cpu"', '"2.13.0"')
+            .replace(AXIS_END, AXIS_END + '  python: ["3.12"]\n'),
+            "names no CUDA variant, so base_image: auto has no image to pick",
+            id="plain-version-on-docker-auto-base",
+        ),
+        pytest.param(
             VALID.replace("{system: auto}", "{system: image}"),
             "needs backend: docker",
             id="system-image-on-local",

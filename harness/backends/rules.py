@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from harness.images import PLAIN_CUDNN_FIX
 from harness.plan.cuda_bases import CUDA_BASES
 from harness.plan.model import Cell, CellProblem
 
@@ -47,18 +48,12 @@ def docker(cells: Sequence[Cell]) -> list[CellProblem]:
             found.append(
                 CellProblem(
                     None,
-                    f"cell {cell.id}: 'installed' is for the local backend; backend: docker "
-                    "needs a concrete torch (e.g. '2.11.0+cu130') and python (e.g. '3.12')",
+                    f"cell {cell.id}: 'installed' is for the local backend; backend: docker needs a "
+                    "concrete torch (e.g. '2.11.0+cu130', or PyPI's '2.11.0') and python (e.g. '3.12')",
                 )
             )
         elif "+" not in cell.torch:
-            found.append(
-                CellProblem(
-                    "torch",
-                    f"cell {cell.id}: backend: docker needs torch with its variant, e.g. '2.13.0+cu130' or "
-                    "'2.13.0+cpu': the variant picks PyTorch's index and the CUDA base image",
-                )
-            )
+            found += _plain_version(cell)
         elif cell.base_image == "auto" and cell.torch.split("+")[1] not in ("cpu", *CUDA_BASES):
             found.append(
                 CellProblem(
@@ -88,6 +83,30 @@ def docker(cells: Sequence[Cell]) -> list[CellProblem]:
                     "full version, e.g. {system: '9.14.0.64'}, or 'image' for the cuDNN already in the base",
                 )
             )
+    return found
+
+
+def _plain_version(cell: Cell) -> list[CellProblem]:
+    """A plain VERSION is PyPI's default build: pip installs torch==VERSION, but no variant says its CUDA."""
+    found = []
+    if cell.base_image == "auto":
+        found.append(
+            CellProblem(
+                "base_image",
+                f"cell {cell.id}: torch {cell.torch} (PyPI's default build) names no CUDA variant, so "
+                "base_image: auto has no image to pick; name a base_image (e.g. nvidia/cuda:13.0.1-base-"
+                "ubuntu24.04), or write torch as VERSION+VARIANT such as '2.11.0+cu130'",
+            )
+        )
+    if cell.cudnn.kind == "wheel" or (cell.cudnn.kind == "system" and cell.cudnn.value != "image"):
+        found.append(
+            CellProblem(
+                "cudnn",
+                f"cell {cell.id}: cudnn {cell.cudnn.label} needs the CUDA major of torch's build "
+                f"(nvidia-cudnn-cuNN, libcudnn9-cuda-NN), which a plain torch {cell.torch} does not say; "
+                + PLAIN_CUDNN_FIX,
+            )
+        )
     return found
 
 

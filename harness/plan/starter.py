@@ -25,7 +25,8 @@ name: smoke                  # names results/<name>/ and reports/<name>/ (a-z, 0
 description: cuDNN as torch ships it against cuDNN disabled; on a CPU, an A/A check of the harness.
 
 # local: the suite runs in a Python on this host (torch: installed, or a version in an environment of
-# its own); docker: one image per cell (torch: VERSION+VARIANT such as '2.11.0+cu130', python: '3.12').
+# its own); docker: one image per cell (torch: VERSION+VARIANT such as '2.11.0+cu130', or PyPI's VERSION
+# with a named base_image; python: '3.12').
 backend: local
 
 # The axes: every combination of their values is a cell (each cell is one environment).
