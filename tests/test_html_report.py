@@ -19,7 +19,7 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
 from harness.report import html, plots
-from harness.report.model import Analysis, Document, Section, View
+from harness.report.model import Analysis, Document, Section, Value, View
 from tests.conftest import REPO, run_cli
 
 CHROMEDRIVER = shutil.which("chromedriver")
@@ -255,6 +255,45 @@ def test_a_plot_section_without_its_plot_is_left_out_with_its_contents_link():
     assert "<a href='#time-ratio-heatmap'>" in shown and "<figure class='whole'>" in shown
 
 
+def test_prose_bullets_are_a_list_and_paragraphs_stay_apart():
+    # issue 41: "What to do next" showed a literal "- " inside one paragraph, its two bullets run together
+    intro = "Lead.\n- first **step**\n- second `code`\n  continued\n\nAfter.\n\n```\nrepro \\\n  --x\n```"
+    page = html.page(Document("t", "- a header bullet", (Section("What to do next", intro),)), [])
+    assert "<ul><li>a header bullet</li></ul>" in page
+    assert (
+        "<p>Lead.</p><ul><li>first <b>step</b></li><li>second <code>code</code>\n  continued</li></ul>"
+        "<p>After.</p><pre>repro \\\n  --x</pre>"
+    ) in page
+    assert "- first" not in page and "- second" not in page
+
+
+def test_a_table_of_only_same_rows_shows_them_from_the_start():
+    same = (Value("same", kind="verdict", verdict="same"),)
+    slower = (Value("slower", kind="verdict", verdict="slower"),)
+    all_same = html.page(
+        Document("t", "", (Section("V", "", ("verdict",), (same, same), filterable=True),)), []
+    )
+    assert "class='show-same' checked>" in all_same  # not an empty table with only its header
+    mixed = html.page(
+        Document("t", "", (Section("V", "", ("verdict",), (same, slower), filterable=True),)), []
+    )
+    assert "class='show-same'>" in mixed
+
+
+@pytest.mark.parametrize(
+    ("verdicts", "shown"),
+    [(("inconclusive", "inconclusive"), False), (("same", "same"), False), (("same", "slower"), True)],
+)
+def test_no_heatmap_without_a_decided_change(drawn, monkeypatch, verdicts, shown):
+    # issue 41: a busy report's heatmap was a screen of grey "1.00?" cells
+    monkeypatch.setattr(plots, "_series", lambda analysis: [])
+    monkeypatch.setattr(plots, "_distributions", lambda view, analysis, letters: [])
+    view = releases_view(3)
+    timing = timing_rows(view, [("w", [(1.0, verdicts[0]), (1.07, verdicts[1])])])
+    kinds = [p.kind for p in plots.plots(view, SimpleNamespace(timing=timing))]  # type: ignore[arg-type]
+    assert ("heatmap" in kinds) is shown, kinds
+
+
 def test_every_table_scrolls_in_its_own_box_and_images_fit_the_page():
     rows = (tuple(f"cell {i} " + "x" * 200 for i in range(12)),)
     document = Document("t", "", (Section("Wide", "", tuple(f"h{i}" for i in range(12)), rows),))
@@ -359,7 +398,7 @@ def test_the_answer_comes_first_and_the_method_is_folded_away(page):
     paragraph = method.find_elements(By.TAG_NAME, "p")[0]
     assert not paragraph.is_displayed()  # folded until the reader opens it
     method.find_element(By.TAG_NAME, "summary").click()
-    assert paragraph.is_displayed() and "Mann-Whitney" in paragraph.text
+    assert paragraph.is_displayed() and "Mann-Whitney" in method.text  # its paragraphs, each a <p>
 
 
 def test_a_big_table_shows_the_changes_first_and_can_be_searched(page):

@@ -35,8 +35,9 @@ figure{display:inline-block;margin:.4em;vertical-align:top;max-width:calc(100% -
 figure.whole{display:block} figcaption{font-size:12px;color:#555}
 """
 
+# {checked}: a table whose every row is 'same' shows them from the start, or it would open empty
 FILTER = (
-    "<div class='filter'><label><input type='checkbox' class='show-same'> "
+    "<div class='filter'><label><input type='checkbox' class='show-same'{checked}> "
     "show rows whose verdict is same</label> "
     "<input type='search' class='search' placeholder='search rows (workload, dtype, group...)'></div>"
 )
@@ -93,7 +94,7 @@ def page(document: Document, plots: Sequence[Plot]) -> str:
     parts = [
         f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{_e(title)}</title>",
         f"<style>{STYLE}</style></head><body><h1>{_e(title)}</h1>",
-        _markdownish(document.header),
+        _prose(document.header),
         "<nav><b>Contents:</b> "
         + " · ".join(f"<a href='#{_e(s.anchor)}'>{_e(s.title)}</a>" for s in shown if s.level == 2)
         + "</nav>",
@@ -102,10 +103,11 @@ def page(document: Document, plots: Sequence[Plot]) -> str:
         heading = f"<h{section.level} id='{_e(section.anchor)}'>{_e(section.title)}</h{section.level}>"
         parts.append(f"<details><summary>{heading}</summary>" if section.collapsed else heading)
         if section.intro:
-            parts.append(f"<p>{_markdownish(section.intro)}</p>")
+            parts.append(_prose(section.intro))
         if section.headers:
             if section.filterable:
-                parts.append(FILTER)
+                every_row_same = all(any(_verdict_class(v) == "same" for v in row) for row in section.rows)
+                parts.append(FILTER.format(checked=" checked" if every_row_same else ""))
             parts.append(_table(section))
         if section.figure:
             parts.append(_figures([p for p in plots if p.kind == section.figure], " class='whole'"))
@@ -170,6 +172,57 @@ def _sort_key(value: Any) -> float | None:
 # What the report's prose holds (``markdown.inline``, ``code`` and ``fenced`` write it): a fenced block at a
 # line's start, a backslash escape, a code span, **, <br>, a blank line; anything else is text.
 _PROSE = re.compile(r"(?m:^(`{3,})\n)|\\([!-/:-@\[-`{-~])|(`+)|\*\*|<br>|\n\n")
+
+
+_FENCE_OPEN = re.compile(r"(`{3,})")
+_BULLET = "- "
+
+
+def _prose(text: str) -> str:
+    """The report's prose as HTML blocks: paragraphs (split at blank lines), a run of lines that start with
+    "- " as a list (a line that follows an item without a mark of its own continues it, as Markdown reads
+    it), and fenced blocks whole; the text of each through ``_markdownish``."""
+    blocks: list[str] = []
+    lines = text.split("\n")
+    paragraph: list[str] = []
+    items: list[list[str]] = []
+
+    def flush() -> None:
+        if paragraph:
+            blocks.append(f"<p>{_markdownish(chr(10).join(paragraph))}</p>")
+            paragraph.clear()
+        if items:
+            blocks.append(
+                "<ul>" + "".join(f"<li>{_markdownish(chr(10).join(i))}</li>" for i in items) + "</ul>"
+            )
+            items.clear()
+
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        fence = _FENCE_OPEN.fullmatch(line)
+        if fence and i + 1 < len(lines):  # up to a closing fence at least as long, or the end
+            end = next(
+                (j for j in range(i + 1, len(lines)) if re.fullmatch(f"{fence.group(1)}`*[ \t]*", lines[j])),
+                len(lines) - 1,
+            )
+            flush()
+            blocks.append(_markdownish("\n".join(lines[i : end + 1])))
+            i = end + 1
+            continue
+        if not line.strip():
+            flush()
+        elif line.startswith(_BULLET):
+            if paragraph:
+                flush()
+            items.append([line[len(_BULLET) :]])
+        elif items:
+            items[-1].append(line)
+        else:
+            paragraph.append(line)
+        i += 1
+    flush()
+    return "".join(blocks)
 
 
 def _markdownish(text: str) -> str:

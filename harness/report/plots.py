@@ -53,9 +53,12 @@ def plots(view: View, analysis: Analysis) -> list[Plot]:
 
     matplotlib.use("Agg")
     letters = view.letters
+    # the heatmap paints only decided changes: with none (every row same, or undecided on a busy host) it
+    # would be a screen of grey cells, so it is left out, and its section with it
+    painted = timing["verdict"].isin(DECIDED).any()
     return [
         *(Plot("series", caption, png) for caption, png in _series(analysis)),
-        Plot("heatmap", *_heatmap(view, timing, letters)),
+        *([Plot("heatmap", *_heatmap(view, timing, letters))] if painted else []),
         *(Plot("distribution", c, png) for c, png in _distributions(view, analysis, letters)),
     ]
 
