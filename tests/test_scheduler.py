@@ -141,3 +141,28 @@ def test_bad_gpu_lists_are_refused_before_anything_runs(tmp_path, gpus, message)
     )
     assert done.returncode == 2 and "--gpus" in done.stderr and message in done.stderr, done.stderr
     assert not out.exists()
+
+
+def test_an_ok_run_whose_measurements_raised_says_so_in_its_progress_line():
+    # issue 40's docker lease: 4 training steps raised "No usable temporary directory" and the console said
+    # "ok, 15 measurements"; the count now names the errors, one printable line each
+    from harness.executors.runs import ERROR_CHARS, outcome_of
+
+    measurements = [
+        {
+            "workload": "train_resnet50",
+            "dtype": "fp32",
+            "status": "error",
+            "error": "FileNotFoundError:\n\x1b[31mno /tmp",
+        },
+        {"workload": "relu", "dtype": "fp32", "status": "ok"},
+        {"workload": "lstm", "dtype": "bf16", "status": "error", "error": "x" * 500},
+    ]
+    document = {"cell": {"id": "c"}, "status": "ok", "failure": None, "measurements": measurements}
+    outcome = outcome_of(document, 1)  # type: ignore[arg-type]
+    assert outcome.measured == (
+        "3 measurements, 2 of them errors (first: train_resnet50 fp32: FileNotFoundError: [31mno /tmp)"
+    )
+    assert len(outcome.errors[1]) == ERROR_CHARS and outcome.errors[1].isprintable()
+    clean = outcome_of({**document, "measurements": measurements[1:2]}, 1)  # type: ignore[arg-type]
+    assert clean.measured == "1 measurements" and clean.errors == ()

@@ -150,7 +150,7 @@ class _Rounds:
             self.tick(self.ran, self.to_run)
         if outcome.status == "ok":
             self.say(
-                f"{label}: ok{where}, {outcome.measurements} measurements in {outcome.wall_s:.1f} s"
+                f"{label}: ok{where}, {outcome.measured} in {outcome.wall_s:.1f} s"
                 + (f" (about {eta:.0f} s left)" if eta else "")
             )
         else:

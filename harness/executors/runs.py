@@ -12,6 +12,8 @@ from harness.plan.model import Cell, Plan
 from harness.results import folder, resume
 from harness.suite.document import Identity, ResultDocument
 
+ERROR_CHARS = 160  # of a measurement's error in a progress line; the result holds it whole
+
 
 @dataclass(frozen=True)
 class CellOutcome:
@@ -23,6 +25,15 @@ class CellOutcome:
     measurements: int
     kept: bool = False  # from an earlier run into the same folder
     stage: str | None = None  # where a failed run failed (build, gpu-access, run, ...)
+    errors: tuple[str, ...] = ()  # "workload dtype: error" of each measurement that raised, in an ok run
+
+    @property
+    def measured(self) -> str:
+        """The progress line's count: an ok run whose measurements raised says how many, and the first."""
+        text = f"{self.measurements} measurements"
+        if self.errors:
+            text += f", {len(self.errors)} of them errors (first: {self.errors[0]})"
+        return text
 
 
 def schedule(cells: tuple[Cell, ...], rounds: range) -> list[tuple[int, Cell]]:
@@ -132,7 +143,18 @@ def outcome_of(
         len(document["measurements"]),
         kept=kept,
         stage=failure["stage"] if failure else None,
+        errors=tuple(
+            _one_line(f"{m['workload']} {m['dtype']}: {m.get('error') or ''}")
+            for m in document["measurements"]
+            if m["status"] == "error"
+        ),
     )
+
+
+def _one_line(text: str) -> str:
+    """``text`` for a progress line: one line of printable characters, cut to ERROR_CHARS."""
+    printable = "".join(c if c.isprintable() else " " for c in text)
+    return " ".join(printable.split())[:ERROR_CHARS]
 
 
 def nothing_ran(outcomes: list[CellOutcome]) -> str | None:

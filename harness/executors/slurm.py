@@ -224,7 +224,7 @@ class Submission:
                 eta = (time.monotonic() - started) / finished * (len(tasks) - finished)
                 if outcome.status == "ok":
                     self.say(
-                        f"{label}: ok, {outcome.measurements} measurements in {outcome.wall_s:.1f} s"
+                        f"{label}: ok, {outcome.measured} in {outcome.wall_s:.1f} s"
                         + (f" (about {eta:.0f} s left)" if finished < len(tasks) else "")
                     )
                 else:
