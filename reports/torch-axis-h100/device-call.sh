@@ -17,7 +17,9 @@
 #                  harness run MATRIX on the local backend with --wheelhouse /var/tmp/wheelhouse into
 #                  /var/tmp/lease/NAME, stopped (SIGINT: whole results kept) after SECONDS; returns NAME.tar.gz
 # Carried: .carryT/tools (zstd, cudnn-rebuild.sh, wheel-join.sh) always; one .carryT/call-NN for stage; .whl/
-# (jsonschema, tabulate, rich and their needs, which python3 there lacks) for run. uv comes from the wheelhouse.
+# (jsonschema, tabulate, rich and their needs, which python3 there lacks) for run. uv comes from the wheelhouse
+# where it is there (cells of the machine's own torch need none). The release atlas's fifth lease
+# (../release-atlas/second-interval-matrix.yaml) ran with this script too.
 set -uo pipefail
 step=$1
 here=reports/torch-axis-h100
@@ -50,7 +52,7 @@ case $step in
     ls /var/tmp/wheelhouse | grep -v '^\.' ;;
   run)
     matrix=$2 name=$3 seconds=${4:-540}
-    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl /var/tmp/wheelhouse/uv-*.whl >/dev/null
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl $(ls /var/tmp/wheelhouse/uv-*.whl 2>/dev/null) >/dev/null
     export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH
     nvidia-smi --query-gpu=index,name,uuid,driver_version,power.limit --format=csv,noheader | tee "/var/tmp/lease/$name-gpu.txt"
     timeout -s INT "$seconds" python3 -m harness run --matrix "$matrix" --wheelhouse /var/tmp/wheelhouse \
