@@ -46,7 +46,16 @@ def matrix_arg(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run_args(parser: argparse.ArgumentParser) -> None:
+CLUSTER_OPTIONS = (  # lines of their own: the help formatter keeps a description's lines as written
+    "--backend slurm: --slurm-partition, --slurm-account, --slurm-time, --slurm-gpus\n"
+    "--backend k8s: --dry-run, --k8s-registry, --k8s-namespace, --k8s-results-claim\n"
+    "'python -m harness run --help' explains each"
+)
+
+
+def run_args(parser: argparse.ArgumentParser, cluster_help: bool = True) -> None:
+    """The options of a run. ``cluster_help`` False (qualify): the Slurm and Kubernetes options are taken
+    but listed in one line, so that a first look at --help is not mostly cluster settings."""
     parser.add_argument("--out", type=Path, help="results folder (default: results/<matrix name>)")
     parser.add_argument(
         "--timeout-s", type=TIMEOUT, default=3600.0, help="time limit per cell (default 3600)"
@@ -97,34 +106,53 @@ def run_args(parser: argparse.ArgumentParser) -> None:
         help="memory limit per container, e.g. 16g (default: none); a cell past it fails as OOM",
     )
     gpu_access_arg(docker)
-    queue = parser.add_argument_group("slurm (--backend slurm)")
+    if not cluster_help:
+        clusters = parser.add_argument_group("cluster backends", CLUSTER_OPTIONS)
+        _cluster_args(clusters, clusters, shown=False)
+        return
+    _cluster_args(
+        parser.add_argument_group("slurm (--backend slurm)"),
+        parser.add_argument_group("kubernetes (--backend k8s)"),
+        shown=True,
+    )
+
+
+def _cluster_args(queue: argparse._ArgumentGroup, k8s: argparse._ArgumentGroup, shown: bool) -> None:
+    def said(text: str) -> str:
+        return text if shown else argparse.SUPPRESS
+
     queue.add_argument(
         "--slurm-partition",
         type=slurm_setting("partition"),
-        help="partition (default: the matrix's slurm.partition)",
+        help=said("partition (default: the matrix's slurm.partition)"),
     )
-    queue.add_argument("--slurm-account", type=slurm_setting("account"), help="account to charge")
+    queue.add_argument("--slurm-account", type=slurm_setting("account"), help=said("account to charge"))
     queue.add_argument(
         "--slurm-time",
         type=slurm_setting("time"),
-        help="time limit per task, e.g. 30, 01:00:00 (default 01:00:00)",
+        help=said("time limit per task, e.g. 30, 01:00:00 (default 01:00:00)"),
     )
     queue.add_argument(
-        "--slurm-gpus", type=count, help="GPUs per task (default 1 for a GPU suite, 0 for device: cpu)"
+        "--slurm-gpus", type=count, help=said("GPUs per task (default 1 for a GPU suite, 0 for device: cpu)")
     )
-    k8s = parser.add_argument_group("kubernetes (--backend k8s)")
     k8s.add_argument(
         "--dry-run",
         action="store_true",
-        help="print one Indexed Job per cell, submit nothing "
-        "(without it, --backend k8s submits them through the configured cluster's API)",
+        help=said(
+            "print one Indexed Job per cell, submit nothing "
+            "(without it, --backend k8s submits them through the configured cluster's API)"
+        ),
     )
-    k8s.add_argument("--k8s-registry", help="registry the cell images were pushed to (prefixes the tag)")
-    k8s.add_argument("--k8s-namespace", default="default", help="namespace of the Jobs (default: default)")
+    k8s.add_argument(
+        "--k8s-registry", help=said("registry the cell images were pushed to (prefixes the tag)")
+    )
+    k8s.add_argument(
+        "--k8s-namespace", default="default", help=said("namespace of the Jobs (default: default)")
+    )
     k8s.add_argument(
         "--k8s-results-claim",
         default="cudnn-harness-results",
-        help="PersistentVolumeClaim mounted at /results",
+        help=said("PersistentVolumeClaim mounted at /results"),
     )
 
 

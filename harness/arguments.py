@@ -232,7 +232,7 @@ def parser(description: str, prog: str = PROG) -> argparse.ArgumentParser:
         codes=True,
     )
     groups.matrix_arg(qualify)
-    groups.run_args(qualify)
+    groups.run_args(qualify, cluster_help=False)
     groups.verbosity_args(qualify)
     qualify.add_argument("--report-out", type=Path, help="report folder (default: reports/<plan name>)")
     qualify.add_argument(

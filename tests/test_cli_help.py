@@ -50,6 +50,19 @@ def test_every_option_says_what_it_does_and_run_groups_them_by_backend():
     assert "default: the thresholds of A's plan.json, per workload too" in shown
 
 
+def test_qualify_help_names_the_cluster_options_in_one_group_and_still_takes_them(tmp_path, write_matrix):
+    # issue 41 item 10: qualify's --help was crowded with Slurm and Kubernetes settings
+    text = run_cli("qualify", "--help").stdout
+    cluster = text.split("cluster backends:")[1].split("\n\n")[0]
+    for option in ("--slurm-partition", "--slurm-gpus", "--dry-run", "--k8s-results-claim"):
+        assert option in cluster and f"[{option}" not in text  # named once, not in the usage line
+    assert "slurm (--backend slurm):" not in text and "kubernetes (--backend k8s):" not in text
+    done = run_cli("qualify", "--matrix", str(tmp_path / "none.yaml"), "--slurm-time", "30")
+    assert (
+        "unrecognized arguments" not in done.stderr and done.returncode == 2
+    )  # taken; the matrix is missing
+
+
 HEAVY = ("scipy", "pandas", "matplotlib", "docker", "jsonschema", "rich", "torch", "numpy")
 COMMANDS = ("init", "plan", "validate", "run", "images", "rerun", "gather", "report", "compare", "repro")
 COMMANDS += ("qualify", "bisect")

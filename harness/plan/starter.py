@@ -65,7 +65,8 @@ baseline: {cudnn: bundled}
 # When a difference is a verdict: slower or faster beyond the threshold, else same or inconclusive.
 thresholds:
   regression_pct: 5          # a row is slower or faster only beyond this change (%)
-  # alpha: 0.002             # significance level of the Mann-Whitney U test (needs 7 rounds a side)
+  # alpha: 0.002             # significance level of each row's test: Welch's t on the log round medians
+  #                          # with 3 to 6 rounds a side, the exact Mann-Whitney U test from 7
   # a threshold of its own for a noisy workload: a training step on a CPU (bf16 under autocast,
   # megabytes allocated and freed each call) differs by up to 7 % between processes on a shared machine,
   # a CPU relu fp32 (10 us, 400 KB written) by up to 7.5 %
