@@ -54,6 +54,10 @@ class Found:
     measured: int  # releases this bisect ran
     between: int  # releases from good to bad, both included: what a full sweep would measure
     located: bool = True  # False: bad is not judged different from good, so there was no change to find
+    # False: the two ends were undecided against each other, and the search followed the medians: ``before``
+    # -> ``after`` is the likeliest step (as asv's find names one), not a change shown to be one
+    significant: bool = True
+    ends: str = ""  # the two ends' verdict against each other (bad against good)
 
 
 def bisect(
@@ -73,7 +77,9 @@ def bisect(
     between = abs(hi - lo) + 1
     good_probe, bad_probe = judge.probe(axis.releases[lo], None), judge.probe(axis.releases[hi], None)
     first = judge.more_rounds(axis.releases[lo], axis.releases[hi])
-    if first.verdict not in ("slower", "faster"):  # nothing to locate: said, with what the two ends gave
+    significant = first.verdict in ("slower", "faster")
+    leaning = first.verdict == "inconclusive" and first.ratio is not None and first.ratio != 1.0
+    if not (significant or leaning):  # nothing to locate: said, with what the two ends gave
         ends = [
             dataclasses.replace(good_probe, verdict="good"),
             dataclasses.replace(bad_probe, verdict=first.verdict),
@@ -89,8 +95,11 @@ def bisect(
             measured=len(judge.measured),
             between=between,
             located=False,
+            ends=first.verdict,
         )
-    direction, good_release = first.verdict, axis.releases[lo]
+    # undecided ends: the direction their medians lean, and the search follows each probe's median
+    direction = first.verdict if significant else ("slower" if (first.ratio or 1.0) > 1 else "faster")
+    good_release = axis.releases[lo]
     probes = [dataclasses.replace(good_probe, verdict="good"), dataclasses.replace(bad_probe, verdict="bad")]
     while abs(hi - lo) > 1:
         mid = (lo + hi) // 2  # strictly between while they are two or more apart, either way round
@@ -122,6 +131,8 @@ def bisect(
         probes=tuple(probes),
         measured=len(judge.measured),
         between=between,
+        significant=significant,
+        ends=first.verdict,
     )
 
 
@@ -281,4 +292,22 @@ def run_with(request: launch.RunRequest, say: Say, detail: Say | None = None) ->
             with folder.locked(request.out):
                 folder.supersede_all(request.out)
         request = dataclasses.replace(request, mode=resume.Mode.RESUME)
-    return lambda plan, out: launch.run(plan, dataclasses.replace(request, out=out), say, detail)
+    quiet = _Quiet(say, detail)
+    return lambda plan, out: launch.run(plan, dataclasses.replace(request, out=out), quiet, detail)
+
+
+class _Quiet:
+    """The probes' progress without the results they kept: a search says what it measured; each kept run
+    (and the count of them) goes to ``detail`` (verbose) instead."""
+
+    KEPT = (": kept: ", "results kept from earlier runs")
+
+    def __init__(self, say: Say, detail: Say | None) -> None:
+        self.say, self.detail = say, detail
+
+    def __call__(self, line: str) -> None:
+        if any(mark in line for mark in self.KEPT):
+            if self.detail is not None:
+                self.detail(line)
+        else:
+            self.say(line)

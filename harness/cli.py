@@ -206,7 +206,14 @@ def _bisect(args: argparse.Namespace, out: Output) -> int:
     found = bisect(plan, args.row, args.good, args.bad, results, reuse, run, out.say)
     ratio = f"{found.ratio:.3f}" if found.ratio is not None else "n/a"
     ran = f", what ran: {found.what_ran}" if found.what_ran else ""
-    if found.located:
+    if found.located and not found.significant:
+        print(
+            f"{found.row}: the likeliest step is {found.before.label} -> {found.after.label} "
+            f"({found.verdict}, ratio {ratio}{ran}), but no step is shown to be a change: {args.bad} "
+            f"against {args.good} is {found.ends}. The search followed each release's median; more rounds "
+            "(the matrix's rounds) or a quieter host decide it"
+        )
+    elif found.located:
         print(
             f"{found.row}: the change began at {found.before.label} -> {found.after.label} "
             f"({found.verdict}, ratio {ratio}{ran})"

@@ -646,6 +646,48 @@ def test_bisect_says_when_good_and_bad_do_not_differ(sweep, real_rounds, tmp_pat
     assert [p.release.version for p in found.probes] == ["9.12.0.46", "9.15.1.9"] and found.measured == 2
 
 
+@pytest.mark.slow
+def test_bisect_names_the_likeliest_step_when_the_ends_are_undecided(
+    sweep, real_rounds, tmp_path, monkeypatch
+):
+    # issue 41 item 6 (as asv's find): a change right at the threshold leaves the two ends inconclusive; the
+    # search follows the medians and names the likeliest step, saying that it is not significant
+    monkeypatch.setattr(sys.modules[__name__], "SLOWER", 1.048)
+    _, plan = sweep
+    found = bisect(
+        plan,
+        "relu:fp32",
+        "9.12.0.46",
+        "9.28.1.4",
+        tmp_path / "out",
+        [],
+        fake_runner(real_rounds, []),
+        print,
+    )
+    assert found.ends == "inconclusive" and found.located and found.significant is False
+    assert (found.before.version, found.after.version) == ("9.15.1.9", PLANTED)
+    assert found.ratio == pytest.approx(1.048, rel=0.01)
+
+
+def test_a_bisects_progress_leaves_kept_runs_to_verbose():
+    from harness.bisect import _Quiet
+
+    said: list[str] = []
+    verbose: list[str] = []
+    quiet = _Quiet(said.append, verbose.append)
+    lines = [
+        "[1/3] c round 1: kept: a valid result made the same way (suite version and settings)",
+        "[2/3] c round 2: ok, 1 measurements in 2.0 s",
+        "3 of 3 results kept from earlier runs into out/",
+        "[3/3] c round 3: FAILED: boom",
+    ]
+    for line in lines:
+        quiet(line)
+    assert said == [lines[1], lines[3]] and verbose == [lines[0], lines[2]]
+    _Quiet(said.append, None)(lines[0])  # no verbose channel: dropped
+    assert said == [lines[1], lines[3]]
+
+
 @pytest.fixture(scope="module")
 def series_report(real_rounds, tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess[str]]:
     """Every release's rounds (the planted change from 9.16.0.29 on) and the matrix's plan in one folder,
