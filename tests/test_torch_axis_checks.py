@@ -143,3 +143,27 @@ def test_plan_says_a_bare_torch_version_is_a_cuda_build_on_a_host_without_a_gpu(
     assert (said in done.stdout) is (not gpu), done.stdout
     if not gpu:  # the fix, for the bare version only
         assert "torch: ['2.12.0+cpu']" in done.stdout and "download.pytorch.org/whl/cpu" in done.stdout
+
+
+def test_an_installer_that_runs_for_minutes_says_so_as_it_goes(tmp_path, monkeypatch):
+    # issue 41 item 5: building an environment of torch and its CUDA wheels printed nothing for minutes
+    from harness.environments import packages
+
+    monkeypatch.setattr(packages, "HEARTBEAT_S", 0.3)
+    script = (
+        "import time; print('Downloading torch (\\x1b[1m527MiB)', flush=True); time.sleep(1.2); print('done')"
+    )
+    said: list[str] = []
+    code, tail = packages.run_logged(
+        [sys.executable, "-c", script],
+        tmp_path / "log",
+        60,
+        "installing torch==2.13.0",
+        heartbeat=said.append,
+    )
+    assert code == 0 and tail[-1] == "done"
+    assert len(said) >= 2, said
+    assert said[0].startswith("installing torch==2.13.0: still running after ")
+    assert said[-1].endswith("; last: Downloading torch ( [1m527MiB)") and said[-1].isprintable()
+    with pytest.raises(packages.InstallError, match="timed out after 1 s"):
+        packages.run_logged([sys.executable, "-c", "import time; time.sleep(30)"], tmp_path / "log2", 1, "x")

@@ -12,12 +12,14 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 Progress = Callable[[str], None]
 INSTALL_TIMEOUT_S = 3600.0
+HEARTBEAT_S = 30.0  # a line this often while an installer runs: torch with its CUDA wheels takes minutes
 # what pip and uv print when the package or the version is not in the source
 _NOT_FOUND = (
     "No matching distribution",
@@ -112,7 +114,7 @@ def install(
     say = progress or (lambda line: None)
     say(f"installing {' '.join(requirements)} from {source.describe()} with {'uv' if binary else 'pip'}")
     what = f"installing {' '.join(requirements)}"
-    code, tail = run_logged(command, log, INSTALL_TIMEOUT_S, what, cache_root)
+    code, tail = run_logged(command, log, INSTALL_TIMEOUT_S, what, cache_root, heartbeat=progress)
     if code != 0:
         missing = any(marker in line for line in tail for marker in _NOT_FOUND)
         what = "cannot be found in" if missing else "could not be installed from"
@@ -124,29 +126,48 @@ def install(
 
 
 def run_logged(
-    command: Sequence[str], log: Path, timeout_s: float, what: str, cache_root: Path | None = None
+    command: Sequence[str],
+    log: Path,
+    timeout_s: float,
+    what: str,
+    cache_root: Path | None = None,
+    heartbeat: Progress | None = None,
 ) -> tuple[int, list[str]]:
     """Run an installer's ``command`` with its output appended to ``log`` (after the command line); its exit
-    code and the log's last lines. Raises InstallError, naming ``what``, where it cannot run or times out."""
+    code and the log's last lines. Every HEARTBEAT_S while it runs, ``heartbeat`` gets how long it has run
+    and the log's last line. Raises InstallError, naming ``what``, where it cannot run or times out."""
     log.parent.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "UV_NO_PROGRESS": "1", **_uv_cache(cache_root)}
     with log.open("a") as out:
         out.write("$ " + " ".join(command) + "\n")
         out.flush()
+        start = time.monotonic()
         try:
-            done = subprocess.run(
-                command,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                timeout=timeout_s,
-                env={
-                    **os.environ,
-                    "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-                    "UV_NO_PROGRESS": "1",
-                    **_uv_cache(cache_root),
-                },
-                check=False,
+            process = subprocess.Popen(
+                command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
             )
-        except (OSError, subprocess.SubprocessError) as exc:
+        except OSError as exc:
             raise InstallError(f"{what} failed: {exc}") from None
-    return done.returncode, log.read_text(errors="replace").splitlines()[-12:]
+        with process:
+            while True:
+                elapsed = time.monotonic() - start
+                try:
+                    code = process.wait(timeout=max(0.0, min(HEARTBEAT_S, timeout_s - elapsed)))
+                    break
+                except subprocess.TimeoutExpired:
+                    if time.monotonic() - start >= timeout_s:
+                        process.kill()
+                        raise InstallError(f"{what} failed: timed out after {timeout_s:.0f} s") from None
+                    if heartbeat is not None:
+                        heartbeat(
+                            f"{what}: still running after {time.monotonic() - start:.0f} s; {_last(log)}"
+                        )
+    return code, log.read_text(errors="replace").splitlines()[-12:]
+
+
+def _last(log: Path) -> str:
+    """The installer's last line so far, as one printable line (its output is not ours to trust)."""
+    lines = log.read_text(errors="replace").splitlines()
+    last = next((line for line in reversed(lines) if line.strip()), "")
+    printable = " ".join("".join(c if c.isprintable() else " " for c in last).split())
+    return f"last: {printable[:120]}" if printable else "nothing printed yet"
