@@ -48,8 +48,7 @@ def matrix_arg(parser: argparse.ArgumentParser) -> None:
 
 CLUSTER_OPTIONS = (  # lines of their own: the help formatter keeps a description's lines as written
     "--backend slurm: --slurm-partition, --slurm-account, --slurm-time, --slurm-gpus\n"
-    "--backend k8s: --dry-run, --k8s-registry, --k8s-namespace, --k8s-results-claim\n"
-    "'python -m harness run --help' explains each"
+    "('python -m harness run --help' explains each; Kubernetes Jobs: 'run --backend k8s')"
 )
 
 

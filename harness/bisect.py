@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,7 +79,7 @@ def bisect(
     good_probe, bad_probe = judge.probe(axis.releases[lo], None), judge.probe(axis.releases[hi], None)
     first = judge.more_rounds(axis.releases[lo], axis.releases[hi])
     significant = first.verdict in ("slower", "faster")
-    leaning = first.verdict == "inconclusive" and first.ratio is not None and first.ratio != 1.0
+    leaning = first.verdict == "inconclusive" and first.ratio is not None and round(first.ratio, 4) != 1.0
     if not (significant or leaning):  # nothing to locate: said, with what the two ends gave
         ends = [
             dataclasses.replace(good_probe, verdict="good"),
@@ -100,17 +101,22 @@ def bisect(
     # undecided ends: the direction their medians lean, and the search follows each probe's median
     direction = first.verdict if significant else ("slower" if (first.ratio or 1.0) > 1 else "faster")
     good_release = axis.releases[lo]
-    probes = [dataclasses.replace(good_probe, verdict="good"), dataclasses.replace(bad_probe, verdict="bad")]
+    bad_said = "bad" if significant else first.verdict  # undecided ends: the bad end is not shown to be bad
+    probes = [
+        dataclasses.replace(good_probe, verdict="good"),
+        dataclasses.replace(bad_probe, verdict=bad_said),
+    ]
     while abs(hi - lo) > 1:
         mid = (lo + hi) // 2  # strictly between while they are two or more apart, either way round
         release = axis.releases[mid]
         judge.probe(release, None)
         seen = judge.more_rounds(good_release, release)
-        if seen.verdict == "same":
+        if significant and seen.verdict == "same":
             lo = mid
-        elif seen.verdict == direction:
+        elif significant and seen.verdict == direction:
             hi = mid
-        else:  # undecided, or a change the other way: the side whose median is nearer
+        else:  # undecided, a change the other way, or undecided ends: the side whose median is nearer
+            # (with undecided ends, a probe like the bad end is often judged 'same' too: only medians tell)
             to_good = abs(math.log(seen.ratio)) if seen.ratio else math.inf
             to_bad = abs(math.log(seen.ratio / first.ratio)) if seen.ratio and first.ratio else math.inf
             lo, hi = (mid, hi) if to_good <= to_bad else (lo, mid)
@@ -300,13 +306,15 @@ class _Quiet:
     """The probes' progress without the results they kept: a search says what it measured; each kept run
     (and the count of them) goes to ``detail`` (verbose) instead."""
 
-    KEPT = (": kept: ", "results kept from earlier runs")
+    # a kept run's line ("[2/9] CELL round 2: kept: ...", runs.tag) and their count, matched from the
+    # line's start: a measurement's error text in another line may hold the same words
+    KEPT = re.compile(r"\[\d+/\d+\] \S+( round \d+)?: kept: |\d+ of \d+ results kept from earlier runs into ")
 
     def __init__(self, say: Say, detail: Say | None) -> None:
         self.say, self.detail = say, detail
 
     def __call__(self, line: str) -> None:
-        if any(mark in line for mark in self.KEPT):
+        if self.KEPT.match(line):
             if self.detail is not None:
                 self.detail(line)
         else:

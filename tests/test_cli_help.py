@@ -54,8 +54,9 @@ def test_qualify_help_names_the_cluster_options_in_one_group_and_still_takes_the
     # issue 41 item 10: qualify's --help was crowded with Slurm and Kubernetes settings
     text = run_cli("qualify", "--help").stdout
     cluster = text.split("cluster backends:")[1].split("\n\n")[0]
-    for option in ("--slurm-partition", "--slurm-gpus", "--dry-run", "--k8s-results-claim"):
+    for option in ("--slurm-partition", "--slurm-gpus"):
         assert option in cluster and f"[{option}" not in text  # named once, not in the usage line
+    assert "--dry-run" not in text and "--k8s-" not in text  # qualify refuses k8s: 'run' submits Jobs
     assert "slurm (--backend slurm):" not in text and "kubernetes (--backend k8s):" not in text
     done = run_cli("qualify", "--matrix", str(tmp_path / "none.yaml"), "--slurm-time", "30")
     assert (

@@ -167,3 +167,21 @@ def test_an_installer_that_runs_for_minutes_says_so_as_it_goes(tmp_path, monkeyp
     assert said[-1].endswith("; last: Downloading torch ( [1m527MiB)") and said[-1].isprintable()
     with pytest.raises(packages.InstallError, match="timed out after 1 s"):
         packages.run_logged([sys.executable, "-c", "import time; time.sleep(30)"], tmp_path / "log2", 1, "x")
+
+
+def test_an_installer_never_outlives_the_harness(tmp_path, monkeypatch):
+    # Ctrl-C (or a console gone) while an installer runs: it is killed, not left writing into the cache
+    from harness.environments import packages
+
+    monkeypatch.setattr(packages, "HEARTBEAT_S", 0.2)
+    pid_file = tmp_path / "pid"
+    script = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
+
+    def interrupted(line: str) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        packages.run_logged([sys.executable, "-c", script], tmp_path / "log", 120, "x", heartbeat=interrupted)
+    pid = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):  # killed and reaped: no such process
+        os.kill(pid, 0)

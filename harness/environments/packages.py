@@ -149,20 +149,32 @@ def run_logged(
         except OSError as exc:
             raise InstallError(f"{what} failed: {exc}") from None
         with process:
-            while True:
-                elapsed = time.monotonic() - start
-                try:
-                    code = process.wait(timeout=max(0.0, min(HEARTBEAT_S, timeout_s - elapsed)))
-                    break
-                except subprocess.TimeoutExpired:
-                    if time.monotonic() - start >= timeout_s:
-                        process.kill()
-                        raise InstallError(f"{what} failed: timed out after {timeout_s:.0f} s") from None
-                    if heartbeat is not None:
-                        heartbeat(
-                            f"{what}: still running after {time.monotonic() - start:.0f} s; {_last(log)}"
-                        )
+            try:
+                code = _wait(process, start, timeout_s, what, log, heartbeat)
+            except BaseException:  # Ctrl-C, a timeout, a console gone: the installer never outlives us
+                process.kill()
+                raise
     return code, log.read_text(errors="replace").splitlines()[-12:]
+
+
+def _wait(
+    process: subprocess.Popen[bytes],
+    start: float,
+    timeout_s: float,
+    what: str,
+    log: Path,
+    heartbeat: Progress | None,
+) -> int:
+    """The installer's exit code; a heartbeat line every HEARTBEAT_S until then."""
+    while True:
+        elapsed = time.monotonic() - start
+        try:
+            return process.wait(timeout=max(0.0, min(HEARTBEAT_S, timeout_s - elapsed)))
+        except subprocess.TimeoutExpired:
+            if time.monotonic() - start >= timeout_s:
+                raise InstallError(f"{what} failed: timed out after {timeout_s:g} s") from None
+            if heartbeat is not None:
+                heartbeat(f"{what}: still running after {time.monotonic() - start:.0f} s; {_last(log)}")
 
 
 def _last(log: Path) -> str:
