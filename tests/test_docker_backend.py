@@ -9,6 +9,7 @@ wheelhouse (pip download torch==2.13.0), so no registry is needed.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import io
 import json
 import os
@@ -197,6 +198,15 @@ def test_a_failed_build_fails_its_cell_and_the_others_run(engine, base_image, wh
     failed = docs["9.9.9+cpu"]
     assert failed["status"] == "failed" and failed["failure"]["stage"] == "build"
     assert "torch==9.9.9+cpu" in failed["failure"]["log_tail"]
+    # issue 41: every image is built before any round is timed, the second cell's before the first's round 1
+    build_log = tmp_path / "r" / "logs" / f"{failed['cell']['id']}.build.log"
+    built_at = dt.datetime.fromtimestamp(build_log.stat().st_mtime, dt.timezone.utc)
+    first_round = min(
+        dt.datetime.fromisoformat(d["started_at"])
+        for d in documents.load(tmp_path / "r").documents
+        if d["status"] == "ok"
+    )
+    assert built_at <= first_round, (built_at, first_round)
 
 
 @pytest.mark.slow

@@ -57,6 +57,12 @@ class Backend(Protocol):
         """Clean up what a killed run into ``results_dir`` left running; say what was removed."""
         ...
 
+    def prepare(self, cells: tuple[Cell, ...], plan: Plan, results_dir: Path) -> None:
+        """Make what ``cells``' runs need (environments, cuDNN releases, images) before any run is timed, so
+        that no install or build loads the host during a round; what fails is left for that cell's run to
+        report, as it would without this."""
+        ...
+
 
 def needs_gpu(cell: Cell, plan: Plan) -> bool:
     """Whether the cell's suite runs on a GPU: not for a CPU build of torch, nor a CPU-only suite."""

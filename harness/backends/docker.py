@@ -77,11 +77,25 @@ class DockerBackend:
     def build(self, cell: Cell, plan: Plan, log_path: Path) -> Build:
         return self.images.build(cell, plan, log_path)
 
+    def _build(self, cell: Cell, plan: Plan, run_log: Path) -> Build:
+        """The cell's image, built once however many of its rounds ask at once (one a GPU)."""
+        with self._lock:
+            build_lock = self._build_locks.setdefault(cell.id, threading.Lock())
+        with build_lock:
+            return self.build(cell, plan, run_log.with_name(f"{cell.id}.build.log"))
+
     def identity(self, cell: Cell, plan: Plan) -> Identity:
         return image_identity(self.suite_version, plan, self.images.render(cell, plan).reference)
 
     def sweep(self, results_dir: Path) -> list[str]:
         return self.containers.sweep(results_dir)
+
+    def prepare(self, cells: tuple[Cell, ...], plan: Plan, results_dir: Path) -> None:
+        """Every cell's image, built (or found) now rather than in its first round; a build that fails is
+        kept with its error, and that cell's runs report it."""
+        for cell in cells:
+            with docker_engine.errors("the cell images were being built"):
+                self._build(cell, plan, folder.log_path(results_dir, cell.id, 1))
 
     def stop(self) -> None:
         self.containers.stop()
@@ -104,10 +118,7 @@ class DockerBackend:
     ) -> FinishedRun:
         started = dt.datetime.now(dt.timezone.utc)
         t0 = time.monotonic()
-        with self._lock:
-            build_lock = self._build_locks.setdefault(cell.id, threading.Lock())
-        with build_lock:
-            build = self.build(cell, plan, log_path.with_name(f"{cell.id}.build.log"))
+        build = self._build(cell, plan, log_path)
         run: RunRecord = {
             "backend": "docker",
             "command": [],

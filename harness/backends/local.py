@@ -140,6 +140,19 @@ class LocalBackend:
     def sweep(self, results_dir: Path) -> list[str]:
         return []  # suite processes die with the orchestrator (suite.lifeline), so none is left running
 
+    def prepare(self, cells: tuple[Cell, ...], plan: Plan, results_dir: Path) -> None:
+        """Each cell's environment (made already where its identity was asked) and each cuDNN release a
+        ``{wheel: X}`` cell loads, installed into the cache now rather than just before its first round."""
+        for cell in cells:
+            if cell.cudnn.kind != "wheel":
+                continue
+            try:
+                environment = self._environment(cell)
+                info = self._probe_interpreter(environment.python if environment else self.python)
+                self._cudnn_release(info, str(cell.cudnn.value))
+            except (LookupError, ValueError, BackendUnavailable):
+                continue  # the run says why, in its result
+
     def stop(self) -> None:
         self._stopping.set()
 

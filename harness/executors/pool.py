@@ -87,6 +87,8 @@ class _Rounds:
             self.say,
             rounds,
         )
+        if todo:  # installs and image builds before the first timed round (they say so as they go)
+            self.backend.prepare(tuple(dict.fromkeys(p.cell for p in todo)), self.plan, self.results_dir)
         self.to_run, self.started = len(todo), time.monotonic()
         self.tick(0, self.to_run)
         if self.workers == 1:
