@@ -98,9 +98,7 @@ def bisect(
             located=False,
             ends=first.verdict,
         )
-    # undecided ends: the direction their medians lean, and the search follows each probe's median
-    direction = first.verdict if significant else ("slower" if (first.ratio or 1.0) > 1 else "faster")
-    good_release = axis.releases[lo]
+    direction, good_release = first.verdict, axis.releases[lo]  # undecided ends: medians alone, below
     bad_said = "bad" if significant else first.verdict  # undecided ends: the bad end is not shown to be bad
     probes = [
         dataclasses.replace(good_probe, verdict="good"),

@@ -25,6 +25,13 @@ def bounded(text: str, limit: int) -> str:
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit} characters more)"
 
 
+def one_line(text: str, limit: int) -> str:
+    """``text`` as one line of a progress message: every character that is not printable (a line break, an
+    escape) a space, runs of spaces one, cut to ``limit`` characters. For text we did not write."""
+    printable = "".join(c if c.isprintable() else " " for c in text)
+    return " ".join(printable.split())[:limit]
+
+
 SHOWN = 200  # what a refusal quotes of a value it refuses: a 100 KB option is never echoed whole
 
 

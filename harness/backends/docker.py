@@ -41,13 +41,18 @@ def build_all(
     built = []
     for index, cell in enumerate(plan.cells, 1):
         say(f"[{index}/{len(plan.cells)}] {cell.id}: building")
-        build = backend.build(cell, plan, log_dir / f"{cell.id}.build.log")
+        build = backend.build(cell, plan, build_log(log_dir, cell))
         say(
             f"[{index}/{len(plan.cells)}] {cell.id}: {build.state} in {build.seconds:.1f} s"
             + (f": {build.error}" if build.error else "")
         )
         built.append(build)
     return built
+
+
+def build_log(logs: Path, cell: Cell) -> Path:
+    """Where ``cell``'s image build writes its log, in the folder ``logs``."""
+    return logs / f"{cell.id}.build.log"
 
 
 class DockerBackend:
@@ -77,12 +82,12 @@ class DockerBackend:
     def build(self, cell: Cell, plan: Plan, log_path: Path) -> Build:
         return self.images.build(cell, plan, log_path)
 
-    def _build(self, cell: Cell, plan: Plan, run_log: Path) -> Build:
+    def _build(self, cell: Cell, plan: Plan, logs: Path) -> Build:
         """The cell's image, built once however many of its rounds ask at once (one a GPU)."""
         with self._lock:
             build_lock = self._build_locks.setdefault(cell.id, threading.Lock())
         with build_lock:
-            return self.build(cell, plan, run_log.with_name(f"{cell.id}.build.log"))
+            return self.build(cell, plan, build_log(logs, cell))
 
     def identity(self, cell: Cell, plan: Plan) -> Identity:
         return image_identity(self.suite_version, plan, self.images.render(cell, plan).reference)
@@ -95,7 +100,7 @@ class DockerBackend:
         kept with its error, and that cell's runs report it."""
         for cell in cells:
             with docker_engine.errors("the cell images were being built"):
-                self._build(cell, plan, folder.log_path(results_dir, cell.id, 1))
+                self._build(cell, plan, results_dir / folder.LOGS)
 
     def stop(self) -> None:
         self.containers.stop()
@@ -118,7 +123,7 @@ class DockerBackend:
     ) -> FinishedRun:
         started = dt.datetime.now(dt.timezone.utc)
         t0 = time.monotonic()
-        build = self._build(cell, plan, log_path)
+        build = self._build(cell, plan, log_path.parent)
         run: RunRecord = {
             "backend": "docker",
             "command": [],
@@ -140,7 +145,7 @@ class DockerBackend:
             except docker.errors.ImageNotFound:  # removed since it was built: build it again, once
                 self.progress(f"image {build.image.reference} is gone from the engine; building it again")
                 del self.images.builds[cell.id]
-                build = self.build(cell, plan, log_path.with_name(f"{cell.id}.build.log"))
+                build = self.build(cell, plan, build_log(log_path.parent, cell))
                 if build.error is not None:
                     doc = failed_result(
                         cell, plan, self.suite_version, "build", build.error, build.log_tail, started

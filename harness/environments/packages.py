@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.errors import one_line
+
 Progress = Callable[[str], None]
 INSTALL_TIMEOUT_S = 3600.0
 HEARTBEAT_S = 30.0  # a line this often while an installer runs: torch with its CUDA wheels takes minutes
@@ -181,5 +183,5 @@ def _last(log: Path) -> str:
     """The installer's last line so far, as one printable line (its output is not ours to trust)."""
     lines = log.read_text(errors="replace").splitlines()
     last = next((line for line in reversed(lines) if line.strip()), "")
-    printable = " ".join("".join(c if c.isprintable() else " " for c in last).split())
-    return f"last: {printable[:120]}" if printable else "nothing printed yet"
+    printable = one_line(last, 120)
+    return f"last: {printable}" if printable else "nothing printed yet"

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.backends import gpu_access
+from harness.errors import one_line
 from harness.plan.model import Cell, Plan
 from harness.results import folder, resume
 from harness.suite.document import Identity, ResultDocument
@@ -144,17 +145,11 @@ def outcome_of(
         kept=kept,
         stage=failure["stage"] if failure else None,
         errors=tuple(
-            _one_line(f"{m['workload']} {m['dtype']}: {m.get('error') or ''}")
+            one_line(f"{m['workload']} {m['dtype']}: {m.get('error') or ''}", ERROR_CHARS)
             for m in document["measurements"]
             if m["status"] == "error"
         ),
     )
-
-
-def _one_line(text: str) -> str:
-    """``text`` for a progress line: one line of printable characters, cut to ERROR_CHARS."""
-    printable = "".join(c if c.isprintable() else " " for c in text)
-    return " ".join(printable.split())[:ERROR_CHARS]
 
 
 def nothing_ran(outcomes: list[CellOutcome]) -> str | None:

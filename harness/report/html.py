@@ -175,6 +175,13 @@ _PROSE = re.compile(r"(?m:^(`{3,})\n)|\\([!-/:-@\[-`{-~])|(`+)|\*\*|<br>|\n\n")
 
 
 _FENCE_OPEN = re.compile(r"(`{3,})")
+
+
+def _fence_end(fence: str) -> re.Pattern[str]:
+    """A line that closes the fenced block ``fence`` opened: a fence at least as long, spaces after it."""
+    return re.compile(f"(?m)^{fence}`*[ \t]*$")
+
+
 _BULLET = "- "
 
 
@@ -203,7 +210,7 @@ def _prose(text: str) -> str:
         fence = _FENCE_OPEN.fullmatch(line)
         if fence and i + 1 < len(lines):  # up to a closing fence at least as long, or the end
             end = next(
-                (j for j in range(i + 1, len(lines)) if re.fullmatch(f"{fence.group(1)}`*[ \t]*", lines[j])),
+                (j for j in range(i + 1, len(lines)) if _fence_end(fence.group(1)).fullmatch(lines[j])),
                 len(lines) - 1,
             )
             flush()
@@ -236,7 +243,7 @@ def _markdownish(text: str) -> str:
         i = m.end()
         fence, escaped, run = m.group(1), m.group(2), m.group(3)
         if fence:  # a fenced block: its lines as they are, up to a fence at least as long
-            end = re.compile(f"(?m)^{fence}`*[ \t]*$").search(text, i)
+            end = _fence_end(fence).search(text, i)
             block = text[i : end.start() if end else len(text)].removesuffix("\n")
             out.append(f"<pre>{_e(block)}</pre>")
             i = end.end() if end else len(text)
