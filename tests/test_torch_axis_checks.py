@@ -150,9 +150,9 @@ def test_an_installer_that_runs_for_minutes_says_so_as_it_goes(tmp_path, monkeyp
     from harness.environments import packages
 
     monkeypatch.setattr(packages, "HEARTBEAT_S", 0.3)
-    script = (
-        "import time; print('Downloading torch (\\x1b[1m527MiB)', flush=True); time.sleep(1.2); print('done')"
-    )
+    # nothing printed after the line the heartbeats quote: a heartbeat between a later line and the exit would
+    # quote that instead on a slow host
+    script = "import time; print('Downloading torch (\\x1b[1m527MiB)', flush=True); time.sleep(1.2)"
     said: list[str] = []
     code, tail = packages.run_logged(
         [sys.executable, "-c", script],
@@ -161,7 +161,7 @@ def test_an_installer_that_runs_for_minutes_says_so_as_it_goes(tmp_path, monkeyp
         "installing torch==2.13.0",
         heartbeat=said.append,
     )
-    assert code == 0 and tail[-1] == "done"
+    assert code == 0 and tail[-1] == "Downloading torch (\x1b[1m527MiB)"
     assert len(said) >= 2, said
     assert said[0].startswith("installing torch==2.13.0: still running after ")
     assert said[-1].endswith("; last: Downloading torch ( [1m527MiB)") and said[-1].isprintable()
@@ -178,7 +178,8 @@ def test_an_installer_never_outlives_the_harness(tmp_path, monkeypatch):
     script = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
 
     def interrupted(line: str) -> None:
-        raise KeyboardInterrupt
+        if pid_file.exists() and pid_file.read_text():  # once the installer surely runs (a slow host: late)
+            raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
         packages.run_logged([sys.executable, "-c", script], tmp_path / "log", 120, "x", heartbeat=interrupted)
