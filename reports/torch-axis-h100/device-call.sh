@@ -14,12 +14,14 @@
 #                         into /var/tmp/cudnn by cudnn-rebuild.sh, every file checked against PyPI's sha256
 #   wheels         zip every rebuilt cuDNN release into /var/tmp/wheelhouse; list the wheelhouse
 #   run MATRIX NAME SECONDS
-#                  harness run MATRIX on the local backend with --wheelhouse /var/tmp/wheelhouse into
+#                  harness run MATRIX on the local backend (on a machine of several GPUs with --gpus, every
+#                  GPU: one run per GPU at a time) with --wheelhouse /var/tmp/wheelhouse into
 #                  /var/tmp/lease/NAME, stopped (SIGINT: whole results kept) after SECONDS; returns NAME.tar.gz
 # Carried: .carryT/tools (zstd, cudnn-rebuild.sh, wheel-join.sh) always; one .carryT/call-NN for stage; .whl/
 # (jsonschema, tabulate, rich and their needs, which python3 there lacks) for run. uv comes from the wheelhouse
 # where it is there (cells of the machine's own torch need none). The release atlas's fifth lease
-# (../release-atlas/second-interval-matrix.yaml) ran with this script too.
+# (../release-atlas/second-interval-matrix.yaml) and later leases (t215/, ../release-atlas/resnet-layers-matrix.yaml,
+# ../release-atlas/variants-matrix.yaml) ran with this script too.
 set -uo pipefail
 step=$1
 here=reports/torch-axis-h100
@@ -55,7 +57,9 @@ case $step in
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl $(ls /var/tmp/wheelhouse/uv-*.whl 2>/dev/null) >/dev/null
     export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH
     nvidia-smi --query-gpu=index,name,uuid,driver_version,power.limit --format=csv,noheader | tee "/var/tmp/lease/$name-gpu.txt"
-    timeout -s INT "$seconds" python3 -m harness run --matrix "$matrix" --wheelhouse /var/tmp/wheelhouse \
+    gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | paste -sd,)  # several: one run per GPU at a time
+    gpu_args=(); [[ $gpus == *,* ]] && gpu_args=(--gpus "$gpus")
+    timeout -s INT "$seconds" python3 -m harness run --matrix "$matrix" "${gpu_args[@]}" --wheelhouse /var/tmp/wheelhouse \
       --out "/var/tmp/lease/$name" 2>&1 | tee -a "/var/tmp/lease/$name-output.txt"
     echo "exit ${PIPESTATUS[0]}"
     tar -C /var/tmp/lease -czf "$OUT/$name.tar.gz" "$name" "$name-output.txt" "$name-gpu.txt" ;;
