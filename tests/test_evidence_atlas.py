@@ -1,7 +1,9 @@
 """The committed evidence of issue 40's later leases: what their READMEs claim holds, re-derived from the
-results (reports/release-atlas second-interval and resnet-step; reports/torch-build-docker)."""
+results (reports/release-atlas resnet-layers; reports/torch-axis-h100/t215; reports/torch-build-docker)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -10,28 +12,35 @@ from harness.results import documents
 from tests.conftest import REPO, run_cli
 
 ATLAS = REPO / "reports" / "release-atlas"
+T215 = REPO / "reports" / "torch-axis-h100" / "t215"
 DOCKER = REPO / "reports" / "torch-build-docker"
+
+# How often torchvision's ResNet-50 (v1.5) runs each distinct convolution of layers.py: stage 2's expand
+# shape is also its downsample's; each later stage has one first block and n - 1 others.
+RESNET50_RUNS = {"7x7s2": 1, "c2_reduce1": 1, "3x3": 3, "c2_expand": 4, "1x1": 2}
+for _stage, _blocks in ((3, 4), (4, 6), (5, 3)):
+    RESNET50_RUNS |= {f"c{_stage}_{name}": 1 for name in ("reduce1", "3x3s2", "down")}
+    RESNET50_RUNS |= {
+        f"c{_stage}_expand": _blocks,
+        f"c{_stage}_reduce": _blocks - 1,
+        f"c{_stage}_3x3": _blocks - 1,
+    }
+
+
+def _render(results: Path, matrix: Path, out: Path) -> dict[str, pd.DataFrame]:
+    done = run_cli("report", "--results", str(results), "--matrix", str(matrix), "--out", str(out))
+    assert done.returncode == 1, done.stderr  # both hold slower rows against their baseline
+    return {
+        name: pd.read_csv(out / f"{name}.csv")
+        for name in ("changes", "verdicts", "results", "per_torch")
+        if (out / f"{name}.csv").exists()
+    }
 
 
 @pytest.fixture(scope="module")
-def rendered(tmp_path_factory) -> dict[str, pd.DataFrame]:
-    """Each lease's changes.csv and verdicts.csv, rendered now from its committed results."""
-    changes = {}
-    for lease in ("second-interval", "resnet-step"):
-        out = tmp_path_factory.mktemp(lease)
-        done = run_cli(
-            "report",
-            "--results",
-            str(ATLAS / lease),
-            "--matrix",
-            str(ATLAS / f"{lease}-matrix.yaml"),
-            "--out",
-            str(out),
-        )
-        assert done.returncode == 1, done.stderr  # both hold slower rows against the bundled baseline
-        changes[lease] = pd.read_csv(out / "changes.csv")
-        changes[f"{lease} verdicts"] = pd.read_csv(out / "verdicts.csv")
-    return changes
+def layers(tmp_path_factory) -> dict[str, pd.DataFrame]:
+    out = tmp_path_factory.mktemp("resnet-layers")
+    return _render(ATLAS / "resnet-layers", ATLAS / "resnet-layers-matrix.yaml", out)
 
 
 def steps(changes: pd.DataFrame, workload: str, dtype: str) -> list[tuple[str, str, str]]:
@@ -39,35 +48,69 @@ def steps(changes: pd.DataFrame, workload: str, dtype: str) -> list[tuple[str, s
     return [(r.before, r.after, r.verdict) for r in rows.itertuples() if r.verdict in ("slower", "faster")]
 
 
-def test_the_six_changes_between_9_24_and_9_26_each_began_between_adjacent_releases(rendered):
-    changes = rendered["second-interval"]
-    at_9_25 = ("9.24.1.1", "9.25.1.1", "slower")
-    at_9_26 = ("9.25.1.1", "9.26.0.51")
-    assert steps(changes, "conv2d_r50_c3_reduce1_bwd_data", "fp32") == [at_9_25]
-    assert steps(changes, "conv2d_r50_c3_reduce_bwd_data", "fp32") == [at_9_25]
-    assert steps(changes, "conv2d_unet_e2a_bwd_data", "fp32") == [at_9_25]
-    assert steps(changes, "conv2d_r50_7x7s2.cl", "bf16") == [(*at_9_26, "faster")]
-    assert steps(changes, "conv2d_unet_e1a.cl", "bf16") == [(*at_9_26, "faster")]
-    # changed twice: already slower than bundled at 9.24.0.43, then again at 9.26.0.51
-    assert steps(changes, "conv2d_unet_e4a.cl", "bf16") == [
-        ("9.19.0 (bundled)", "9.24.0.43", "slower"),
-        (*at_9_26, "slower"),
-    ]
+def test_the_step_and_three_layer_rows_became_slower_at_9_21_0_82(layers):
+    changes = layers["changes"]
+    at_9_21 = ("9.20.0.48", "9.21.0.82", "slower")
+    for row in (
+        "train_resnet50",
+        "conv2d_r50_c2_expand_bwd_weight",
+        "conv2d_r50_c3_reduce1_bwd_weight",
+        "conv2d_r50_c3_3x3_bwd_data",
+    ):
+        assert steps(changes, row, "fp32") == [at_9_21], row
+    slower = changes[(changes["verdict"] == "slower") & (changes["after"] == "9.21.0.82")]
+    assert len(slower) == 4  # nothing else became slower there
+    verdicts = layers["verdicts"]
+    at_9_20 = verdicts[verdicts["group"].str.contains("9.20.0.48")]
+    assert len(at_9_20) == 70 and set(at_9_20["verdict"]) == {"same"}  # 9.20.0.48 is bundled's time
 
 
-def test_the_resnet_step_is_slower_from_9_21_0_82_and_back_at_9_27_0_42(rendered):
-    assert steps(rendered["resnet-step"], "train_resnet50", "fp32") == [
-        ("9.20.0.48", "9.21.0.82", "slower"),
-        ("9.24.0.43", "9.27.0.42", "faster"),
+def test_the_layer_rows_weighted_by_their_runs_add_up_to_the_step(layers):
+    results = layers["results"]
+    results = results[results["status"] == "ok"]
+    medians = results.groupby(["workload", "cudnn_runtime"])["median_s"].median().unstack()
+    before, after = "9.20.0", "9.21.0"
+    change = (medians[after] - medians[before]) * 1e3  # ms
+    layer_sum = sum(
+        runs * change[f"conv2d_r50_{layer}{suffix}"]
+        for layer, runs in RESNET50_RUNS.items()
+        for suffix in ("", "_bwd_data", "_bwd_weight")
+        if not (layer == "7x7s2" and suffix == "_bwd_data")  # the input takes no gradient
+    )
+    assert sum(RESNET50_RUNS.values()) == 53
+    step = change["train_resnet50"]
+    assert 14.5 < step < 15.7 and abs(layer_sum - step) < 0.05 * step, (layer_sum, step)
+
+
+def test_torch_2_15_0_ran_on_the_cuda_13_2_runtime_with_what_it_pins():
+    loaded = documents.load(T215 / "results")
+    assert loaded.quarantined == () and len(loaded.documents) == 12
+    builds = [doc for doc in loaded.documents if doc["cell"]["torch"] == "2.15.0"]
+    assert len(builds) == 9
+    for doc in builds:
+        assert doc["status"] == "ok" and {m["status"] for m in doc["measurements"]} == {"ok"}
+        assert doc["environment"]["torch"]["version"] == "2.15.0+cu132"
+        assert doc["environment"]["torch"]["cuda"] == "13.2"
+        assert doc["nccl"]["verified"] and doc["nccl"]["runtime_version"] == "2.30.7"
+        source = doc["cell"]["cudnn"]
+        expected = "9.26.0" if source == "bundled" else "9.28.1" if "wheel" in source else "9.14.0"
+        assert doc["cudnn"]["runtime_version"] == expected
+        assert "nvidia-cudnn-cu13==9.26.0.51" in doc["run"]["environment"]["distributions"]
+
+
+def test_torch_2_15_0s_answer_per_source(tmp_path):
+    rendered = _render(T215 / "results", T215 / "matrix.yaml", tmp_path)
+    per_torch = rendered["per_torch"]
+    step = per_torch[(per_torch["workload"] == "train_resnet50") & (per_torch["dtype"] == "fp32")]
+    assert set(step["verdict"]) == {"faster"} and step["ratio"].between(0.7, 0.8).all()
+    attention = per_torch[
+        per_torch["workload"].str.startswith("sdpa") & (per_torch["cudnn"] == "system:auto")
     ]
-    # lease 5 holds 9.24.0.43 .. 9.26.1.1: the step is slower than bundled at each, and changes at none
-    verdicts = rendered["second-interval verdicts"]
-    step = verdicts[(verdicts["workload"] == "train_resnet50") & (verdicts["dtype"] == "fp32")]
-    assert len(step) == 5 and set(step["verdict"]) == {"slower"}
-    assert step["ratio"].between(1.3, 1.4).all()
-    assert steps(rendered["second-interval"], "train_resnet50", "fp32") == [
-        ("9.19.0 (bundled)", "9.24.0.43", "slower")
-    ]
+    assert set(attention["verdict"]) == {"slower"} and len(attention) == 3
+    verdicts = rendered["verdicts"]
+    bundled = verdicts[verdicts["group"].str.startswith("torch2.15.0_cudnn-bundled")]
+    slower = bundled[bundled["verdict"] == "slower"]
+    assert list(slower["workload"]) == ["train_resnet50"] and slower["ratio"].between(1.3, 1.4).all()
 
 
 def test_the_docker_cell_built_its_torch_from_the_wheelhouse_and_agrees_with_local():
