@@ -45,15 +45,15 @@ def link(href: str, label: object, up: str) -> str:
 def page(title: str, body: str, up: str) -> str:
     """A whole page; ``up`` is "" at the top, "../" one folder down."""
     return (
-        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
-        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'/>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'/>"
         f"<title>{text(title)}</title>"
-        f"<link rel='stylesheet' href='{up}assets/site.css'>"
-        f"<link rel='alternate' type='application/atom+xml' title='Regressions' href='{up}regressions.xml'>"
+        f"<link rel='stylesheet' href='{up}assets/site.css'/>"
+        f"<link rel='alternate' type='application/atom+xml' title='Regressions' href='{up}regressions.xml'/>"
         f"</head><body><nav><a href='{up}index.html'>History</a> · <a href='{up}regressions.xml'>"
         f"Regressions feed</a> · <a href='{up}index.json'>index.json</a></nav><main>"
         f"<h1>{text(title)}</h1>{body}</main>"
-        f"<div id='tip' hidden></div><script src='{up}assets/site.js'></script></body></html>\n"
+        f"<div id='tip' hidden='hidden'></div><script src='{up}assets/site.js'></script></body></html>\n"
     )
 
 

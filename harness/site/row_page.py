@@ -98,6 +98,6 @@ def _what_ran(points: Sequence[Point], torch: list[str], cudnn: list[str]) -> st
             ran = Counter(
                 p.ran or p.status for p in points if p.run.torch == build and p.run.cudnn == release
             ).most_common()
-            cells.append("<br>".join(f"<code>{text(name)}</code> ×{n}" for name, n in ran))
+            cells.append("<br/>".join(f"<code>{text(name)}</code> ×{n}" for name, n in ran))
         rows.append(cells)
     return table(["", *(f"cuDNN {c}" for c in cudnn)], rows)

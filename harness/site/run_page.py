@@ -45,7 +45,7 @@ def render(model: RunPage) -> str:
     body = (
         table(["", ""], facts)
         + f"<h2>Rows ({len(rows)})</h2>"
-        + "<input class='filter' hidden placeholder='filter rows' data-table='rows'>"
+        + "<input class='filter' hidden='hidden' placeholder='filter rows' data-table='rows'/>"
         + table(["row", "status", "median", "quartiles", "ran"], rows, " id='rows'")
     )
     return page(f"Run {run.cell_id} round {run.round}", body, UP)
