@@ -14,6 +14,8 @@ from harness.history import add, layout
 from tests.conftest import run_cli
 from tests.history_docs import make, write
 
+pytestmark = pytest.mark.slow  # the real CLI, on real documents: each test takes 2 s or more
+
 
 @pytest.fixture
 def results(tmp_path: Path) -> Path:

@@ -4,6 +4,7 @@ per measurement (the row, its median and quartiles, what ran)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from harness.report.frames import (
@@ -17,6 +18,13 @@ from harness.results.documents import round_of
 from harness.suite.document import Measurement, ResultDocument
 
 TEXT_LIMIT = 200  # what the index keeps of a free text (a kernel's name, a failure's reason)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _t(value: object) -> str:
+    """A free text as the index keeps it: cut, and a lone surrogate (JSON can hold one, UTF-8 cannot) the
+    replacement character."""
+    return _SURROGATE.sub("\ufffd", str(value)[:TEXT_LIMIT])
 
 
 @dataclass(frozen=True)
@@ -86,18 +94,16 @@ def of(document: ResultDocument, sha256: str, file: str) -> RunFacts:
         sha256=sha256,
         file=file,
         cell_id=document["cell"]["id"],
-        cell_label=cell_label(document["cell"]),
+        cell_label=_t(cell_label(document["cell"])),
         round=round_of(document),
         started_at=document["started_at"],
         finished_at=document["finished_at"],
         status=document["status"],
-        failure=failure["reason"][:TEXT_LIMIT] if failure else None,
+        failure=_t(failure["reason"]) if failure else None,
         backend=document["run"]["backend"],
-        torch=str((env["torch"].get("version") if env else None) or "unknown")[:TEXT_LIMIT],
-        cudnn=str((cudnn["runtime_version"] if cudnn else None) or "unknown"),
-        context=Context(
-            key["device"][:TEXT_LIMIT], key["driver"][:TEXT_LIMIT], key["suite version"], key["suite profile"]
-        ),
+        torch=_t((env["torch"].get("version") if env else None) or "unknown"),
+        cudnn=_t((cudnn["runtime_version"] if cudnn else None) or "unknown"),
+        context=Context(_t(key["device"]), _t(key["driver"]), key["suite version"], key["suite profile"]),
         measurements=tuple(_measurement(m) for m in document["measurements"]),
     )
 
@@ -121,7 +127,7 @@ def _ran(m: Measurement) -> str | None:
         return None
     kernels = ran.get("kernels")
     if kernels:
-        return short_kernel(kernels[0]["name"])[:TEXT_LIMIT]
+        return _t(short_kernel(kernels[0]["name"]))
     names = [o["name"] for o in ran["operators"]]
     chosen = [n for n in names if n.startswith(IMPLEMENTATION_PREFIXES)] or names[:2]
-    return ", ".join(chosen)[:TEXT_LIMIT] or None
+    return _t(", ".join(chosen)) or None
