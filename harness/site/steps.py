@@ -1,5 +1,5 @@
 """Each row's steps between neighbouring releases, within one context: along cuDNN (one line per torch
-build) and along torch (one per cuDNN release). A step is judged as the report judges two cells
+build), and along torch into each torch build's oldest cuDNN release (what its release page compares). A step is judged as the report judges two cells
 (``report.stats.judge`` over the rounds' medians, the report's default threshold and alpha); a change
 begins where a step is slower or faster, or where the row ran at one end and failed at the other.
 
@@ -68,6 +68,7 @@ def of_row(points: list[Point], cached: Mapping[str, Step]) -> list[Step]:
         by_context.setdefault(p.run.context, {}).setdefault((p.run.torch, p.run.cudnn), []).append(p)
     for context, cells in by_context.items():
         context_steps: list[Step] = []
+        firsts = _first_releases(cells)
         for axis, line_of, along in (("cudnn", 0, 1), ("torch", 1, 0)):
             lines: dict[str, list[Cell]] = {}
             for cell in cells:
@@ -77,10 +78,20 @@ def of_row(points: list[Point], cached: Mapping[str, Step]) -> list[Step]:
                 series = [
                     _step(context.label, axis, a, b, cells[a], cells[b], cached)
                     for a, b in itertools.pairwise(ordered)
+                    if axis == "cudnn" or b in firsts
                 ]
                 context_steps += _marked_open(series, ordered, cells) if axis == "cudnn" else series
         found += context_steps
     return found
+
+
+def _first_releases(cells: Mapping[Cell, list[Point]]) -> set[Cell]:
+    """The cell of each torch build's oldest cuDNN release: only there is a torch step what a release page
+    shows (elsewhere the cuDNN step into it is)."""
+    oldest: dict[str, Cell] = {}
+    for cell in sorted(cells, key=lambda c: version_key(c[1])):
+        oldest.setdefault(cell[0], cell)
+    return set(oldest.values())
 
 
 def _step(
