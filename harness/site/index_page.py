@@ -54,8 +54,8 @@ def render(model: IndexPage) -> str:
         )
     )
     body.append(
-        "<h2>Rows</h2><input class='filter' hidden='hidden' placeholder='filter rows: workload, dtype, family' "
-        "data-table='rows'/>"
+        "<h2>Rows</h2><input class='filter' hidden='hidden' "
+        "placeholder='filter rows: workload, dtype, family' data-table='rows'/>"
     )
     body.append(
         table(

@@ -1,7 +1,8 @@
 """Each row's steps between neighbouring releases, within one context: along cuDNN (one line per torch
-build), and along torch into each torch build's oldest cuDNN release (what its release page compares). A step is judged as the report judges two cells
-(``report.stats.judge`` over the rounds' medians, the report's default threshold and alpha); a change
-begins where a step is slower or faster, or where the row ran at one end and failed at the other.
+build), and along torch into each torch build's oldest cuDNN release (what its release page compares). A
+step is judged as the report judges two cells (``report.stats.judge`` over the rounds' medians, the
+report's default threshold and alpha); a change begins where a step is slower or faster, or where the row
+ran at one end and failed at the other.
 
 A step's verdict depends only on the runs at its two ends: ``key`` says which, so a rebuild judges again
 only the steps a new run touched.
