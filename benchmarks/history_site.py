@@ -121,6 +121,7 @@ def databases(count: int, rows: int, duckdb: bool) -> list[str]:
                 "CREATE TABLE m (run_id INTEGER, row_id INTEGER, median_s DOUBLE, "
                 "PRIMARY KEY (run_id, row_id))"
             )
+            db.execute("CREATE INDEX m_by_row ON m (row_id, run_id)")  # as the history's index has
             start = time.perf_counter()
             if name == "sqlite3":
                 db.executemany("INSERT INTO m VALUES (?, ?, ?)", [(r, m, 1e-3) for r, m in values])
@@ -148,7 +149,11 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=300)
     parser.add_argument("--keep", type=Path, help="keep the history and the site here")
     parser.add_argument("--no-duckdb", action="store_true")
+    parser.add_argument("--index-only", action="store_true", help="only the SQLite/DuckDB comparison")
     args = parser.parse_args()
+    if args.index_only:
+        print("\n".join(databases(args.runs, args.rows, not args.no_duckdb)))
+        return
     with tempfile.TemporaryDirectory() as tmp:
         where = args.keep or Path(tmp)
         start = time.perf_counter()
