@@ -5,6 +5,7 @@
     nox -s tests                the test suite
     nox -s lint                 ruff and mypy --strict
     nox -s wheel                the built wheel in a clean venv, away from the repository
+    nox -s site                 every committed GPU result in one history, published as a site (build/site)
 
 The virtualenv sees the system's site-packages, so a GPU host's existing CUDA build of torch is
 used as it is. Where no torch is importable, HARNESS_TORCH (default 'torch==2.13.0') is installed.
@@ -72,6 +73,39 @@ def tests(session: nox.Session) -> None:
     """The test suite: real subprocesses, real CPU torch runs, the committed GPU results."""
     _install(session, extras="test")
     session.run("python", "-m", "pytest", *session.posargs)
+
+
+# Our own published tables: every committed GPU result (reports/*/: not the CPU runs of torch-axis-cpu, nor
+# hostile-input's planted documents), in one history, published as a site. The site is not committed (it
+# is regenerated); its screenshots are (reports/history-site/).
+GPU_RESULTS = sorted(
+    {
+        os.path.dirname(path)
+        for path in glob.glob("reports/*/**/*.json.gz", recursive=True)
+        if not path.startswith(("reports/torch-axis-cpu/", "reports/hostile-input/"))
+    }
+)
+
+
+@nox.session(**VENV)
+def site(session: nox.Session) -> None:
+    """Every committed GPU result in one history (build/history), published as a static site (build/site);
+    arguments after -- go to 'harness site' (--full rebuilds every page)."""
+    _install(session, torch=False)
+    history = os.path.join("build", "history")
+    session.run("python", "-m", "harness", "history", "add", *GPU_RESULTS, "--history", history)
+    session.run("python", "-m", "harness", "history", "list", "--history", history)
+    session.run(
+        "python",
+        "-m",
+        "harness",
+        "site",
+        "--history",
+        history,
+        "--out",
+        os.path.join("build", "site"),
+        *session.posargs,
+    )
 
 
 # Pinned: a new release of the checker or of a stub package must not turn a clean clone's CI red.

@@ -40,6 +40,13 @@ def strict_arg(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def history_arg(
+    parser: argparse.ArgumentParser,
+    what: str = "the history folder (default: history/ beside the --matrix file)",
+) -> None:
+    parser.add_argument("--history", type=Path, metavar="DIR", help=what)
+
+
 def matrix_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--matrix", type=Path, default=DEFAULT_MATRIX, help="matrix file (default: matrix.yaml)"

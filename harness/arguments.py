@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from harness import argument_groups as groups
 from harness.argument_types import TIMEOUT, Parser, Version, number
@@ -45,6 +46,8 @@ def parser(description: str, prog: str = PROG) -> argparse.ArgumentParser:
         "repro",
         "qualify",
         "bisect",
+        "history",
+        "site",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="{" + ",".join(commands) + "}")
 
@@ -242,6 +245,9 @@ def parser(description: str, prog: str = PROG) -> argparse.ArgumentParser:
         "matrix's rounds, only for the rows still undecided)",
     )
     groups.strict_arg(qualify)
+    groups.history_arg(
+        qualify, "also add the results to this history folder once judged (harness history add)"
+    )
 
     bisect = command(
         "bisect",
@@ -263,4 +269,32 @@ def parser(description: str, prog: str = PROG) -> argparse.ArgumentParser:
     )
     groups.run_args(bisect)
     groups.verbosity_args(bisect)
+    _history_commands(command)
     return parser
+
+
+def _history_commands(command: Any) -> None:
+    hist = command(
+        "history",
+        "keep every run: add results to a history, list it, rebuild its index",
+        "add results/sweep --history history",
+        more="A history keeps each result document as it came (named by its digest) and an index derived\n"
+        "from them; a run is imported once however often it is added, and never altered.",
+    )
+    hist.add_argument("action", choices=("add", "list", "reindex"), help="what to do")
+    hist.add_argument("results", nargs="*", type=Path, help="add: results folders or files")
+    groups.history_arg(hist)
+    groups.matrix_arg(hist)
+    hist.add_argument("--json", action="store_true", help="list: print what it holds as JSON")
+    hist.add_argument("--newest", type=int, default=10, help="list: how many of the newest runs to show")
+    site = command(
+        "site",
+        "publish a history as a static site (no server; opens from file://)",
+        "--history history --out site",
+    )
+    groups.history_arg(site)
+    groups.matrix_arg(site)
+    site.add_argument("--out", type=Path, default=Path("site"), help="site folder (default: site)")
+    site.add_argument(
+        "--full", action="store_true", help="rebuild every page (default: only the pages new runs touch)"
+    )

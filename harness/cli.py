@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness import argument_values, arguments, cli_docker, cli_results, jsonio
+from harness import argument_values, arguments, cli_docker, cli_history, cli_results, jsonio
 from harness.backends import registry
 from harness.cli_output import (
     EXIT_BAD_INPUT,
@@ -191,7 +191,16 @@ def _qualify(args: argparse.Namespace, out: Output) -> int:
             f"raise 'rounds:' in {args.matrix} (qualify then runs only the undecided rows), or run with "
             "--fresh to measure everything again"
         )
-    return said(folders.report(plan, [results], report_out, policy(args), out.warn))
+    code = said(folders.report(plan, [results], report_out, policy(args), out.warn))
+    if args.history is not None:
+        from harness.history import add
+
+        kept = add.add(args.history, [results])
+        out.say(
+            f"history {args.history}: {len(kept.added)} run(s) added, {len(kept.already)} held already, "
+            f"{kept.runs} in all"
+        )
+    return code
 
 
 def _bisect(args: argparse.Namespace, out: Output) -> int:
@@ -248,4 +257,6 @@ COMMANDS = {
     "repro": cli_results.repro,
     "qualify": _qualify,
     "bisect": _bisect,
+    "history": cli_history.history,
+    "site": cli_history.site,
 }

@@ -81,14 +81,16 @@ class TooLarge(ValueError):
     """A file (or what it decompresses to) is over the reader's limit."""
 
 
-def read_bytes(path: Path, limit: int, decompress: bool = True) -> bytes:
-    """The bytes of a regular file, decompressed if it is gzip, at most ``limit`` of them.
+def read_bytes(path: Path, limit: int, decompress: bool = True, follow: bool = True) -> bytes:
+    """The bytes of a regular file, decompressed if it is gzip, at most ``limit`` of them; with ``follow``
+    False, a link at ``path`` is refused (OSError ELOOP) rather than followed.
 
     Only regular files are opened (a FIFO would block, a device never end), and the read stops at
     ``limit`` whatever ``st_size`` says, so neither a link to /dev/zero nor a gzip bomb can exhaust memory.
     Raises OSError for what cannot be read, TooLarge past the limit, ValueError for broken gzip.
     """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (0 if follow else os.O_NOFOLLOW)
+    fd = os.open(path, flags)
     with os.fdopen(fd, "rb") as f:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(f"{path} is not a regular file")
@@ -112,7 +114,11 @@ def read(path: Path, limit: int = 256 * 1024 * 1024) -> Any:
     """The JSON document in ``path`` (plain or gzip), refusing NaN and infinity. A float is checked one by
     one only where the text holds an exponent of three digits or a run of 300 digits, the only ways to
     write a number past a float's range: a result's millions of samples parse at C speed."""
-    data = read_bytes(path, limit)
+    return parse(read_bytes(path, limit))
+
+
+def parse(data: bytes) -> Any:
+    """``data`` (JSON text) as a document, as ``read`` parses a file."""
     finite = _finite if _MAY_OVERFLOW.search(data) else float
     return json.loads(data, parse_constant=_refuse_constant, parse_float=finite)
 

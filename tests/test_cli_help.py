@@ -66,7 +66,7 @@ def test_qualify_help_names_the_cluster_options_in_one_group_and_still_takes_the
 
 HEAVY = ("scipy", "pandas", "matplotlib", "docker", "jsonschema", "rich", "torch", "numpy")
 COMMANDS = ("init", "plan", "validate", "run", "images", "rerun", "gather", "report", "compare", "repro")
-COMMANDS += ("qualify", "bisect")
+COMMANDS += ("qualify", "bisect", "history", "site")
 
 
 def test_help_and_every_commands_help_load_no_heavy_library():

@@ -96,6 +96,20 @@ def check(path: Path) -> tuple[ResultDocument | None, list[Problem]]:
         return None, [Problem(source, "", f"cannot read: {exc.strerror or exc}")]
     except (ValueError, RecursionError) as exc:
         return None, [Problem(source, "", f"not valid JSON: {exc}")]
+    return check_document(document, source)
+
+
+def check_bytes(data: bytes, source: str) -> tuple[ResultDocument | None, list[Problem]]:
+    """``check`` of a document already read (and decompressed): its JSON text."""
+    try:
+        document = jsonio.parse(data)
+    except (ValueError, RecursionError) as exc:
+        return None, [Problem(source, "", f"not valid JSON: {exc}")]
+    return check_document(document, source)
+
+
+def check_document(document: Any, source: str) -> tuple[ResultDocument | None, list[Problem]]:
+    """``check`` of a parsed document."""
     found = schemas.problems("result", document, source)
     if not found:
         found = _facts(document, source)

@@ -1,0 +1,41 @@
+"""Every file's name in the site, relative to its top. Names are made of characters safe in a URL and a
+file system whatever a result holds: a label is cut and its unsafe characters replaced, and a digest of it
+keeps two labels apart."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from harness.history.facts import Context, Row
+from harness.site.data import RunInfo
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9.+_-]")
+
+
+def _safe(text: str, limit: int = 40) -> str:
+    return _UNSAFE.sub("_", text)[:limit].lstrip(".") or "_"
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\0".join(parts).encode(errors="surrogateescape")).hexdigest()[:8]
+
+
+def row_page(row: Row) -> str:
+    return f"rows/{row.slug}.html"
+
+
+def row_shard(row: Row) -> str:
+    return f"rows/{row.slug}.json"
+
+
+def release_page(torch: str, cudnn: str) -> str:
+    return f"releases/cudnn-{_safe(cudnn)}_torch-{_safe(torch)}-{_digest(torch, cudnn)}.html"
+
+
+def run_page(run: RunInfo) -> str:
+    return f"runs/{_safe(run.cell_id, 128)}.r{run.round}.{run.sha256[:12]}.html"
+
+
+def context_anchor(context: Context) -> str:
+    return "ctx-" + _digest(context.gpu, context.driver, context.suite, context.profile)

@@ -1,0 +1,103 @@
+"""A row's page: a panel per context (GPU, driver, suite), time across cuDNN releases with a line per torch
+build, each round a point, change points marked, and what ran at each release."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from harness.history.facts import Context, Row
+from harness.history.versions import version_key
+from harness.report.families import family_of
+from harness.site import chart, names
+from harness.site.data import Point
+from harness.site.markup import link, page, seconds, table, text
+from harness.site.steps import Step
+
+UP = "../"
+
+
+@dataclass(frozen=True)
+class RowPage:
+    row: Row
+    contexts: tuple[Context, ...]  # in the site's order
+    points: tuple[Point, ...]
+    steps: tuple[Step, ...]
+
+
+def render(model: RowPage) -> str:
+    row = model.row
+    body = [
+        f"<p>Family <b>{text(family_of(row.workload))}</b>, knobs {text(row.knobs)}. "
+        f"{len([p for p in model.points if p.status == 'ok'])} rounds measured it. Its data: "
+        f"{link(names.row_shard(row), names.row_shard(row).split('/')[-1], UP)}.</p>"
+    ]
+    for context in model.contexts:
+        mine = [p for p in model.points if p.run.context == context]
+        if mine:
+            body.append(_panel(context, mine, [s for s in model.steps if s.context == context.label]))
+    title = f"{row.workload} {row.dtype} [{row.knobs}]"
+    return page(title, "".join(body), UP)
+
+
+def _panel(context: Context, points: list[Point], steps: list[Step]) -> str:
+    torch = sorted({p.run.torch for p in points}, key=version_key)
+    cudnn = sorted({p.run.cudnn for p in points}, key=version_key)
+    ok = [p for p in points if p.status == "ok" and p.median_s is not None]
+    dots = [
+        chart.Dot(
+            p.run.torch,
+            p.run.cudnn,
+            p.median_s,
+            UP + names.run_page(p.run),
+            f"{seconds(p.median_s)} · torch {p.run.torch} · cuDNN {p.run.cudnn} · {p.run.cell_id} round "
+            f"{p.run.round} · {p.run.finished_at[:19]}",
+        )
+        for p in ok
+        if p.median_s is not None
+    ]
+    legend = "".join(
+        f"<span><i style='background:{chart.color(i)}'></i>torch {text(t)}</span>"
+        for i, t in enumerate(torch)
+    )
+    parts = [
+        f"<h2 id='{names.context_anchor(context)}'>{text(context.label)}</h2>",
+        f"<p class='legend'>{legend}</p>",
+        chart.panel(dots, torch, cudnn, steps),
+        f"<p class='muted'>{len(dots)} points; {len(points) - len(dots)} rounds failed.</p>",
+    ]
+    changes = [s for s in steps if s.axis == "cudnn" and s.changed]
+    if changes:
+        items = "".join(f"<li>{_change(s)}</li>" for s in changes)
+        parts.append(f"<h3>Where it changed</h3><ul>{items}</ul>")
+    parts.append("<h3>What ran at each release</h3>" + _what_ran(points, torch, cudnn))
+    return "".join(parts)
+
+
+def _change(step: Step) -> str:
+    ratio = f", ratio {step.ratio:.3f}" if step.ratio is not None else ""
+    ran = (
+        ""
+        if step.ran_before == step.ran_after
+        else f"; ran <code>{text(step.ran_before)}</code> → <code>{text(step.ran_after)}</code>"
+    )
+    release = link(names.release_page(step.torch_after, step.cudnn_after), f"cuDNN {step.cudnn_after}", UP)
+    open_ = " (open)" if step.open else ""
+    return (
+        f"<span class='{text(step.verdict)}'>{text(step.verdict)}{open_}</span> at {release} (from "
+        f"{text(step.cudnn_before)}, torch {text(step.torch_after)}{ratio}){ran}"
+    )
+
+
+def _what_ran(points: Sequence[Point], torch: list[str], cudnn: list[str]) -> str:
+    rows = []
+    for build in torch:
+        cells = [text(f"torch {build}")]
+        for release in cudnn:
+            ran = Counter(
+                p.ran or p.status for p in points if p.run.torch == build and p.run.cudnn == release
+            ).most_common()
+            cells.append("<br/>".join(f"<code>{text(name)}</code> ×{n}" for name, n in ran))
+        rows.append(cells)
+    return table(["", *(f"cuDNN {c}" for c in cudnn)], rows)

@@ -1,0 +1,51 @@
+"""A run's page: the run (its cell, round, build and context) and its report: every row it measured, each
+linked to the row's page."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.site import names
+from harness.site.data import RunInfo, RunMeasurement
+from harness.site.markup import link, page, seconds, table, text
+
+UP = "../"
+
+
+@dataclass(frozen=True)
+class RunPage:
+    run: RunInfo
+    measurements: tuple[RunMeasurement, ...]
+
+
+def render(model: RunPage) -> str:
+    run = model.run
+    facts = [
+        ["cell", text(f"{run.cell_id} ({run.cell_label})")],
+        ["round", str(run.round)],
+        ["status", text(run.status + (f": {run.failure}" if run.failure else ""))],
+        ["torch", text(run.torch)],
+        ["cuDNN", link(names.release_page(run.torch, run.cudnn), run.cudnn, UP)],
+        ["context", text(run.context.label)],
+        ["backend", text(run.backend)],
+        ["started", text(run.started_at)],
+        ["finished", text(run.finished_at)],
+        ["document", f"<code>{text(run.sha256)}</code> (its SHA-256 in the history)"],
+    ]
+    rows = [
+        [
+            link(names.row_page(m.row), f"{m.row.workload} {m.row.dtype} [{m.row.knobs}]", UP),
+            text(m.status),
+            f"<span class='num'>{text(seconds(m.median_s))}</span>",
+            text(f"{seconds(m.q1_s)} – {seconds(m.q3_s)}" if m.q1_s is not None else ""),
+            f"<code>{text(m.ran or '')}</code>",
+        ]
+        for m in model.measurements
+    ]
+    body = (
+        table(["", ""], facts)
+        + f"<h2>Rows ({len(rows)})</h2>"
+        + "<input class='filter' hidden='hidden' placeholder='filter rows' data-table='rows'/>"
+        + table(["row", "status", "median", "quartiles", "ran"], rows, " id='rows'")
+    )
+    return page(f"Run {run.cell_id} round {run.round}", body, UP)
