@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+import shutil
 
-from harness import qualify
+from harness import jsonio, qualify
 from harness.backends import gpu_access
 from harness.executors.runs import CellOutcome
 from harness.plan.axes import CudnnSource
 from harness.plan.model import Cell, Plan
 from harness.report.folders import Undecided
 from harness.suite.settings import SuiteSettings
+from tests.conftest import REPO
 
 BASE, OTHER = Cell("installed", CudnnSource("bundled")), Cell("installed", CudnnSource("disabled"))
 PLAN = Plan("p", "local", (BASE, OTHER), BASE.id, ({},), SuiteSettings(workloads=("relu", "gemm")), 5.0)
@@ -50,3 +53,33 @@ def test_a_later_round_runs_exactly_the_undecided_rows_in_their_cells():
     assert narrowed.suite.rows == ("gemm:bf16", "relu:fp32")
     assert narrowed.suite.workloads == ("gemm", "relu") and narrowed.suite.dtypes == ("bf16", "fp32")
     assert narrowed.suite.time_budget_s == PLAN.suite.time_budget_s  # every other setting as it was
+
+
+def test_rows_a_busy_host_spoiled_are_not_run_again_and_then_the_rounds_stop(tmp_path):
+    # the committed CPU rounds 1-3 of two cells, the first round of one on a busy host: every row of
+    # both cells is spoiled by it, for good (a spoiled round stays in the folder), so no later round runs
+    results = tmp_path / "results"
+    shutil.copytree(REPO / "reports" / "torch-axis-cpu" / "results", results)
+    plan = dataclasses.replace(Plan.from_json(json.loads((results / "plan.json").read_text())), rounds=11)
+    busy = sorted(results.glob("*.r1.json.gz"))[0]
+    doc = jsonio.read(busy)
+    doc["host"] = {
+        "cores": 2,
+        "threads": 1,
+        "load_start": 2.9,
+        "load_end": 3.1,
+        "busy": True,
+        "why": "load 3.1",
+    }
+    jsonio.write_atomic(busy, doc)
+    asked, said = [], []
+
+    def run(plan, rounds):
+        asked.append(rounds)
+        return [CellOutcome(c.id, r, "ok", None, 0.0, 1, kept=True) for c in plan.cells for r in rounds]
+
+    done = qualify.run_rounds(plan, results, False, run, said.append)
+    assert asked == [range(1, 4)], said
+    assert done.first == done.last == 3 and not done.stopped
+    assert "were timed on a busy or stalled host" in done.busy and "load 3.1" in done.busy
+    assert said == [f"stopped after 3 rounds: {done.busy}"]
