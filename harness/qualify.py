@@ -54,7 +54,17 @@ def run_rounds(plan: Plan, out: Path, all_rounds: bool, run: Run, say: Say) -> R
     row, then only the undecided ones. A later round the folder already holds (an earlier run's) is said
     so, and kept where it is valid and made the same way rather than measured again."""
     first = plan.rounds if all_rounds else min(FIRST_ROUNDS, plan.rounds)
-    done = dataclasses.replace(_ran(run(plan, range(1, first + 1))), first=first, last=first)
+    # where the plan may run on a CPU, round 1 runs alone: a busy host can spoil every row in it for good
+    alone = 1 if first > 1 and not all_rounds and plan.suite.device != "cuda" else first
+    done = dataclasses.replace(_ran(run(plan, range(1, alone + 1))), first=first, last=first)
+    if alone < first and not done.stopped:
+        still = folders.undecided(plan, [out])
+        if still is not None and not still.rows:
+            done = dataclasses.replace(done, first=1, last=1, busy=_spoiled(still, 1))
+            say(f"stopped after round 1: {done.busy}")
+            return done
+        rest = _ran(run(plan, range(alone + 1, first + 1)))
+        done = Rounds(rest.outcomes, done.measured or rest.measured, rest.stopped, first, first)
     for round_index in range(first + 1, plan.rounds + 1):
         if done.stopped:
             break
@@ -84,7 +94,7 @@ def _spoiled(still: folders.Undecided, rounds: int) -> str:
     return (
         f"the {still.spoiled} undecided rows were timed on a busy or stalled host ({still.why}), and more "
         f"rounds cannot decide them: a spoiled round stays in the folder; the matrix's other rounds "
-        f"(after {rounds}) are not run"
+        f"(after {'round 1' if rounds == 1 else f'{rounds} rounds'}) are not run"
     )
 
 

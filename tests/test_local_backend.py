@@ -267,11 +267,12 @@ def test_qualify_adds_rounds_only_for_the_rows_still_undecided(tmp_path, write_m
     rerun = {row.split()[0] for row in again.group(1).split(", ")} if again else set()
     assert not rerun & spoiled and rerun <= {"relu", "conv2d_r50_3x3"}
     assert ("relu" in rerun) == ("relu" not in spoiled), done.stdout
-    if not rerun:
-        assert "stopped after 3 rounds: the" in done.stdout and "--fresh" in done.stderr, done.stdout
+    if not rerun:  # only spoiled rows were left: after round 1 (which runs alone on a CPU) or round 3
+        assert re.search(r"stopped after (round 1|3 rounds): the", done.stdout), done.stdout
+        assert "--fresh" in done.stderr
     rounds = {(d["cell"]["id"], d["run"]["round"]): d for d in loaded.documents}
     plan = matrix.load(path)
-    ran = (1, 2, 3, 4) if rerun else (1, 2, 3)
+    ran = (1, 2, 3, 4) if rerun else (1,) if "stopped after round 1" in done.stdout else (1, 2, 3)
     assert set(rounds) == {(c.id, r) for c in plan.cells for r in ran}
     for (_cell, round_index), doc in rounds.items():
         measured = {m["workload"] for m in doc["measurements"]}
@@ -283,8 +284,8 @@ def test_qualify_adds_rounds_only_for_the_rows_still_undecided(tmp_path, write_m
     assert folder.stored_plan(out).rounds == 4  # the folder keeps the whole plan for later reports
     verdict = json.loads((report / "verdict.json").read_text())
     rows = {r["workload"]: r for r in verdict["comparisons"]}
-    if "conv2d_r50_3x3" not in rerun | spoiled:  # decided in 3 rounds
+    if "conv2d_r50_3x3" not in rerun | spoiled and len(ran) > 1:  # decided in 3 rounds
         assert (rows["conv2d_r50_3x3"]["rounds_baseline"], rows["conv2d_r50_3x3"]["verdict"]) == (3, "same")
         assert "3+3 rounds, Welch's t on log medians" in rows["conv2d_r50_3x3"]["reason"]
-    relu_rounds = 4 if "relu" in rerun else 3
+    relu_rounds = 4 if "relu" in rerun else len(ran)
     assert rows["relu"]["rounds_baseline"] == rows["relu"]["rounds_candidate"] == relu_rounds
