@@ -53,6 +53,7 @@ def neighbours(count: int, settle_s: float) -> Iterator[None]:
 def one_run(work: Path, label: str, neighbours_count: int) -> dict[str, Any]:
     """One qualify of the default matrix into ``work``, as its JSON line."""
     load_before = os.getloadavg()[0]
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
     began = time.perf_counter()
     done = subprocess.run(
         [*QUALIFY, "--out", str(work / "results"), "--report-out", str(work / "report")],
@@ -66,14 +67,14 @@ def one_run(work: Path, label: str, neighbours_count: int) -> dict[str, Any]:
     verdict = json.loads(verdict_file.read_text()) if verdict_file.exists() else {}
     rows = verdict.get("comparisons", [])
     rounds = [int(p.name.split(".r")[-1].split(".")[0]) for p in (work / "results").glob("*.r*.json.gz")]
-    stopped = re.search(r"stopped after (\d+) rounds: (.*)", done.stdout)
+    stopped = re.search(r"stopped after (round 1|\d+ rounds): (.*)", done.stdout)
     counts: dict[str, int] = {}
     for row in rows:
         counts[str(row["verdict"])] = counts.get(str(row["verdict"]), 0) + 1
     return {
         "set": label,
         "neighbours": neighbours_count,
-        "started": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
+        "started": started,
         "wall_s": round(wall_s, 1),
         "exit_code": done.returncode,
         "rounds": max(rounds, default=0),

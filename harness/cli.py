@@ -187,7 +187,7 @@ def _qualify(args: argparse.Namespace, out: Output) -> int:
     if done.busy:  # the report judges what there is; this says what to do instead of more rounds
         again = shlex.join(["python", "-m", "harness", "qualify", "--matrix", str(args.matrix)])
         out.warn(
-            f"the host was busy: with it quiet (load under its cores), '{again} --out "
+            f"a busy host spoiled these rows: with it quiet (load under its cores), '{again} --out "
             f"{shlex.quote(str(results))} --fresh' moves these rounds aside and measures again"
         )
     if not done.measured:  # a finished folder: say so, and how to get more, rather than judge in silence

@@ -182,7 +182,8 @@ def undecided(plan: Plan, dirs: list[Path]) -> Undecided | None:
     ]
     if open_rows.empty and spoiled.empty:
         return None
-    why = str(spoiled["spoiled"].iloc[0]) if not spoiled.empty else ""
+    first = spoiled.iloc[0] if not spoiled.empty else None
+    why = f"{first['workload']} {first['dtype']}: {first['spoiled']}" if first is not None else ""
     if open_rows.empty:
         return Undecided((), (), 0, len(spoiled), why)
     cells = {plan.baseline_id, *open_rows["group"]}
