@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     with neighbours(count, args.settle_s):
         for _ in range(args.runs):
             with tempfile.TemporaryDirectory() as work:
-                line = one_run(Path(work), args.set, count)
+                line = one_run(Path(work), args.label or args.set, count)
             with open(args.out, "a", encoding="utf-8") as out:
                 out.write(json.dumps(line, sort_keys=True) + "\n")
             print(_row(line), flush=True)
@@ -107,7 +107,7 @@ def _row(line: dict[str, Any]) -> str:
     verdicts = ", ".join(f"{n} {v}" for v, n in sorted(line["verdicts"].items())) or "none"
     stop = f"stopped after {line['rounds']}" if line["stopped"] else "ran on"
     return (
-        f"{line['set']:6} {line['neighbours']:>2} {line['started']:19} {line['wall_s']:>7.1f} "
+        f"{line['set']:8} {line['neighbours']:>2} {line['started']:19} {line['wall_s']:>7.1f} "
         f"{line['rounds']:>6} {stop:17} {line['exit_code']:>4}  {line['load_before']:>5.2f} "
         f"{line['load_after']:>5.2f}  {'+'.join(line['clock']):10} {verdicts}"
     )
@@ -116,7 +116,7 @@ def _row(line: dict[str, Any]) -> str:
 def table(args: argparse.Namespace) -> int:
     lines = [json.loads(text) for text in Path(args.file).read_text().splitlines() if text.strip()]
     print(
-        f"{'set':6} {'jobs':>2} {'started (UTC)':19} {'wall s':>7} {'rounds':>6} {'':17} {'exit':>4}  "
+        f"{'set':8} {'jobs':>2} {'started (UTC)':19} {'wall s':>7} {'rounds':>6} {'':17} {'exit':>4}  "
         f"{'load before/after':>11}  {'clock':10} verdicts (22 rows)"
     )
     for line in lines:
@@ -139,6 +139,7 @@ def main() -> int:
     runner = sub.add_parser("run")
     runner.add_argument("--set", choices=["quiet", "loaded"], required=True)
     runner.add_argument("--runs", type=int, default=5)
+    runner.add_argument("--label", help="the set's name in the table (default: --set)")
     runner.add_argument("--neighbours", type=int, default=2)
     runner.add_argument("--settle-s", type=float, default=60.0)
     runner.add_argument("--quiet-below", type=float, default=0.5)
