@@ -184,6 +184,12 @@ def _qualify(args: argparse.Namespace, out: Output) -> int:
     done = qualify.run_rounds(plan, results, args.all_rounds, steps, out.say)
     if done.stopped:
         return exit_code(done.outcomes, out)
+    if done.busy:  # the report judges what there is; this says what to do instead of more rounds
+        again = shlex.join(["python", "-m", "harness", "qualify", "--matrix", str(args.matrix)])
+        out.warn(
+            f"a busy host spoiled these rows: with it quiet (load under its cores), '{again} --out "
+            f"{shlex.quote(str(results))} --fresh' moves these rounds aside and measures again"
+        )
     if not done.measured:  # a finished folder: say so, and how to get more, rather than judge in silence
         out.say(
             f"nothing was left to decide: {results} already held every round this needed, from earlier "

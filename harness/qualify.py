@@ -2,8 +2,10 @@
 
 The first rounds run every row of every cell (``FIRST_ROUNDS``, or every round the matrix asks); then
 each later round, up to the matrix's, runs again only the rows a report would still call inconclusive,
-in the cells that have them and the baseline. The caller judges the folder afterwards, as ``report``
-does. Library code: progress goes through ``say``, nothing is printed.
+in the cells that have them and the baseline. Rows a busy host spoiled are not run again (no round can
+decide them), and where they are all that is left, the rounds stop there (``Rounds.busy`` says why).
+The caller judges the folder afterwards, as ``report`` does. Library code: progress goes through
+``say``, nothing is printed.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class Rounds:
     stopped: bool = False  # nothing could run (``runs.nothing_ran``): the rounds stopped there
     first: int = 0  # the rounds every row was asked for
     last: int = 0  # the last round asked for (of the undecided rows, where it is past ``first``)
+    busy: str = ""  # why the rounds stopped with rows undecided: a busy host spoiled every one of them
 
     @property
     def asked(self) -> str:
@@ -51,7 +54,17 @@ def run_rounds(plan: Plan, out: Path, all_rounds: bool, run: Run, say: Say) -> R
     row, then only the undecided ones. A later round the folder already holds (an earlier run's) is said
     so, and kept where it is valid and made the same way rather than measured again."""
     first = plan.rounds if all_rounds else min(FIRST_ROUNDS, plan.rounds)
-    done = dataclasses.replace(_ran(run(plan, range(1, first + 1))), first=first, last=first)
+    # where the plan may run on a CPU, round 1 runs alone: a busy host can spoil every row in it for good
+    alone = 1 if first > 1 and not all_rounds and plan.suite.device != "cuda" else first
+    done = dataclasses.replace(_ran(run(plan, range(1, alone + 1))), first=first, last=first)
+    if alone < first and not done.stopped:
+        still = folders.undecided(plan, [out])
+        if still is not None and not still.rows:
+            done = dataclasses.replace(done, first=1, last=1, busy=_spoiled(still, 1))
+            say(f"stopped after round 1: {done.busy}")
+            return done
+        rest = _ran(run(plan, range(alone + 1, first + 1)))
+        done = Rounds(rest.outcomes, done.measured or rest.measured, rest.stopped, first, first)
     for round_index in range(first + 1, plan.rounds + 1):
         if done.stopped:
             break
@@ -59,7 +72,13 @@ def run_rounds(plan: Plan, out: Path, all_rounds: bool, run: Run, say: Say) -> R
         if still is None:
             say(f"every row is decided after {round_index - 1} rounds; the other rounds are not needed")
             break
+        if not still.rows:  # a spoiled round stays in the folder: no later round decides its rows
+            done = dataclasses.replace(done, busy=_spoiled(still, round_index - 1))
+            say(f"stopped after {round_index - 1} rounds: {done.busy}")
+            break
         undecided = f"round {round_index} of at most {plan.rounds}: {still.count} rows still undecided"
+        if still.spoiled:
+            undecided += f" ({still.spoiled} more a busy host spoiled are not run again)"
         if all(folder.result_path(out, cell, round_index).exists() for cell in still.cells):
             say(f"{undecided}; {out}/ already holds their round {round_index}, from an earlier run")
         else:
@@ -68,6 +87,15 @@ def run_rounds(plan: Plan, out: Path, all_rounds: bool, run: Run, say: Say) -> R
         later = _ran(run(undecided_only(plan, still), range(round_index, round_index + 1)))
         done = Rounds(later.outcomes, done.measured or later.measured, later.stopped, first, round_index)
     return done
+
+
+def _spoiled(still: folders.Undecided, rounds: int) -> str:
+    """Why no later round can decide what is left, in words."""
+    return (
+        f"the {still.spoiled} undecided rows were timed on a busy or stalled host ({still.why}), and more "
+        f"rounds cannot decide them: a spoiled round stays in the folder; the matrix's other rounds "
+        f"(after {'round 1' if rounds == 1 else f'{rounds} rounds'}) are not run"
+    )
 
 
 def undecided_only(plan: Plan, still: folders.Undecided) -> Plan:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness import jsonio
+from harness.report import run_sections
 from harness.suite import host
 from tests.conftest import REPO, run_cli
 
@@ -79,10 +80,19 @@ def test_the_cpu_suite_fixes_and_records_its_threads_and_the_load(tmp_path, writ
         assert doc["host"]["cores"] >= 1 and isinstance(doc["host"]["busy"], bool)
         busy = doc["host"]["busy"]  # whatever this host's load was, the result says which and why
         assert bool(doc["host"]["why"]) == busy
+        # each sample in the clock it is judged in, the same calls in the other clock beside it (issue 41)
+        for m in doc["measurements"]:
+            other = "thread_cpu_stats" if host.CPU_CLOCK == "wall" else "wall_stats"
+            assert m["clock"] == host.CPU_CLOCK and m[other]["n"] == m["stats"]["n"] == len(m["samples_s"])
+            assert "other_samples_s" not in m and 0 < m[other]["min"] <= m[other]["median"]
     report = tmp_path / "report"
     run_cli("report", "--results", str(out), "--out", str(report))
-    first_section = (report / "report.md").read_text().split("## Read this first", 1)[1].split("\n## ", 1)[0]
+    text = (report / "report.md").read_text()
+    first_section = text.split("## Read this first", 1)[1].split("\n## ", 1)[0]
     assert "checks the harness against itself (A/A): same is the right answer" in first_section
+    assert f"CPU rows are timed in {run_sections.CLOCKS[host.CPU_CLOCK]}" in text  # the method says which
+    verdict = jsonio.read(report / "verdict.json")
+    assert {r["clock"] for r in verdict["comparisons"]} == {host.CPU_CLOCK}
 
 
 def test_the_default_matrix_is_the_cpu_a_a_check_it_says_it_is():

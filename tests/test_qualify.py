@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+import shutil
 
-from harness import qualify
+from harness import jsonio, qualify
 from harness.backends import gpu_access
 from harness.executors.runs import CellOutcome
 from harness.plan.axes import CudnnSource
 from harness.plan.model import Cell, Plan
 from harness.report.folders import Undecided
 from harness.suite.settings import SuiteSettings
+from tests.conftest import REPO
 
 BASE, OTHER = Cell("installed", CudnnSource("bundled")), Cell("installed", CudnnSource("disabled"))
 PLAN = Plan("p", "local", (BASE, OTHER), BASE.id, ({},), SuiteSettings(workloads=("relu", "gemm")), 5.0)
@@ -40,7 +43,7 @@ def test_nothing_could_run_stops_before_a_later_round(tmp_path):
         return [_outcome(BASE, stage=gpu_access.STAGE), _outcome(OTHER, stage=gpu_access.STAGE)]
 
     done = qualify.run_rounds(dataclasses.replace(PLAN, rounds=7), tmp_path, False, run, print)
-    assert asked == [range(1, 4)] and done.stopped and done.measured
+    assert asked == [range(1, 2)] and done.stopped and done.measured  # round 1 alone: the plan may be a CPU's
 
 
 def test_a_later_round_runs_exactly_the_undecided_rows_in_their_cells():
@@ -50,3 +53,63 @@ def test_a_later_round_runs_exactly_the_undecided_rows_in_their_cells():
     assert narrowed.suite.rows == ("gemm:bf16", "relu:fp32")
     assert narrowed.suite.workloads == ("gemm", "relu") and narrowed.suite.dtypes == ("bf16", "fp32")
     assert narrowed.suite.time_budget_s == PLAN.suite.time_budget_s  # every other setting as it was
+
+
+def test_rows_a_busy_host_spoiled_are_not_run_again_and_then_the_rounds_stop(tmp_path):
+    # the committed CPU rounds of two cells, one run of round 1 on a busy host: every row of both cells
+    # is spoiled by it for good (a spoiled round stays in the folder), so no later round runs, and on a
+    # CPU round 1 runs alone, so the rounds stop after it
+    results = tmp_path / "results"
+    shutil.copytree(REPO / "reports" / "torch-axis-cpu" / "results", results)
+    plan = dataclasses.replace(Plan.from_json(json.loads((results / "plan.json").read_text())), rounds=11)
+    busy = sorted(results.glob("*.r1.json.gz"))[0]
+    doc = jsonio.read(busy)
+    doc["host"] = {
+        "cores": 2,
+        "threads": 1,
+        "load_start": 2.9,
+        "load_end": 3.1,
+        "busy": True,
+        "why": "load 3.1",
+    }
+    jsonio.write_atomic(busy, doc)
+    asked, said = [], []
+
+    def run(plan, rounds):
+        asked.append(rounds)
+        return [CellOutcome(c.id, r, "ok", None, 0.0, 1, kept=True) for c in plan.cells for r in rounds]
+
+    done = qualify.run_rounds(plan, results, False, run, said.append)
+    assert asked == [range(1, 2)], said
+    assert done.first == done.last == 1 and not done.stopped and done.asked == "round 1 of every row"
+    assert "were timed on a busy or stalled host" in done.busy and "load 3.1" in done.busy
+    assert said == [f"stopped after round 1: {done.busy}"]
+    # the same folder with its round 1 quiet and a round 2 on a busy host, which the run makes: rounds 2-3
+    # run, then the rounds stop
+    shutil.copy(REPO / "reports" / "torch-axis-cpu" / "results" / busy.name, busy)
+    held = tmp_path / "held"
+    held.mkdir()
+    for later in [*results.glob("*.r2.json.gz"), *results.glob("*.r3.json.gz")]:
+        later.rename(held / later.name)
+    second = sorted(held.glob("*.r2.json.gz"))[0]
+    doc = jsonio.read(second)
+    doc["host"] = {
+        "cores": 2,
+        "threads": 1,
+        "load_start": 2.9,
+        "load_end": 3.1,
+        "busy": True,
+        "why": "load 3.1",
+    }
+    jsonio.write_atomic(second, doc)
+
+    def run_later(plan, rounds):
+        for r in rounds:
+            for made in held.glob(f"*.r{r}.json.gz"):
+                made.rename(results / made.name)
+        return run(plan, rounds)
+
+    asked.clear(), said.clear()
+    done = qualify.run_rounds(plan, results, False, run_later, said.append)
+    assert asked == [range(1, 2), range(2, 4)] and done.first == done.last == 3
+    assert said == [f"stopped after 3 rounds: {done.busy}"] and "load 3.1" in done.busy

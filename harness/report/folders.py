@@ -149,18 +149,23 @@ def _refuse_refused_cells(plan: Plan, dirs: list[Path], loaded: documents.Loaded
 @dataclass(frozen=True)
 class Undecided:
     """What a sequential qualification runs again: the cells with inconclusive rows (and the baseline
-    they are judged against), and those rows, as (workload, dtype) in the matrix's order."""
+    they are judged against), and those rows, as (workload, dtype) in the matrix's order. ``spoiled``:
+    the inconclusive rows a busy or stalled host spoiled, which no later round can decide (a spoiled
+    round stays in the folder), with the first ``why``; they are not run again."""
 
     cells: tuple[str, ...]
     rows: tuple[tuple[str, str], ...]
     count: int  # inconclusive rows, across cells and knob sets
+    spoiled: int = 0
+    why: str = ""
 
 
 def undecided(plan: Plan, dirs: list[Path]) -> Undecided | None:
     """The rows of ``plan`` still inconclusive in ``dirs``; None where every row is decided.
 
     Rows timed differently on the two sides (a graph on one side only) stay inconclusive whatever the
-    rounds, so they are not run again."""
+    rounds, and so do rows a busy host spoiled, so neither is run again; where those are all that is
+    left, ``rows`` is empty and ``spoiled`` says how many the host spoiled."""
     loaded = documents.load_many(dirs)
     view = View.from_plan(plan)
     frame = frames.long_form(loaded)
@@ -169,17 +174,26 @@ def undecided(plan: Plan, dirs: list[Path]) -> Undecided | None:
     timing = row_verdicts.timing(
         frame, view.baseline, view.groups, view.threshold_pct, view.alpha, frames.samples(loaded)
     )
-    open_rows = timing[
-        (timing["verdict"] == "inconclusive") & (timing["timer_baseline"] == timing["timer_candidate"])
+    inconclusive = timing[timing["verdict"] == "inconclusive"]
+    spoiled = inconclusive[[isinstance(s, str) and bool(s) for s in inconclusive["spoiled"]]]
+    open_rows = inconclusive[
+        (inconclusive["timer_baseline"] == inconclusive["timer_candidate"])
+        & ~inconclusive.index.isin(spoiled.index)
     ]
-    if open_rows.empty:
+    if open_rows.empty and spoiled.empty:
         return None
+    first = spoiled.iloc[0] if not spoiled.empty else None
+    why = f"{first['workload']} {first['dtype']}: {first['spoiled']}" if first is not None else ""
+    if open_rows.empty:
+        return Undecided((), (), 0, len(spoiled), why)
     cells = {plan.baseline_id, *open_rows["group"]}
     wanted = set(zip(open_rows["workload"], open_rows["dtype"], strict=True))
     return Undecided(
         tuple(c.id for c in plan.cells if c.id in cells),
         tuple(dict.fromkeys(r for r in zip(timing["workload"], timing["dtype"], strict=True) if r in wanted)),
         len(open_rows),
+        len(spoiled),
+        why,
     )
 
 

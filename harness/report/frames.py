@@ -79,6 +79,7 @@ def long_form(loaded: LoadedResults) -> pd.DataFrame:
                     "first_call_s": m.get("first_call_s"),
                     "stop_reason": m.get("stop_reason"),
                     "timer": m.get("timer"),
+                    "clock": m.get("clock"),  # a CPU's: wall or thread_cpu (suite 0.17)
                     "tflops": m.get("tflops"),
                     "gbps": m.get("gbps"),
                     "host_s": m.get("host_time_per_call_s"),

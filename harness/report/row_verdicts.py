@@ -61,6 +61,8 @@ def timing(
         "ran_candidate",
         "timer_baseline",
         "timer_candidate",
+        "clock",
+        "spoiled",
         "rounds_baseline",
         "rounds_candidate",
         "threshold_pct",
@@ -151,6 +153,8 @@ def _one(
         "ran_candidate": ran_name(mine_ok),
         "timer_baseline": timers[0],
         "timer_candidate": timers[1],
+        "clock": _clock(base_ok, mine_ok),
+        "spoiled": spoiled,
         "reason": reason,
     }
 
@@ -163,6 +167,15 @@ def _stalled(base: pd.DataFrame, mine: pd.DataFrame) -> str | None:
             if found:
                 return f"{len(found)} of the {side}'s rounds ({found[0]})"
     return None
+
+
+def _clock(base: pd.DataFrame, mine: pd.DataFrame) -> str | None:
+    """The clock a CPU row's samples are in, on both sides ('+'-joined where they differ; None: a GPU's,
+    or a suite before 0.17)."""
+    if "clock" not in base or "clock" not in mine:
+        return None
+    clocks = sorted({str(c) for c in (*base["clock"], *mine["clock"]) if isinstance(c, str)})
+    return "+".join(clocks) or None
 
 
 def _timers(rows: pd.DataFrame) -> str:

@@ -34,12 +34,30 @@ def method(view: View, analysis: Analysis, loaded: LoadedResults, sources: list[
             "workload); **same** when the whole interval lies inside the threshold; otherwise "
             "**inconclusive**, which is not a pass. With one round per side the ratio and interval come "
             "from that one process's raw samples (basis `samples`) and the row stays inconclusive: one "
-            "process cannot separate a change from process-to-process variation.",
+            "process cannot separate a change from process-to-process variation." + _clocks(analysis),
             "",
             markdown.fenced("\n".join(gate.lines)),
         ]
     )
     return Section("Method, sources and the gate's summary", intro, collapsed=True)
+
+
+CLOCKS = {
+    "wall": "wall time (`perf_counter`); each result keeps the same calls' thread CPU time beside it "
+    "(`thread_cpu_stats`), which a busy host moved as much (reports/busy-host/)",
+    "thread_cpu": "the thread's own CPU time (`thread_time`), which preemption does not inflate; each result "
+    "keeps the same calls' wall time beside it (`wall_stats`)",
+}
+
+
+def _clocks(analysis: Analysis) -> str:
+    """The sentence that says which clock the CPU rows were judged in (the measurements' ``clock``)."""
+    frame = analysis.frame
+    found = sorted({str(c) for c in frame["clock"] if isinstance(c, str)}) if "clock" in frame else []
+    if not found:
+        return ""
+    said = "; ".join(CLOCKS.get(c, markdown.code(c)) for c in found)
+    return f" CPU rows are timed in {said}."
 
 
 def cells(view: View, analysis: Analysis, out_dir: Path, letters: dict[str, str]) -> Section:

@@ -193,6 +193,16 @@ def _facts(doc: ResultDocument, source: str) -> list[Problem]:
                 Problem(source, f"{field}.stats.n", f"is {s['n']} but there are {len(samples)} samples")
             )
             continue
+        for name, other in (
+            ("wall_stats", m.get("wall_stats")),
+            ("thread_cpu_stats", m.get("thread_cpu_stats")),
+        ):
+            if other is not None and other["n"] != len(samples):  # the same calls in the other clock
+                found.append(
+                    Problem(
+                        source, f"{field}.{name}.n", f"is {other['n']} but there are {len(samples)} samples"
+                    )
+                )
         expected: dict[str, object] = _summary(samples)
         for key, value in s.items():
             want = expected[key]

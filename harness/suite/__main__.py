@@ -141,7 +141,7 @@ def _run(args: argparse.Namespace) -> int:
                     f"no NVML: {gpu.missing}; SM clocks, power and the throttle guard are not recorded"
                 )
             setup.done("gpu_state")
-            timer = Timer(device)
+            timer = Timer(device, cpu_clock=host.CPU_CLOCK)
             setup.done("timer")
             cells = list(itertools.product(json.loads(args.knobs), rows))
             plan = windows.for_device(device)

@@ -136,6 +136,7 @@ def measure(
     phases.done("block_fit")
 
     samples: list[float] = []
+    others: list[float] = []  # on a CPU, each kept sample's time in the other clock (Timer.other_s)
     clocks: list[int | None] = []
     noise = _RunningNoise()  # the stopping rule in O(1) per sample, not a pass over every sample
     throttled = power_capped = 0
@@ -163,6 +164,8 @@ def measure(
             else:
                 samples.append(sample)
                 clocks.append(clock)
+                if timer.clock:
+                    others.append(round(timer.other_s, 9))
                 noise.add(sample)
             last = time.perf_counter()
             elapsed = last - start
@@ -201,6 +204,9 @@ def measure(
     phases.done("host_time")
     return {
         "timer": "cuda_graph" if timed is not fn else timer.name,
+        **({"clock": timer.clock} if timer.clock else {}),
+        # on a CPU, the same calls in the other clock: rows.py keeps their statistics (``<clock>_stats``)
+        **({"other_samples_s": others} if timer.clock else {}),
         "graph_capture_error": capture_error,
         "batch": calls,
         "graphs": len(replays) if timed is not fn else 1,

@@ -1,5 +1,11 @@
 """The timer: one call of a function timed on a GPU with CUDA events, on a CPU with ``perf_counter``.
 
+On a CPU each sample reads two clocks around the call: wall time (``perf_counter``) and the thread's own
+CPU time (``thread_time``). The clock a sample counts in is ``Timer.clock`` (``host.CPU_CLOCK``), read
+innermost; the other one's reading of the same call is kept beside it (``Timer.other_s``). A scheduler
+that takes the core from the thread stops its CPU time, so preemption inflates wall time and not the
+thread's; what else a busy host does shows in both (benchmarks/thread_clock.py measures them).
+
 On a GPU each sample is a CUDA-event pair around one call, measured as nvbench's "cold" timer does: the
 L2 cache is flushed first (a buffer of the GPU's L2 size, as nvbench's), and a GPU sleep kernel is queued
 before the start event so the host enqueues the timed call while the GPU is still busy; the events are
@@ -47,15 +53,25 @@ class Timer:
     """Times one call of ``fn``: CUDA events on a GPU, a synchronized host clock on the CPU."""
 
     def __init__(
-        self, device: str, hide_launch_latency: bool = True, clean_flush: bool = False, flush_buffers: int = 1
+        self,
+        device: str,
+        hide_launch_latency: bool = True,
+        clean_flush: bool = False,
+        flush_buffers: int = 1,
+        cpu_clock: str = "wall",
     ) -> None:
-        """``clean_flush``: flush the L2 by reading a buffer of twice its size, which leaves clean lines,
+        """``cpu_clock``: on a CPU, the clock a sample counts in, "wall" or "thread_cpu". ``clean_flush``:
+        flush the L2 by reading a buffer of twice its size, which leaves clean lines,
         instead of writing one of its size (nvbench's), which leaves dirty lines the timed call's misses
         write back. ``flush_buffers``: that many flush buffers, taken in turn, so no one buffer's place
         holds for every sample (``benchmarks/aa_sources.py --study flush`` compares them)."""
         self.clean_flush = clean_flush
         self.cuda = device.startswith("cuda")
         self.name = "cuda_event" if self.cuda else "perf_counter"
+        # on a CPU, the clock a sample counts in: "wall" or "thread_cpu" (None on a GPU: CUDA events)
+        self.clock: str | None = None if self.cuda else cpu_clock
+        self.other_clock = "thread_cpu" if cpu_clock == "wall" else "wall"
+        self.other_s = 0.0  # on a CPU, the last sample's time in ``other_clock``
         self.hide_launch_latency = self.cuda and hide_launch_latency
         self.block_cycles = self.block_limit_cycles = 0
         self._reset_rest()
@@ -207,6 +223,23 @@ class Timer:
         self._end.synchronize()
         return float(self._start.elapsed_time(self._end)) / 1e3
 
+    def _cpu_sample(self, fn: Callable[[], Any]) -> float:
+        """One call on a CPU in both clocks: its time in ``clock``, read innermost, and in the other clock
+        (``other_s``). A call shorter than the CPU clock's resolution reads 0 there: 1 ns stands for it."""
+        if self.clock == "thread_cpu":
+            wall, cpu = time.perf_counter_ns(), time.thread_time_ns()
+            fn()
+            cpu = time.thread_time_ns() - cpu
+            wall = time.perf_counter_ns() - wall
+            self.other_s = wall / 1e9
+            return max(cpu, 1) / 1e9
+        cpu, wall = time.thread_time_ns(), time.perf_counter_ns()
+        fn()
+        wall = time.perf_counter_ns() - wall
+        cpu = time.thread_time_ns() - cpu
+        self.other_s = max(cpu, 1) / 1e9
+        return wall / 1e9
+
     def _enqueue(self, fn: Callable[[], Any], start: Any, end: Any, flush: bool = True) -> None:
         if self.rest_cycles:
             torch.cuda._sleep(self.rest_cycles)
@@ -233,7 +266,7 @@ class Timer:
         self._reset_rest()
         if not self.cuda:
             while True:
-                yield self.time_call(fn, flush)
+                yield self._cpu_sample(fn)
         previous: tuple[Any, Any, bool] | None = None
         idle_in_window = 0
         try:

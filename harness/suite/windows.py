@@ -59,6 +59,8 @@ def merge(windows: list[dict[str, Any]], tolerance: float | None = TOLERANCE) ->
     ]
     entry = dict(windows[0])
     entry["samples_s"] = [s for w in kept for s in w["samples_s"]]
+    if all("other_samples_s" in w for w in kept):  # on a CPU: the same calls in the other clock
+        entry["other_samples_s"] = [s for w in kept for s in w["other_samples_s"]]
     if all(w.get("sm_clock_mhz") is not None for w in kept):
         entry["sm_clock_mhz"] = [c for w in kept for c in w["sm_clock_mhz"]]
     entry["stats"] = summarize(entry["samples_s"])
