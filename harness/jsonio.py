@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import gzip
+import hashlib
 import io
 import json
 import math
@@ -102,6 +103,28 @@ def read_bytes(path: Path, limit: int, decompress: bool = True) -> bytes:
     if len(data) > limit:
         raise TooLarge(f"holds more than {limit} bytes; the limit is {limit}")
     return data
+
+
+def file_sha256(path: Path, limit: int = 16 * 1024**3) -> bytes:
+    """The sha256 of a regular file's bytes (a link to one is followed), read in chunks: never a FIFO or a
+    device (OSError), never more than ``limit`` bytes (TooLarge), never the whole file in memory."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    digest, read = hashlib.sha256(), 0
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        while chunk := f.read(1 << 20):
+            read += len(chunk)
+            if read > limit:
+                raise TooLarge(f"holds more than {limit} bytes; the limit is {limit}")
+            digest.update(chunk)
+    return digest.digest()
+
+
+def real_path(path: Path) -> Path:
+    """``path`` with its links followed as far as they go: never an error, where Python 3.11's
+    ``Path.resolve`` raises RuntimeError on a link loop."""
+    return Path(os.path.realpath(path))
 
 
 # a number JSON text can hold that a float cannot (1e999, or 400 digits): only then is each float checked

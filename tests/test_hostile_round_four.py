@@ -1,0 +1,401 @@
+"""Hostile input, round four (issue 42): environments and their cache, cuDNN releases, wheelhouses, bisect,
+and results that contradict themselves.
+
+1. A file problem in the environment code (a cache that is a file, a planted lock, a log planted as a
+   folder, a library link loop) is the cell's failed result naming the file, never a traceback.
+2. No read blocks or runs unbounded: a FIFO or a link to /dev/zero in the cache, in a cuDNN folder or in a
+   wheelhouse.
+3. A wheelhouse entry named ``*.whl`` that is no file (a folder, a link loop, a dangling link) is refused.
+4. A cell's set-up error is that cell's failed result, with its reason: the other cells run.
+5. Nothing planted in the cache is followed where the harness writes, a forged manifest never points a cell
+   outside the cache, and a damaged entry (a link loop in its place) is built again.
+6. What an interpreter answers is bounded; a run never writes a result its own ``validate`` refuses.
+7. ``bisect`` refuses what ``report`` refuses.
+8. A result that contradicts itself is refused by ``validate``, naming the field.
+
+Each test here failed before its fix. The cuDNN releases are a small wheel made here, installed offline
+by the real installer (uv, else pip).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from harness import jsonio
+from harness.backends import cudnn_dirs
+from harness.environments import cache, cudnn_releases, packages
+from harness.errors import InputError
+from tests.conftest import REPO, harness_env, run_cli, untouched
+
+VERSION = "9.1.0.70"  # the small wheel's release
+HEADER = "#define CUDNN_MAJOR 9\n#define CUDNN_MINOR 1\n#define CUDNN_PATCHLEVEL 0\n"
+NO_TRACEBACK = "Traceback"
+
+
+def _record_line(name: str, data: bytes) -> str:
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"{name},sha256={digest},{len(data)}"
+
+
+def make_cudnn_wheel(wheelhouse: Path, version: str = VERSION, header: str = HEADER) -> Path:
+    """An ``nvidia-cudnn-cu13`` wheel of a few bytes: a library file and its header, as NVIDIA lays them."""
+    wheelhouse.mkdir(parents=True, exist_ok=True)
+    info = f"nvidia_cudnn_cu13-{version}.dist-info"
+    files = {
+        "nvidia/cudnn/lib/libcudnn.so.9": b"\x7fELF not really\n",
+        "nvidia/cudnn/include/cudnn_version.h": header.encode(),
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: nvidia-cudnn-cu13\nVersion: {version}\n".encode(),
+        f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = [_record_line(name, data) for name, data in files.items()] + [f"{info}/RECORD,,"]
+    wheel = wheelhouse / f"nvidia_cudnn_cu13-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+        archive.writestr(f"{info}/RECORD", "\n".join(record) + "\n")
+    return wheelhouse
+
+
+@pytest.fixture
+def cudnn_wheelhouse(tmp_path: Path) -> Path:
+    return make_cudnn_wheel(tmp_path / "wheelhouse")
+
+
+def release(root: Path, wheelhouse: Path, said: list[str] | None = None) -> cudnn_releases.CudnnRelease:
+    """The small release, from ``wheelhouse`` into the cache ``root``."""
+    source = packages.PackageSource(wheelhouse=wheelhouse)
+    return cudnn_releases.ensure(root, "13", VERSION, source, (said if said is not None else []).append)
+
+
+def entry_of(root: Path) -> Path:
+    return root / "cudnn" / f"nvidia-cudnn-cu13-{VERSION}"
+
+
+def cpu_matrix(tmp_path: Path, torch: str = "installed", cudnn: str = "bundled", baseline: str = "") -> Path:
+    """A local CPU matrix of one relu row: ``cudnn`` lists the axis's values, the first is the baseline."""
+    baseline = baseline or cudnn
+    path = tmp_path / "matrix.yaml"
+    path.write_text(
+        "schema_version: 1\nname: four\nbackend: local\n"
+        f"axes: {{torch: [{torch!r}], cudnn: [{cudnn}]}}\n"
+        "suite: {profile: smoke, device: cpu, workloads: [relu], dtypes: [fp32], time_budget_s: 0.02}\n"
+        f"baseline: {{cudnn: {baseline}}}\n"
+    )
+    return path
+
+
+def only_result(out: Path) -> dict:
+    (path,) = out.glob("*.r1.json.gz")
+    return jsonio.read(path)
+
+
+# ---- 1. file problems in the environment code ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("planted", ["cache", "envs"])
+def test_a_cache_that_is_a_file_fails_the_cell_naming_it(tmp_path, planted):
+    root = tmp_path / "cache"
+    if planted == "cache":
+        root.write_text("not a folder\n")
+        where = root
+    else:
+        root.mkdir()
+        where = root / "envs"
+        where.write_text("not a folder\n")
+    env = {**harness_env(), cache.CACHE_ENV: str(root)}
+    out = tmp_path / "out"
+    done = run_cli("run", "--matrix", str(cpu_matrix(tmp_path, "2.13.0")), "--out", str(out), env=env)
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    assert NO_TRACEBACK not in done.stdout + done.stderr
+    failure = only_result(out)["failure"]
+    assert f"{where} is a file where the harness keeps a folder of its cache" in failure["reason"]
+    assert f"point {cache.CACHE_ENV} at another folder" in failure["reason"]
+
+
+@pytest.mark.parametrize("planted", ["link", "folder", "fifo"])
+def test_a_lock_planted_in_the_cache_is_refused_naming_it(tmp_path, cudnn_wheelhouse, outside, planted):
+    root = tmp_path / "cache"
+    lock = entry_of(root).with_name(entry_of(root).name + ".lock")
+    lock.parent.mkdir(parents=True)
+    if planted == "link":
+        lock.symlink_to(outside / "precious.txt")
+    elif planted == "folder":
+        lock.mkdir()
+    else:
+        os.mkfifo(lock)
+    with pytest.raises(cache.CacheError) as refused:
+        release(root, cudnn_wheelhouse)
+    assert f"{lock} is " in str(refused.value) and "where the harness keeps a lock file" in str(refused.value)
+    assert isinstance(refused.value, LookupError)  # what a cell's set-up turns into its failed result
+    untouched(outside)
+
+
+def test_an_install_log_planted_as_a_folder_is_replaced(tmp_path, cudnn_wheelhouse):
+    root = tmp_path / "cache"
+    log = entry_of(root).with_name(entry_of(root).name + ".log")
+    (log / "deep").mkdir(parents=True)
+    found = release(root, cudnn_wheelhouse)
+    assert found.version == VERSION and log.is_file()
+
+
+def test_a_library_link_loop_is_no_cudnn_and_no_traceback(tmp_path):
+    lib = tmp_path / "loop" / "lib"
+    lib.mkdir(parents=True)
+    (lib / "libcudnn.so.9").symlink_to(lib / "libcudnn.so.9")
+    assert cudnn_dirs.read_install(tmp_path / "loop") is None
+    out = tmp_path / "out"
+    matrix = cpu_matrix(tmp_path, cudnn=f"{{system: {lib}}}")
+    done = run_cli("run", "--matrix", str(matrix), "--out", str(out))
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    assert NO_TRACEBACK not in done.stdout + done.stderr
+    assert f"no cuDNN in {lib}" in only_result(out)["failure"]["reason"]
+
+
+# ---- 2. reads that block or never end -----------------------------------------------------------------
+
+
+def _unblocking(code: str) -> subprocess.CompletedProcess[str]:
+    """``code`` run in a Python of its own, killed after 60 s: a read that blocks fails the test, not the
+    session."""
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, env=harness_env(), capture_output=True, text=True, timeout=60
+    )
+
+
+@pytest.mark.parametrize("header", ["fifo", "/dev/zero"])
+def test_a_header_that_is_a_fifo_or_a_device_is_not_read(tmp_path, header):
+    include, lib = tmp_path / "cudnn" / "include", tmp_path / "cudnn" / "lib"
+    include.mkdir(parents=True)
+    lib.mkdir()
+    (lib / "libcudnn.so.9").write_bytes(b"not a library\n")
+    if header == "fifo":
+        os.mkfifo(include / "cudnn_version.h")
+    else:
+        (include / "cudnn_version.h").symlink_to(header)
+    done = _unblocking(
+        "from pathlib import Path; from harness.environments import cudnn_releases as c; "
+        f"print(c.header_version(Path({str(lib)!r})))"
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "None", done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("fifo", ["entry", "manifest", "header"])
+def test_a_fifo_in_a_release_folder_is_never_read_and_the_release_is_installed_again(
+    tmp_path, cudnn_wheelhouse, fifo
+):
+    root = tmp_path / "cache"
+    first = release(root, cudnn_wheelhouse)
+    entry = entry_of(root)
+    if fifo == "entry":
+        jsonio.remove_tree(entry)
+        os.mkfifo(entry)
+    elif fifo == "manifest":
+        (entry / cache.MANIFEST).unlink()
+        os.mkfifo(entry / cache.MANIFEST)
+    else:
+        header = entry / "nvidia" / "cudnn" / "include" / "cudnn_version.h"
+        header.unlink()
+        os.mkfifo(header)
+    done = _unblocking(
+        "from pathlib import Path; from harness.environments import cudnn_releases as c, packages as p; "
+        f"r = c.ensure(Path({str(root)!r}), '13', {VERSION!r}, "
+        f"p.PackageSource(wheelhouse=Path({str(cudnn_wheelhouse)!r})), print); print(r.lib_dir)"
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == str(first.lib_dir)
+    if fifo != "header":  # a header is checked when the release is installed; its size is what later uses see
+        assert "is damaged or half-built: installing it again" in done.stdout
+        assert (entry / cache.MANIFEST).is_file()
+
+
+# ---- 3. wheelhouse entries that are not files (and FIFOs, class 2) ------------------------------------
+
+
+def _plant_wheel(wheelhouse: Path, kind: str) -> Path:
+    planted = wheelhouse / "planted-1.0-py3-none-any.whl"
+    if kind == "fifo":
+        os.mkfifo(planted)
+    elif kind == "folder":
+        planted.mkdir()
+    elif kind == "loop":
+        planted.symlink_to(planted)
+    else:
+        planted.symlink_to(wheelhouse / "gone.whl")
+    return planted
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder", "loop", "dangling"])
+@pytest.mark.parametrize("command", ["run", "images"])
+def test_a_wheelhouse_entry_that_is_no_file_is_refused(tmp_path, cudnn_wheelhouse, kind, command):
+    planted = _plant_wheel(cudnn_wheelhouse, kind)
+    matrix = cpu_matrix(tmp_path)
+    if command == "images":  # a docker matrix, rendered only (no engine needed to refuse its input)
+        matrix.write_text(
+            "schema_version: 1\nname: four\nbackend: docker\n"
+            "axes: {torch: ['2.13.0+cpu'], python: ['3.12'], cudnn: [bundled]}\n"
+            "suite: {profile: smoke, device: cpu, workloads: [relu], dtypes: [fp32]}\n"
+            "baseline: {cudnn: bundled}\n"
+        )
+    args = ["--matrix", str(matrix), "--wheelhouse", str(cudnn_wheelhouse)]
+    args += ["--out", str(tmp_path / "out")] if command == "run" else ["--dry-run"]
+    done = run_cli(command, *args, timeout=120)
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    assert f"{planted}: --wheelhouse: is " in done.stderr and "named like a wheel" in done.stderr
+    assert NO_TRACEBACK not in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_wheelhouse_check_is_the_librarys_own(tmp_path, cudnn_wheelhouse):
+    planted = _plant_wheel(cudnn_wheelhouse, "loop")
+    with pytest.raises(InputError) as refused:
+        packages.wheels(cudnn_wheelhouse)
+    assert [p.source for p in refused.value.problems] == [str(planted)]
+
+
+# ---- 4. a cell's set-up error is the cell's --------------------------------------------------------------
+
+
+def _system_cudnn(where: Path, major: str = "9") -> Path:
+    """A folder NVIDIA's package could have made: ``libcudnn.so.9.1.0`` and its header (contents are never
+    loaded: the cells below fail before anything runs)."""
+    (where / "lib").mkdir(parents=True)
+    (where / "lib" / "libcudnn.so.9.1.0").write_bytes(b"not a library\n")
+    (where / "include").mkdir()
+    (where / "include" / "cudnn_version.h").write_text(HEADER.replace("MAJOR 9", f"MAJOR {major}"))
+    return where
+
+
+def _cells(out: Path) -> dict[str, dict]:
+    return {p.name.split(".r")[0]: jsonio.read(p) for p in out.glob("*.r1.json.gz")}
+
+
+def test_a_torch_folder_that_does_not_exist_fails_that_cell_and_the_others_run(tmp_path):
+    python = _lying_python(tmp_path, "2.13.0+cpu")
+    system = _system_cudnn(tmp_path / "cudnn")
+    matrix = cpu_matrix(tmp_path, cudnn=f"bundled, {{system: {system / 'lib'}}}", baseline="bundled")
+    out = tmp_path / "out"
+    done = run_cli("run", "--matrix", str(matrix), "--out", str(out), "--python", str(python))
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "cannot write into" not in done.stderr and NO_TRACEBACK not in done.stdout + done.stderr
+    results = _cells(out)
+    assert len(results) == 2  # the other cell ran
+    failed = next(d for d in results.values() if d["status"] == "failed")
+    assert failed["failure"]["stage"] == "realize"
+    assert (
+        f"says its torch is in {tmp_path / 'gone' / 'torch'}, which is no folder"
+        in failed["failure"]["reason"]
+    )
+
+
+def test_a_header_whose_version_is_too_long_for_a_file_name_fails_that_cell(tmp_path):
+    system = _system_cudnn(tmp_path / "cudnn", major="9" * 300)
+    (system / "lib" / "libcudnn.so.9.1.0").rename(system / "lib" / "libcudnn.so.9")  # a wheel's name
+    matrix = cpu_matrix(tmp_path, cudnn=f"{{system: {system / 'lib'}}}")
+    out = tmp_path / "out"
+    done = run_cli("run", "--matrix", str(matrix), "--out", str(out))
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "cannot write into" not in done.stderr and NO_TRACEBACK not in done.stdout + done.stderr
+    assert f"no cuDNN in {system / 'lib'}" in only_result(out)["failure"]["reason"]
+
+
+# ---- 5. links and forged files in the cache -----------------------------------------------------------
+
+
+def test_an_install_log_planted_as_a_link_is_never_appended_through(tmp_path, cudnn_wheelhouse, outside):
+    root = tmp_path / "cache"
+    log = entry_of(root).with_name(entry_of(root).name + ".log")
+    log.parent.mkdir(parents=True)
+    log.symlink_to(outside / "precious.txt")
+    assert release(root, cudnn_wheelhouse).version == VERSION
+    untouched(outside)
+    assert not log.is_symlink() and log.is_file()
+
+
+@pytest.mark.parametrize(
+    "forged",
+    [
+        {"lib_dir": "../../../outside"},
+        {"lib_dir": "/usr/lib"},
+        {"sizes": {"../../../outside/precious.txt": 8}},
+    ],
+    ids=["relative", "absolute", "sizes"],
+)
+def test_a_forged_release_manifest_never_points_outside_the_cache(tmp_path, cudnn_wheelhouse, forged):
+    root = tmp_path / "cache"
+    release(root, cudnn_wheelhouse)
+    manifest_path = entry_of(root) / cache.MANIFEST
+    manifest = jsonio.read(manifest_path)
+    jsonio.write_atomic(manifest_path, {**manifest, **forged})
+    said: list[str] = []
+    again = release(root, cudnn_wheelhouse, said)
+    assert jsonio.real_path(again.lib_dir).is_relative_to(jsonio.real_path(root))
+    assert any("is damaged or half-built: installing it again" in line for line in said)
+
+
+def test_a_library_planted_as_a_link_in_a_release_is_not_trusted(tmp_path, cudnn_wheelhouse, outside):
+    root = tmp_path / "cache"
+    lib_dir = release(root, cudnn_wheelhouse).lib_dir
+    (lib_dir / "libcudnn_evil.so.9").symlink_to(outside / "precious.txt")
+    said: list[str] = []
+    again = release(root, cudnn_wheelhouse, said)
+    assert sorted(p.name for p in again.lib_dir.iterdir()) == ["libcudnn.so.9"]
+    assert any("installing it again" in line for line in said)
+    untouched(outside)
+
+
+@pytest.mark.parametrize("planted", ["loop", "link", "file"])
+def test_a_release_planted_in_the_cache_is_built_again(tmp_path, cudnn_wheelhouse, outside, planted):
+    root = tmp_path / "cache"
+    entry = entry_of(root)
+    entry.parent.mkdir(parents=True)
+    if planted == "loop":
+        entry.symlink_to(entry)
+    elif planted == "link":
+        entry.symlink_to(outside, target_is_directory=True)
+    else:
+        entry.write_text("planted\n")
+    found = release(root, cudnn_wheelhouse)
+    assert cache.is_entry(entry) and found.lib_dir == entry / "nvidia" / "cudnn" / "lib"
+    untouched(outside)
+    assert release(root, cudnn_wheelhouse).lib_dir == found.lib_dir  # and reused, once whole
+
+
+# ---- 6. what an interpreter answers ---------------------------------------------------------------------
+
+
+def _lying_python(tmp_path: Path, torch_version: str) -> Path:
+    """An interpreter that answers the harness's probe with ``torch_version`` and is Python otherwise."""
+    script = tmp_path / "python-that-lies"
+    fields = {
+        "python": "3.11.7",
+        "torch_version": torch_version,
+        "torch_cuda": None,
+        "torch_dir": str(tmp_path / "gone" / "torch"),
+        "cudnn_wheel": None,
+    }
+    answer = json.dumps(fields)
+    script.write_text(
+        f"#!/bin/sh\ncase \"$1\" in *interpreter_probe.py) echo '{answer}'; exit 0;; esac\n"
+        f'exec {sys.executable} "$@"\n'
+    )
+    script.chmod(0o755)
+    return script
+
+
+def test_an_interpreter_that_answers_a_torch_version_of_5000_characters_is_refused(tmp_path):
+    python = _lying_python(tmp_path, "2." + "9" * 5000)
+    out = tmp_path / "out"
+    done = run_cli("run", "--matrix", str(cpu_matrix(tmp_path)), "--out", str(out), "--python", str(python))
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    assert f"{python}: answers a torch_version of 5002 characters" in done.stderr
+    assert NO_TRACEBACK not in done.stderr
+    assert not list(out.glob("*.json.gz"))
