@@ -34,7 +34,9 @@ from harness import jsonio
 from harness.backends import cudnn_dirs
 from harness.environments import cache, cudnn_releases, packages
 from harness.errors import InputError
-from tests.conftest import REPO, harness_env, run_cli, untouched
+from harness.plan.model import Cell
+from harness.results import documents, folder
+from tests.conftest import GPU_LOCAL_ROUNDS, REPO, harness_env, run_cli, untouched
 
 VERSION = "9.1.0.70"  # the small wheel's release
 HEADER = "#define CUDNN_MAJOR 9\n#define CUDNN_MINOR 1\n#define CUDNN_PATCHLEVEL 0\n"
@@ -399,3 +401,16 @@ def test_an_interpreter_that_answers_a_torch_version_of_5000_characters_is_refus
     assert f"{python}: answers a torch_version of 5002 characters" in done.stderr
     assert NO_TRACEBACK not in done.stderr
     assert not list(out.glob("*.json.gz"))
+
+
+def test_a_run_never_writes_a_result_its_own_validate_refuses(tmp_path):
+    doc = jsonio.read(next(GPU_LOCAL_ROUNDS.glob("*.r1.json.gz")))
+    run = doc.pop("run")
+    run.pop("plan_sha256", None)
+    ok = next(i for i, m in enumerate(doc["measurements"]) if m["status"] == "ok")
+    doc["measurements"][ok]["stats"]["median"] *= 2  # what a suite that lies, or is broken, could write
+    written = folder.write_result(tmp_path, Cell.from_json(doc["cell"]), doc, run)
+    assert written["status"] == "failed" and written["failure"]["stage"] == "validate"
+    assert f"measurements[{ok}].stats.median" in written["failure"]["reason"]
+    (path,) = tmp_path.glob("*.json.gz")
+    assert documents.check(path)[1] == []  # valid: the next run keeps it, and never writes another

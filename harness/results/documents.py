@@ -96,10 +96,15 @@ def check(path: Path) -> tuple[ResultDocument | None, list[Problem]]:
         return None, [Problem(source, "", f"cannot read: {exc.strerror or exc}")]
     except (ValueError, RecursionError) as exc:
         return None, [Problem(source, "", f"not valid JSON: {exc}")]
-    found = schemas.problems("result", document, source)
-    if not found:
-        found = _facts(document, source)
+    found = problems(document, source)
     return (None if found else document), found
+
+
+def problems(document: Any, source: str) -> list[Problem]:
+    """Why ``document`` is not a valid result (empty: it is): its schema, then the facts a schema cannot
+    state. ``validate`` and ``report`` refuse a file for these; ``run`` never writes a result that has any."""
+    found = schemas.problems("result", document, source)
+    return found or _facts(document, source)
 
 
 def _facts(doc: ResultDocument, source: str) -> list[Problem]:

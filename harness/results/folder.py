@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import errno
 import fcntl
 import hashlib
@@ -24,7 +25,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from harness import jsonio, schemas
 from harness.errors import BackendUnavailable, InputError, Problem
@@ -124,8 +125,44 @@ def write_result(results_dir: Path, cell: Cell, document: SuiteResult, run: RunR
     failure = result.get("failure")
     if failure and not failure.get("log_tail"):
         result["failure"] = {**failure, "log_tail": log_tail(log, LOG_TAIL_CHARS)}
-    jsonio.write_atomic(result_path(results_dir, cell.id, round_index), result, compact=True)
+    path = result_path(results_dir, cell.id, round_index)
+    result = _agreeing(result, str(path))
+    jsonio.write_atomic(path, result, compact=True)
     return result
+
+
+def _agreeing(result: ResultDocument, source: str) -> ResultDocument:
+    """``result`` where it is valid; else the run's failed result, with why: a run never writes a result its
+    own ``validate`` refuses (a later run would quarantine it and write another, without end). Where even
+    that is invalid (the run record itself is), InputError naming the field."""
+    from harness.results import documents  # it reads folders through this module
+
+    found = documents.problems(result, source)
+    if not found:
+        return result
+    now = dt.datetime.now(dt.timezone.utc).isoformat()
+    reason = "the suite wrote a result that does not agree with itself, so it is not kept: " + "; ".join(
+        f"{p.field}: {p.message}" for p in found[:3]
+    )
+    kept = ("schema_version", "suite_version", "cell", "profile", "run")
+    failed = cast(
+        "ResultDocument",
+        {
+            **{k: v for k, v in result.items() if k in kept},
+            "status": "failed",
+            "failure": {"stage": "validate", "reason": reason[:4000], "log_tail": ""},
+            "started_at": now,
+            "finished_at": now,
+            "duration_s": 0.0,
+            "warnings": [],
+            "measurements": [],
+        },
+    )
+    again = documents.problems(failed, source)
+    if again:
+        why = "what ran this cell recorded values no result may hold (above); nothing was written for it"
+        raise InputError([*again, Problem(source, "run", why)])
+    return failed
 
 
 def scratch(results_dir: Path) -> Path:
