@@ -20,6 +20,7 @@ by the real installer (uv, else pip).
 from __future__ import annotations
 
 import base64
+import copy
 import hashlib
 import json
 import os
@@ -36,7 +37,8 @@ from harness.environments import cache, cudnn_releases, packages
 from harness.errors import InputError
 from harness.plan.model import Cell
 from harness.results import documents, folder
-from tests.conftest import GPU_LOCAL_ROUNDS, REPO, harness_env, run_cli, untouched
+from harness.suite.summary import summarize
+from tests.conftest import GPU_LOCAL_ROUNDS, HOSTILE_MATRIX, REPO, harness_env, run_cli, untouched
 
 VERSION = "9.1.0.70"  # the small wheel's release
 HEADER = "#define CUDNN_MAJOR 9\n#define CUDNN_MINOR 1\n#define CUDNN_PATCHLEVEL 0\n"
@@ -414,3 +416,86 @@ def test_a_run_never_writes_a_result_its_own_validate_refuses(tmp_path):
     assert f"measurements[{ok}].stats.median" in written["failure"]["reason"]
     (path,) = tmp_path.glob("*.json.gz")
     assert documents.check(path)[1] == []  # valid: the next run keeps it, and never writes another
+
+
+# ---- 8. results that contradict themselves --------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cpu_result(tmp_path_factory) -> dict:
+    """One real CPU result of this machine: its host block, its windows."""
+    where = tmp_path_factory.mktemp("cpu-result")
+    matrix = where / "matrix.yaml"
+    matrix.write_text(
+        HOSTILE_MATRIX.replace("BUDGET", "0.05").replace("cudnn: [bundled, disabled]", "cudnn: [bundled]")
+    )
+    done = run_cli("run", "--matrix", str(matrix), "--out", str(where / "out"))
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return only_result(where / "out")
+
+
+def gpu_result(cudnn: str = "wheel") -> dict:
+    """A committed GPU result (suite 0.16: windows, host) of a ``{wheel: X}`` cell, or of ``bundled``."""
+    for path in sorted((REPO / "reports").glob("**/*.r1.json.gz")):
+        doc = jsonio.read(path)
+        if (
+            doc.get("suite_version") == "0.16"
+            and doc["status"] == "ok"
+            and (cudnn in str(doc["cell"]["cudnn"]))
+        ):
+            return doc
+    raise AssertionError(f"no committed suite 0.16 result of a {cudnn} cell")
+
+
+def refused(tmp_path: Path, doc: dict) -> str:
+    """What ``validate`` says of ``doc``, which it must refuse (exit 2)."""
+    path = tmp_path / "forged.json.gz"
+    jsonio.write_atomic(path, doc)
+    done = run_cli("validate", str(path))
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    assert NO_TRACEBACK not in done.stderr
+    return done.stdout + done.stderr
+
+
+def first_windowed(doc: dict) -> tuple[int, dict]:
+    return next((i, m) for i, m in enumerate(doc["measurements"]) if m.get("window_medians_s"))
+
+
+def test_a_cpu_run_that_says_it_was_not_busy_under_a_load_above_its_cores_is_refused(tmp_path, cpu_result):
+    doc = copy.deepcopy(cpu_result)
+    assert documents.problems(doc, "real") == []
+    doc["host"].update(busy=False, why="", load_start=doc["host"]["cores"] * 8.0)
+    assert "host.busy: is false, but the run recorded a load of" in refused(tmp_path, doc)
+
+
+@pytest.mark.parametrize("source", ["cpu", "gpu"])
+def test_window_medians_outside_every_sample_are_refused(tmp_path, cpu_result, source):
+    doc = copy.deepcopy(cpu_result if source == "cpu" else gpu_result())
+    i, m = first_windowed(doc)
+    m["window_medians_s"] = [max(m["samples_s"]) * 3] * len(m["window_medians_s"])
+    said = refused(tmp_path, doc)
+    assert f"measurements[{i}].window_medians_s: has a fastest window median of" in said
+
+
+def test_more_windows_than_samples_are_refused(tmp_path):
+    doc = gpu_result()
+    i, m = first_windowed(doc)
+    m["window_medians_s"] = [m["stats"]["median"]] * (
+        len(m["samples_s"]) + (m.get("contended_discarded") or 0) + 1
+    )
+    m["window_medians_s"] = m["window_medians_s"][:16]  # the schema's most; a row of few samples
+    m["samples_s"] = m["samples_s"][: len(m["window_medians_s"]) - 1]
+    m["stats"] = summarize(m["samples_s"])
+    m["contended_discarded"] = 0
+    if "sm_clock_mhz" in m and m["sm_clock_mhz"] is not None:
+        m["sm_clock_mhz"] = m["sm_clock_mhz"][: len(m["samples_s"])]
+    assert f"measurements[{i}].window_medians_s: lists {len(m['window_medians_s'])} windows" in refused(
+        tmp_path, doc
+    )
+
+
+def test_a_result_that_loaded_another_cudnn_than_its_cell_names_is_refused(tmp_path):
+    doc = gpu_result()
+    doc["cudnn"]["runtime_version"] = "9.1.0"
+    said = refused(tmp_path, doc)
+    assert "cudnn.runtime_version: is '9.1.0', but the cell names cuDNN" in said
