@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import datetime as dt
 import hashlib
 import json
 import os
@@ -32,10 +33,12 @@ from pathlib import Path
 import pytest
 
 from harness import jsonio
-from harness.backends import cudnn_dirs
+from harness.backends import cudnn_dirs, registry
+from harness.bisect import bisect
 from harness.environments import cache, cudnn_releases, packages
 from harness.errors import InputError
-from harness.plan.model import Cell
+from harness.plan import matrix
+from harness.plan.model import Cell, Plan
 from harness.results import documents, folder
 from harness.suite.summary import summarize
 from tests.conftest import GPU_LOCAL_ROUNDS, HOSTILE_MATRIX, REPO, harness_env, run_cli, untouched
@@ -416,6 +419,100 @@ def test_a_run_never_writes_a_result_its_own_validate_refuses(tmp_path):
     assert f"measurements[{ok}].stats.median" in written["failure"]["reason"]
     (path,) = tmp_path.glob("*.json.gz")
     assert documents.check(path)[1] == []  # valid: the next run keeps it, and never writes another
+
+
+# ---- 7. bisect refuses what report refuses --------------------------------------------------------------
+
+RELEASES = ["9.12.0.46", "9.14.0.64", "9.16.0.29"]
+SEARCH = (
+    "schema_version: 1\nname: search\nbackend: local\naxes:\n  torch: [installed]\n  cudnn: ["
+    + ", ".join(f'{{wheel: "{v}"}}' for v in RELEASES)
+    + f"]\nsuite: {{device: cpu, workloads: [relu], dtypes: [fp32], time_budget_s: 0.02}}\n"
+    f'baseline: {{cudnn: {{wheel: "{RELEASES[0]}"}}}}\nrounds: 3\n'
+)
+
+
+def search_plan(tmp_path: Path) -> tuple[Path, Plan]:
+    path = tmp_path / "search.yaml"
+    path.write_text(SEARCH)
+    return path, matrix.load(path, ["relu"], registry.cell_problems)
+
+
+def reused(tmp_path: Path, plan: Plan, real: dict, forge=None) -> Path:
+    """A results folder with its plan and three valid rounds of each release, made from one real CPU result
+    (``forge(doc, release)`` alters each document afterwards)."""
+    where = tmp_path / "earlier"
+    folder.write_plan(where, plan)
+    for cell in plan.cells:
+        for round_index in (1, 2, 3):
+            doc = copy.deepcopy(real)
+            doc["cell"] = folder.cell_record(cell)
+            doc["run"]["round"] = round_index
+            for key in ("started_at", "finished_at"):
+                doc[key] = (documents.instant(doc[key]) + dt.timedelta(minutes=round_index)).isoformat()
+            doc["cudnn"]["runtime_version"] = ".".join(str(cell.cudnn.value).split(".")[:3])
+            if forge is not None:
+                forge(doc, str(cell.cudnn.value))
+            jsonio.write_atomic(folder.result_path(where, cell.id, round_index), doc, compact=True)
+    return where
+
+
+def never_run(plan: Plan, out: Path) -> list:
+    raise AssertionError(f"bisect ran {[c.id for c in plan.cells]}: it should have refused its input first")
+
+
+def test_bisect_refuses_rounds_of_another_cpu_model(tmp_path, cpu_result):
+    _, plan = search_plan(tmp_path)
+
+    def elsewhere(doc: dict, release: str) -> None:
+        if release == RELEASES[-1]:
+            doc["environment"]["host"]["cpu_model"] = "Another CPU, another machine"
+
+    where = reused(tmp_path, plan, cpu_result, elsewhere)
+    with pytest.raises(InputError) as refused_:
+        bisect(plan, "relu:fp32", RELEASES[0], RELEASES[-1], tmp_path / "out", [where], never_run, print)
+    assert "results differ in device" in str(refused_.value.problems[0])
+    assert "Another CPU, another machine" in str(refused_.value.problems[0])
+
+
+def test_bisect_refuses_a_release_whose_every_result_loaded_another_cudnn(tmp_path, cpu_result):
+    _, plan = search_plan(tmp_path)
+
+    def misfiled(doc: dict, release: str) -> None:
+        if release == RELEASES[-1]:
+            doc["cudnn"]["runtime_version"] = "9.1.0"
+
+    where = reused(tmp_path, plan, cpu_result, misfiled)
+    with pytest.raises(InputError) as refused_:
+        bisect(plan, "relu:fp32", RELEASES[0], RELEASES[-1], tmp_path / "out", [where], never_run, print)
+    problems = [str(p) for p in refused_.value.problems]
+    assert len(problems) == 4 and all("refused as invalid" in p for p in problems[:3]), problems
+    assert all("cudnn.runtime_version: is '9.1.0'" in p for p in problems[:3]), problems
+
+
+@pytest.mark.parametrize("given", ["missing", "file"])
+def test_bisect_refuses_a_results_option_that_is_no_results_folder(tmp_path, given):
+    path, _ = search_plan(tmp_path)
+    results = tmp_path / "results-here"
+    if given == "file":
+        results.write_text("not a folder\n")
+    args = ["--row", "relu:fp32", "--good", RELEASES[0], "--bad", RELEASES[-1]]
+    done = run_cli(
+        "bisect", "--matrix", str(path), *args, "--out", str(tmp_path / "o"), "--results", str(results)
+    )
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    what = "is a file" if given == "file" else "does not exist"
+    assert f"{results}: --results: {what}; name a results folder" in done.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_bisect_whose_probes_fail_ends_with_the_reason_not_a_traceback(tmp_path):
+    path, _ = search_plan(tmp_path)  # wheel cells under a CPU torch: every probe fails at its set-up
+    args = ["--row", "relu:fp32", "--good", RELEASES[0], "--bad", RELEASES[-1]]
+    done = run_cli("bisect", "--matrix", str(path), *args, "--out", str(tmp_path / "o"))
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    assert NO_TRACEBACK not in done.stderr
+    assert f"bisect: {RELEASES[0]} has no measured round of relu fp32: its run failed" in done.stderr
 
 
 # ---- 8. results that contradict themselves --------------------------------------------------------------

@@ -331,15 +331,42 @@ def _side_files(path: Path, side: str, only: str | None) -> list[Path]:
     return paths
 
 
-def _refuse_incomparable(
-    where: list[Path], loaded: documents.LoadedResults, warn: Say, group_of_file: dict[str, str] | None = None
-) -> None:
-    for q in loaded.quarantined:
+QUARANTINED_SAID = 20  # quarantined files named one a line; the others counted (a folder of 20,000)
+
+
+def refuse_as_report_does(plan: Plan, where: list[Path], loaded: documents.LoadedResults, warn: Say) -> None:
+    """What ``report`` refuses of the results of ``where`` for ``plan``, and warns of, for a command that
+    reads results to measure more (``bisect``): a cell whose every result was refused, results of different
+    machines, torch or cuDNN builds mixed. An empty set is no refusal here: the search measures it."""
+    _refuse_refused_cells(plan, where, loaded)
+    _said(where, loaded, warn)
+    _refuse_mixed(where, loaded)
+
+
+def _said(where: list[Path], loaded: documents.LoadedResults, warn: Say) -> None:
+    for q in loaded.quarantined[:QUARANTINED_SAID]:
         warn(f"quarantined {q.name}: {q.problems[0]}")
+    if len(loaded.quarantined) > QUARANTINED_SAID:
+        more = len(loaded.quarantined) - QUARANTINED_SAID
+        warn(f"quarantined {more} more files, each with its problems beside it in quarantine/")
     if len(set(where)) < len(where):
         warn("a folder given more than once is read once")
     for d in loaded.duplicates:
         warn(f"counted once: {d.name} holds the same run as {d.same_as}")
+
+
+def _refuse_mixed(
+    where: list[Path], loaded: documents.LoadedResults, group_of_file: dict[str, str] | None = None
+) -> None:
+    problems = frames.comparability_problems(loaded, group_of_file)
+    if problems:
+        raise InputError([Problem(", ".join(map(str, where)), "", p) for p in problems])
+
+
+def _refuse_incomparable(
+    where: list[Path], loaded: documents.LoadedResults, warn: Say, group_of_file: dict[str, str] | None = None
+) -> None:
+    _said(where, loaded, warn)
     if not loaded.documents:
         places = ", ".join(map(str, where))
         raise InputError(
@@ -352,6 +379,4 @@ def _refuse_incomparable(
                 )
             ]
         )
-    problems = frames.comparability_problems(loaded, group_of_file)
-    if problems:
-        raise InputError([Problem(", ".join(map(str, where)), "", p) for p in problems])
+    _refuse_mixed(where, loaded, group_of_file)
