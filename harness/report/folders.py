@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +61,11 @@ def report(plan: Plan, dirs: list[Path], out: Path, policy: Policy, warn: Say) -
     """Every valid result of ``dirs`` against ``plan``'s baseline, written into ``out``. Results made for
     another plan than their folder's ``plan.json`` are counted, and the report says which and when (its
     "Read this first", and a warning here)."""
+    stored = _stored_bytes(dirs)
+    if stored >= SAY_READING_BYTES:  # said before the wait: a big folder takes a minute to read and judge
+        warn(
+            f"reading {stored / 2**20:,.0f} MB of result files (compressed) from {', '.join(map(str, dirs))}"
+        )
     loaded = documents.load_many(dirs)
     _refuse_refused_cells(plan, dirs, loaded)
     _refuse_incomparable(dirs, loaded, warn)
@@ -73,6 +79,19 @@ def report(plan: Plan, dirs: list[Path], out: Path, policy: Policy, warn: Say) -
         warn(f"not in the plan: {file} holds cell {cell_id}, which plan.json does not list; not compared")
     jsonio.output_folder(out, "out")
     return Report(analysis, loaded, _written(view, analysis, loaded, out, dirs))
+
+
+SAY_READING_BYTES = 64 * 1024 * 1024
+
+
+def _stored_bytes(dirs: list[Path]) -> int:
+    """The size, as stored, of the documents ``report`` reads in ``dirs``."""
+    total = 0
+    for where in dict.fromkeys(dirs):
+        for path in where.glob("*.json*"):
+            with contextlib.suppress(OSError):
+                total += os.lstat(path).st_size
+    return total
 
 
 def _other_plans(view: View, loaded: documents.LoadedResults, most: int = 6) -> str | None:

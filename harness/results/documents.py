@@ -340,17 +340,15 @@ def _bad_items(values: list[Any], good: Any) -> int | None:
 def load(results_dir: Path) -> LoadedResults:
     """Every valid result in ``results_dir``; invalid ones are moved to its quarantine folder."""
     documents, files, quarantined = [], [], []
-    for path in sorted(results_dir.glob("*.json*")):
-        if not folder.is_result_file(path):
-            continue
+    paths = [p for p in sorted(results_dir.glob("*.json*")) if folder.is_result_file(p)]
+    for path in paths:
         document, problems = check(path)
         if document is None:
             quarantined.append(folder.quarantine(path, problems))
         else:
             documents.append(document)
             files.append(str(path))
-    named = {q.name for q in quarantined}
-    quarantined += [q for q in folder.quarantined_earlier(results_dir) if q.name not in named]
+    quarantined += folder.quarantined_earlier(results_dir, frozenset(q.name for q in quarantined))
     return dataclasses.replace(unique(documents, files), quarantined=tuple(quarantined))
 
 

@@ -281,19 +281,23 @@ def quarantine(path: Path, problems: list[Problem]) -> Quarantined:
     """Move ``path`` aside with the validator's messages; nothing is deleted."""
     target = move_aside(path, QUARANTINE)
     lines = tuple(str(p) for p in problems)
-    jsonio.write_text_atomic(target.with_name(f"{target.name}.problems.txt"), "\n".join(lines) + "\n")
+    problems_file = target.with_name(f"{target.name}.problems.txt")  # not synced: its document is moved whole
+    jsonio.write_text_atomic(problems_file, "\n".join(lines) + "\n", sync=False)
     return Quarantined(target.name, lines)
 
 
-def quarantined_earlier(results_dir: Path) -> list[Quarantined]:
-    """What earlier runs or reports quarantined here, with their problems."""
+def quarantined_earlier(results_dir: Path, known: frozenset[str] = frozenset()) -> list[Quarantined]:
+    """What earlier runs or reports quarantined here, with their problems; those named in ``known`` (just
+    quarantined, their problems in hand) are not read again."""
     folder = results_dir / QUARANTINE
     if folder.is_symlink() or not folder.is_dir():
         return []
-    return [
-        Quarantined(p.name.removesuffix(".problems.txt"), tuple(log_tail(p, PROBLEMS_BYTES).splitlines()))
-        for p in sorted(folder.glob("*.problems.txt"))
-    ]
+    found = []
+    for p in sorted(folder.glob("*.problems.txt")):
+        name = p.name.removesuffix(".problems.txt")
+        if name not in known:
+            found.append(Quarantined(name, tuple(log_tail(p, PROBLEMS_BYTES).splitlines())))
+    return found
 
 
 def supersede(path: Path) -> None:
