@@ -35,7 +35,7 @@ import pytest
 from harness import jsonio
 from harness.backends import cudnn_dirs, registry
 from harness.bisect import bisect
-from harness.environments import cache, cudnn_releases, packages
+from harness.environments import cache, cudnn_releases, packages, venvs
 from harness.errors import InputError
 from harness.plan import matrix
 from harness.plan.model import Cell, Plan
@@ -43,6 +43,7 @@ from harness.results import documents, folder
 from harness.suite.summary import summarize
 from tests.conftest import GPU_LOCAL_ROUNDS, HOSTILE_MATRIX, REPO, harness_env, run_cli, untouched
 
+PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 VERSION = "9.1.0.70"  # the small wheel's release
 HEADER = "#define CUDNN_MAJOR 9\n#define CUDNN_MINOR 1\n#define CUDNN_PATCHLEVEL 0\n"
 NO_TRACEBACK = "Traceback"
@@ -376,6 +377,27 @@ def test_a_release_planted_in_the_cache_is_built_again(tmp_path, cudnn_wheelhous
     assert release(root, cudnn_wheelhouse).lib_dir == found.lib_dir  # and reused, once whole
 
 
+@pytest.mark.parametrize("planted", ["loop", "fifo"])
+def test_an_environment_planted_as_a_link_loop_or_a_fifo_is_cleared_and_made_again(
+    tmp_path, cudnn_wheelhouse, planted
+):
+    root = tmp_path / "cache"
+    spec = venvs.EnvironmentSpec(
+        "0.0.1", PYTHON, packages.PackageSource(wheelhouse=cudnn_wheelhouse), sys.executable
+    )
+    entry = root / "envs" / spec.folder_name()
+    entry.parent.mkdir(parents=True)
+    if planted == "loop":
+        entry.symlink_to(entry)
+    else:
+        os.mkfifo(entry)
+    said: list[str] = []
+    with pytest.raises(packages.InstallError, match=r"torch==0\.0\.1 cannot be found in"):
+        venvs.ensure(root, spec, said.append)  # the wheelhouse holds no torch: made, then refused
+    assert f"environment {entry} is damaged or half-built" in said[0]
+    assert cache.is_entry(entry) and (entry / "bin" / "python").exists()  # the planted thing is gone
+
+
 # ---- 6. what an interpreter answers ---------------------------------------------------------------------
 
 
@@ -419,6 +441,13 @@ def test_a_run_never_writes_a_result_its_own_validate_refuses(tmp_path):
     assert f"measurements[{ok}].stats.median" in written["failure"]["reason"]
     (path,) = tmp_path.glob("*.json.gz")
     assert documents.check(path)[1] == []  # valid: the next run keeps it, and never writes another
+    # a result gathered from a pod, not run here, is refused whole instead (gather names it), and nothing
+    # is written
+    path.unlink()
+    with pytest.raises(InputError) as refused_:
+        folder.write_result(tmp_path, Cell.from_json(doc["cell"]), doc, run, refuse_invalid=True)
+    assert f"measurements[{ok}].stats.median" in str(refused_.value.problems[0])
+    assert not list(tmp_path.glob("*.json.gz"))
 
 
 # ---- 7. bisect refuses what report refuses --------------------------------------------------------------

@@ -103,7 +103,9 @@ def cell_record(cell: Cell) -> CellRecord:
     return {"id": cell.id, **cell.to_json()}  # type: ignore[typeddict-item]
 
 
-def write_result(results_dir: Path, cell: Cell, document: SuiteResult, run: RunRecord) -> ResultDocument:
+def write_result(
+    results_dir: Path, cell: Cell, document: SuiteResult, run: RunRecord, *, refuse_invalid: bool = False
+) -> ResultDocument:
     """The one place a run's result is written: ``document`` (what the suite wrote, or the failed result a
     backend made) with the cell named, the backend's run record, and, for a failure without one, its
     log's tail; the log gets its final name first. Written once, atomically, as the result of
@@ -126,20 +128,23 @@ def write_result(results_dir: Path, cell: Cell, document: SuiteResult, run: RunR
     if failure and not failure.get("log_tail"):
         result["failure"] = {**failure, "log_tail": log_tail(log, LOG_TAIL_CHARS)}
     path = result_path(results_dir, cell.id, round_index)
-    result = _agreeing(result, str(path))
+    result = _agreeing(result, str(path), refuse_invalid)
     jsonio.write_atomic(path, result, compact=True)
     return result
 
 
-def _agreeing(result: ResultDocument, source: str) -> ResultDocument:
+def _agreeing(result: ResultDocument, source: str, refuse: bool) -> ResultDocument:
     """``result`` where it is valid; else the run's failed result, with why: a run never writes a result its
     own ``validate`` refuses (a later run would quarantine it and write another, without end). Where even
-    that is invalid (the run record itself is), InputError naming the field."""
+    that is invalid (the run record itself is), or ``refuse`` (a result gathered, not run), InputError
+    naming the fields, and nothing written."""
     from harness.results import documents  # it reads folders through this module
 
     found = documents.problems(result, source)
     if not found:
         return result
+    if refuse:
+        raise InputError(found)
     now = dt.datetime.now(dt.timezone.utc).isoformat()
     reason = "the suite wrote a result that does not agree with itself, so it is not kept: " + "; ".join(
         f"{p.field}: {p.message}" for p in found[:3]
