@@ -27,6 +27,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -194,6 +195,19 @@ def test_a_header_that_is_a_fifo_or_a_device_is_not_read(tmp_path, header):
         f"print(c.header_version(Path({str(lib)!r})))"
     )
     assert done.returncode == 0 and done.stdout.strip() == "None", done.stderr[-2000:]
+
+
+def test_a_library_that_is_a_fifo_is_never_loaded(tmp_path):
+    lib = tmp_path / "cudnn" / "lib"
+    lib.mkdir(parents=True)
+    os.mkfifo(lib / "libcudnn.so.9")  # no header beside it: the library itself would be asked its version
+    started = time.monotonic()
+    done = _unblocking(
+        "from pathlib import Path; from harness.backends import cudnn_dirs; "
+        f"print(cudnn_dirs.read_install(Path({str(lib)!r})))"
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "None", done.stderr[-2000:]
+    assert time.monotonic() - started < 30  # not the loader's 60 s timeout
 
 
 @pytest.mark.parametrize("fifo", ["entry", "manifest", "header"])

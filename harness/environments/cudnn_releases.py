@@ -62,7 +62,10 @@ def header_version(lib_dir: Path) -> str | None:
 
 
 def library_version(library: Path) -> str | None:
-    """'9.19.0' from ``cudnnGetVersion`` of ``library``, loaded in a subprocess (never into this one)."""
+    """'9.19.0' from ``cudnnGetVersion`` of ``library``, loaded in a subprocess (never into this one); None
+    where it is no regular file (a FIFO would hold the loader until its timeout)."""
+    if not library.is_file():
+        return None
     try:
         out = subprocess.run(
             [sys.executable, "-c", _GET_VERSION, str(library)],
