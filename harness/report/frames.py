@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from harness.plan.axes import AXES
@@ -221,8 +222,10 @@ def lower_median_row(rows: pd.DataFrame, column: str) -> pd.Series[Any]:
     """The row holding the lower median of ``column``: one result file's own value, so a number can link to
     the file it came from. Ties go to the file whose path sorts first, so the link never depends on the
     sort algorithm or the order files were read in."""
-    ordered = rows.sort_values([column, "file"], kind="mergesort")
-    row: pd.Series[Any] = ordered.iloc[(len(ordered) - 1) // 2]
+    # numpy's stable sort by value, then file (NaN last, as sort_values puts it): a tenth of sort_values'
+    # time, which a report of thousands of rows paid once a row
+    order = np.lexsort((rows["file"].to_numpy(dtype=object), rows[column].to_numpy(dtype=float)))
+    row: pd.Series[Any] = rows.iloc[int(order[(len(rows) - 1) // 2])]
     return row
 
 
