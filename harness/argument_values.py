@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from harness import images, suite_listing
 from harness.backends import registry
+from harness.environments import packages
 from harness.errors import HarnessError, InputError, Problem
 
 if TYPE_CHECKING:
@@ -34,8 +35,14 @@ def k8s_target(args: argparse.Namespace) -> k8s_jobs.Target:
 
 def build_options(args: argparse.Namespace) -> images.BuildOptions:
     problems = []
-    if args.wheelhouse is not None and not any(args.wheelhouse.glob("*.whl")):
-        problems.append(Problem(str(args.wheelhouse), "--wheelhouse", "holds no .whl files"))
+    if args.wheelhouse is not None:
+        try:  # every *.whl a regular file: none a FIFO an installer would block on, a folder or a dead link
+            wheels = packages.wheels(args.wheelhouse)
+        except InputError as exc:
+            problems += [flagged(p) for p in exc.problems]
+        else:
+            if not wheels:
+                problems.append(Problem(str(args.wheelhouse), "--wheelhouse", "holds no .whl files"))
     if args.ca_bundle is not None and not args.ca_bundle.is_file():
         problems.append(Problem(str(args.ca_bundle), "--ca-bundle", "no such file"))
     if problems:

@@ -19,11 +19,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.errors import InputError, Problem
+from harness.errors import HarnessError, InputError, Problem
 from harness.executors import launch
 from harness.executors.runs import CellOutcome
 from harness.plan.model import Plan
 from harness.plan.releases import Release, ReleaseAxis, release_axis
+from harness.report import folders as report_folders
 from harness.report import frames, verdicts
 from harness.results import documents, folder, resume
 from harness.suite.catalog import for_profile
@@ -73,6 +74,7 @@ def bisect(
 ) -> Found:
     """Find where ``row`` changed between the releases ``good`` and ``bad`` of ``plan``'s release axis."""
     axis, (workload, dtype), lo, hi = _checked(plan, row, good, bad)
+    _check_folders(reuse)
     folders = [*reuse, out]
     judge = _Judge(plan, workload, dtype, folders, run, out, say)
     between = abs(hi - lo) + 1
@@ -186,6 +188,36 @@ def _checked(plan: Plan, row: str, good: str, bad: str) -> tuple[ReleaseAxis, tu
     return axis, (workload, dtype), places[0], places[1]
 
 
+def _check_folders(reuse: list[Path]) -> None:
+    """Each folder whose results the search reuses is one ``report`` would read: a results folder with
+    its plan (InputError naming it and the fix, setting ``results``, as report refuses it)."""
+    problems = []
+    for where in reuse:
+        if not where.is_dir():
+            what = "is a file" if where.exists() else "does not exist"
+            problems.append(
+                Problem(
+                    str(where),
+                    "results",
+                    f"{what}; name a results folder that 'python -m harness run' wrote, or leave the option "
+                    "out",
+                    setting="results",
+                )
+            )
+            continue
+        try:
+            folder.stored_plan(where)
+        except InputError as exc:
+            problems += exc.problems
+    if problems:
+        raise InputError(problems)
+
+
+class Unmeasured(HarnessError):
+    """A release's probe ran but left no measured round of the row: its run failed, and its result in the
+    search's folder says why."""
+
+
 @dataclass(frozen=True)
 class _Seen:
     verdict: str
@@ -204,6 +236,7 @@ class _Judge:
         self.folders, self.run, self.out, self.say = folders, run, out, say
         self.measured: set[str] = set()
         self._loaded: tuple[pd.DataFrame, dict[tuple[str, str, str, str], list[float]]] | None = None
+        self._warned = False
 
     def ran(self, release: Release) -> bool:
         return release.cell_id in self.measured
@@ -211,10 +244,16 @@ class _Judge:
     def _frame(self) -> tuple[pd.DataFrame, dict[tuple[str, str, str, str], list[float]]]:
         """The row's rounds in the folders, read again only after a probe ran."""
         if self._loaded is None:
-            loaded = documents.load_many([f for f in self.folders if f.is_dir()])
+            where = [f for f in self.folders if f.is_dir()]
+            loaded = documents.load_many(where)
+            # what report refuses (a cell all of whose results were refused, machines or builds mixed),
+            # refused here too; its warnings said once
+            warn = self.say if not self._warned else (lambda line: None)
+            report_folders.refuse_as_report_does(self.plan, where, loaded, warn)
+            self._warned = True
             frame = frames.long_form(loaded)
-            if frame.empty:
-                self._loaded = frame, {}
+            if frame.empty or "workload" not in frame.columns:  # no result, or failed runs alone
+                self._loaded = pd.DataFrame(), {}
             else:
                 row = frame[(frame["workload"] == self.workload) & (frame["dtype"] == self.dtype)]
                 self._loaded = row, frames.samples(loaded)
@@ -247,10 +286,17 @@ class _Judge:
             self.run(probe_plan, self.out)
             self._loaded = None
             self.measured.add(release.cell_id)
+            if self._rounds(release) == 0:
+                raise Unmeasured(
+                    f"bisect: {release.label} has no measured round of {self.workload} {self.dtype}: its run "
+                    f"failed, and its result in {self.out} says why; fix that and run bisect again"
+                )
         return Probe(release, "", None, self._rounds(release), release.cell_id in self.measured)
 
     def compare(self, base: Release, other: Release) -> _Seen:
         frame, samples = self._frame()
+        if frame.empty or not {base.cell_id, other.cell_id} <= set(frame["group"]):
+            return _Seen("missing", None, 0, None)
         table = verdicts.timing(
             frame,
             base.cell_id,

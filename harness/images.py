@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import harness
-from harness import resources
+from harness import jsonio, resources
+from harness.environments import packages
 from harness.errors import InputError, Problem
 from harness.plan.cuda_bases import CPU_BASE, CUDA_BASES
 from harness.plan.model import DEFAULT_IMAGE_PYTHON, Cell, Plan
@@ -125,7 +126,7 @@ def render(
     context: dict[str, Path] = {}
     inputs = ""
     if options.wheelhouse is not None:
-        for wheel in sorted(options.wheelhouse.glob("*.whl")):
+        for wheel in packages.wheels(options.wheelhouse):  # regular files only: hashed, then copied
             context[f"wheelhouse/{wheel.name}"] = wheel
         inputs += f"COPY wheelhouse/ {BUILD_DIR}/wheelhouse/\n"
     pip_source = _pip_source(variant, options)
@@ -224,7 +225,7 @@ def _image_torch_wheel(
     context: dict[str, Path] = {}
     wheels = f"{BUILD_DIR}/cudnn-wheel"
     if options.wheelhouse is not None:
-        found = sorted(options.wheelhouse.glob(f"nvidia_cudnn_cu*-{version}-*.whl"))
+        found = packages.wheels(options.wheelhouse, f"nvidia_cudnn_cu*-{version}-*.whl")
         if not found:
             raise InputError(
                 [
@@ -313,7 +314,7 @@ def _content_hash(dockerfile: str, context: dict[str, Path]) -> str:
     digest = hashlib.sha256(dockerfile.encode())
     for name in sorted(context):
         digest.update(name.encode() + b"\0")
-        digest.update(hashlib.sha256(context[name].read_bytes()).digest())
+        digest.update(jsonio.file_sha256(context[name]))  # in chunks: a torch wheel is never read whole
     return digest.hexdigest()
 
 

@@ -84,7 +84,9 @@ def clones(real: list[dict[str, Any]], cell: Cell) -> list[dict[str, Any]]:
     for doc, spread in zip(real, SPREAD, strict=True):
         doc = copy.deepcopy(doc)
         doc["cell"] = {"id": cell.id, **cell.to_json()}
-        doc["host"] = {**doc["host"], "busy": False, "why": ""}
+        doc["host"] = {**doc["host"], "busy": False, "why": "", "load_start": None, "load_end": None}
+        if cell.cudnn.kind == "wheel":  # a result loads the cuDNN its cell names (validate checks it)
+            doc["cudnn"]["runtime_version"] = ".".join(str(cell.cudnn.value).split(".")[:3])
         for m in doc["measurements"]:
             row = (m["workload"], m["dtype"])
             common = statistics.median(

@@ -413,7 +413,7 @@ def clones(real: list[dict[str, Any]], cell: Cell, factor: float) -> list[dict[s
         m.pop("window_medians_s", None)  # the windows' medians are the real run's, not the scaled ones
         m.pop("stalled", None)
         # whatever load the real run met: these tests judge the sweep, not this machine
-        doc["host"] = {**doc["host"], "busy": False, "why": ""}
+        doc["host"] = {**doc["host"], "busy": False, "why": "", "load_start": None, "load_end": None}
         if m.get("first_call_s"):
             m["first_call_s"] *= factor
         if cell.cudnn.kind == "wheel":
@@ -591,6 +591,7 @@ def test_bisect_reuses_the_releases_a_results_folder_holds(sweep, real_rounds, t
     kept = ["9.12.0.46", "9.15.1.9", "9.28.1.4"]
     for version in kept:
         write_cell(reuse, real_rounds, by_release(plan, version))
+    folder.write_plan(reuse, plan)  # a results folder, as 'run' writes one: bisect refuses what report does
     calls: list[str] = []
     found = bisect(
         plan,

@@ -14,6 +14,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness import jsonio
 from harness.environments import cudnn_releases
 
 SYSTEM_DIRS = (
@@ -41,7 +42,7 @@ def read_install(folder: Path) -> CudnnInstall | None:
     for lib_dir in (folder, folder / "lib", folder / "nvidia" / "cudnn" / "lib"):
         sonames = sorted(lib_dir.glob("libcudnn.so.[0-9]*"), reverse=True)
         for soname in sonames:
-            match = _VERSIONED.match(soname.resolve().name)
+            match = _VERSIONED.match(jsonio.real_path(soname).name)  # a link loop: no error
             if match:
                 return CudnnInstall(lib_dir, ".".join(match.groups()))
         if sonames:
@@ -60,7 +61,7 @@ def find_system(wanted: str) -> CudnnInstall:
                 "unpacked nvidia-cudnn-cuNN wheel (the folder that holds nvidia/cudnn/lib)"
             )
         return found
-    installs = {i.lib_dir.resolve(): i for i in map(read_install, _candidate_dirs()) if i is not None}
+    installs = {jsonio.real_path(i.lib_dir): i for i in map(read_install, _candidate_dirs()) if i is not None}
     matching = [i for i in installs.values() if wanted == "auto" or _same_version(wanted, i.version)]
     if not matching:
         seen = ", ".join(f"{i.version} in {i.lib_dir}" for i in installs.values()) or "none"
@@ -110,10 +111,10 @@ def build_shadow(site_packages: Path, lib_dir: Path, dest: Path, version: str | 
     lib = nvidia / "cudnn" / "lib"
     lib.mkdir(parents=True)
     for library in sorted(lib_dir.glob("libcudnn*.so*")):
-        (lib / library.name).symlink_to(library.resolve())
+        (lib / library.name).symlink_to(jsonio.real_path(library))
     if version:
         for library in sorted(lib_dir.glob("libcudnn*.so.[0-9]")):
             alias = lib / f"{library.name.rsplit('.', 1)[0]}.{'.'.join(version.split('.')[:3])}"
             if not alias.exists():
-                alias.symlink_to(library.resolve())
+                alias.symlink_to(jsonio.real_path(library))
     return dest

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import harness
-from harness import resources, suite_listing
+from harness import jsonio, resources, suite_listing
 from harness.backends import cudnn_dirs
 from harness.backends.base import FinishedRun, needs_gpu, suite_arguments
 from harness.backends.records import failed_result, read_suite_result
@@ -84,6 +84,8 @@ class LocalBackend:
             info["suite_version"], info["suite_source"] = listed["suite_version"], listed["source_sha256"]
             if not isinstance(info["suite_version"], str) or not isinstance(info["suite_source"], str):
                 raise TypeError("no suite version")
+            if len(info["suite_version"]) > 64 or len(info["suite_source"]) > 128:
+                raise ValueError("a suite version or source hash longer than any the suite has")
         except subprocess.CalledProcessError as exc:
             raise BackendUnavailable(f"{python} cannot run the suite: {exc.stderr.strip()[-500:]}") from None
         except (ValueError, KeyError, TypeError) as exc:
@@ -123,7 +125,7 @@ class LocalBackend:
             "suite_source_sha256": self._interpreter["suite_source"],
             "suite_settings_sha256": resume.suite_settings_sha256(plan),
             "python": self.python,
-            "torch": self._interpreter["torch_version"],
+            "torch": self._interpreter["torch_version"] or "none",  # a result's identity holds text alone
         }
         try:
             environment = self._environment(cell)
@@ -150,7 +152,7 @@ class LocalBackend:
                 environment = self._environment(cell)
                 info = self._probe_interpreter(environment.python if environment else self.python)
                 self._cudnn_release(info, str(cell.cudnn.value))
-            except (LookupError, ValueError, BackendUnavailable):
+            except (LookupError, ValueError, BackendUnavailable, OSError):
                 continue  # the run says why, in its result
 
     def stop(self) -> None:
@@ -176,7 +178,9 @@ class LocalBackend:
                 env, expect = self._realize(cell, plan, Path(scratch), python)
                 if gpus and needs_gpu(cell, plan):
                     env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
-            except (LookupError, ValueError, BackendUnavailable) as exc:
+            except (LookupError, ValueError, BackendUnavailable, OSError) as exc:
+                # the cell's own failure, with its reason (a torch folder gone, a name too long): never
+                # blamed on the results folder, and the other cells run
                 folder.write_log(log_path, f"the cell could not be set up: {exc}\n")
                 doc = failed_result(cell, plan, self.suite_version, "realize", str(exc), "", started)
                 command: list[str] = []
@@ -242,13 +246,18 @@ class LocalBackend:
             else:
                 release = self._cudnn_release(info, str(cell.cudnn.value))
                 lib_dir, version = release.lib_dir, release.version
+            if not info["torch_dir"] or not Path(info["torch_dir"]).is_dir():
+                raise ValueError(
+                    f"{python} says its torch is in {info['torch_dir']}, which is no folder; name an "
+                    "interpreter whose torch is installed"
+                )
             site_packages = Path(info["torch_dir"]).parent
             shadow = cudnn_dirs.build_shadow(site_packages, lib_dir, scratch / "site-packages", version)
             paths.insert(0, str(shadow))
             if kind == "system" or _older(version, info.get("cudnn_wheel")):
                 # torch refuses a runtime older than it was built against; the result records that it did
                 env["PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK"] = "1"
-            expect.update(lib_dir=str(lib_dir.resolve()), version=version)
+            expect.update(lib_dir=str(jsonio.real_path(lib_dir)), version=version)
         existing = os.environ.get("PYTHONPATH")
         env["PYTHONPATH"] = os.pathsep.join(paths + ([existing] if existing else []))
         return env, expect
@@ -296,6 +305,9 @@ class LocalBackend:
 
 _NOT_PYTHON = "does not answer as a Python interpreter does; name a python executable"
 _PROBE_FIELDS = ("python", "torch_version", "torch_cuda", "torch_dir", "cudnn_wheel")
+# the longest answer each field may be: a result records them (its identity's values are at most 1000
+# characters), so an interpreter that answers more would make results that their own validate refuses
+_PROBE_LIMITS = {"python": 32, "torch_version": 100, "torch_cuda": 32, "torch_dir": 1000, "cudnn_wheel": 64}
 
 
 def _probe_answer(python: str, out: str) -> dict[str, Any]:
@@ -313,6 +325,15 @@ def _probe_answer(python: str, out: str) -> dict[str, Any]:
         or not all(isinstance(info[k], (str, type(None))) for k in _PROBE_FIELDS)
     ):
         raise InputError.one(python, "", f"{_NOT_PYTHON} (it printed {bounded(out.strip(), 120)!r})")
+    for field, limit in _PROBE_LIMITS.items():
+        value = info[field]
+        if value is not None and (len(value) > limit or not value.isprintable()):
+            raise InputError.one(
+                python,
+                "",
+                f"answers a {field} of {len(value)} characters ({bounded(repr(value), 60)}): no Python or "
+                f"torch has one over {limit} or with control characters; name a python executable",
+            )
     return info
 
 

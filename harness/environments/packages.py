@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -17,10 +18,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import one_line
+from harness import jsonio
+from harness.errors import InputError, Problem, one_line
 
 Progress = Callable[[str], None]
 INSTALL_TIMEOUT_S = 3600.0
+LOG_TAIL_BYTES = 64 * 1024  # what is read back of an installer's log: its last lines
 HEARTBEAT_S = 30.0  # a line this often while an installer runs: torch with its CUDA wheels takes minutes
 # what pip and uv print when the package or the version is not in the source
 _NOT_FOUND = (
@@ -52,7 +55,7 @@ class PackageSource:
 
     def arguments(self) -> list[str]:
         if self.wheelhouse is not None:
-            return ["--no-index", "--find-links", str(self.wheelhouse.resolve())]
+            return ["--no-index", "--find-links", str(jsonio.real_path(self.wheelhouse))]
         return ["--index-url", self.index_url] if self.index_url else []
 
     def describe(self) -> str:
@@ -63,8 +66,47 @@ class PackageSource:
     def key(self) -> dict[str, str]:
         """What of the source goes into an environment's identity."""
         if self.wheelhouse is not None:
-            return {"wheelhouse": str(self.wheelhouse.resolve())}
+            return {"wheelhouse": str(jsonio.real_path(self.wheelhouse))}
         return {"index_url": self.index_url or "default"}
+
+
+def wheels(wheelhouse: Path, pattern: str = "*.whl") -> list[Path]:
+    """The wheels of a wheelhouse that match ``pattern``, each checked to be a regular file (a link to one
+    is one): a folder, a FIFO, a device, a dangling link or a link loop named like a wheel is refused
+    (InputError naming it, setting ``wheelhouse``), before anything hashes it, copies it or hands it to an
+    installer that would block on it."""
+    problems = []
+    if not wheelhouse.is_dir():
+        problems.append(
+            Problem(
+                str(wheelhouse),
+                "wheelhouse",
+                "is not a folder; name the folder of .whl files",
+                setting="wheelhouse",
+            )
+        )
+        raise InputError(problems)
+    found = []
+    for path in sorted(wheelhouse.glob(pattern)):
+        try:
+            mode = os.stat(path).st_mode
+            what = "" if stat.S_ISREG(mode) else ("a folder" if stat.S_ISDIR(mode) else "not a regular file")
+        except OSError as exc:  # a dangling link, a link loop
+            what = f"a link that cannot be followed ({exc.strerror or exc})"
+        if what:
+            problems.append(
+                Problem(
+                    str(path),
+                    "wheelhouse",
+                    f"is {what}, named like a wheel; remove it or put the wheel itself there",
+                    setting="wheelhouse",
+                )
+            )
+        else:
+            found.append(path)
+    if problems:
+        raise InputError(problems)
+    return found
 
 
 def _uv_cache(cache_root: Path | None) -> dict[str, str]:
@@ -140,7 +182,7 @@ def run_logged(
     and the log's last line. Raises InstallError, naming ``what``, where it cannot run or times out."""
     log.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "UV_NO_PROGRESS": "1", **_uv_cache(cache_root)}
-    with log.open("a") as out:
+    with jsonio.open_for_writing(log, "a") as out:  # never appended through a link planted at its name
         out.write("$ " + " ".join(command) + "\n")
         out.flush()
         start = time.monotonic()
@@ -156,7 +198,7 @@ def run_logged(
             except BaseException:  # Ctrl-C, a timeout, a console gone: the installer never outlives us
                 process.kill()
                 raise
-    return code, log.read_text(errors="replace").splitlines()[-12:]
+    return code, _tail(log).splitlines()[-12:]
 
 
 def _wait(
@@ -179,9 +221,18 @@ def _wait(
                 heartbeat(f"{what}: still running after {time.monotonic() - start:.0f} s; {_last(log)}")
 
 
+def _tail(log: Path) -> str:
+    """The log's last LOG_TAIL_BYTES, read from the regular file the harness wrote and never through a link
+    planted at its name: empty where it cannot be read."""
+    try:
+        return jsonio.read_text_nofollow(log, LOG_TAIL_BYTES)
+    except OSError:
+        return ""
+
+
 def _last(log: Path) -> str:
     """The installer's last line so far, as one printable line (its output is not ours to trust)."""
-    lines = log.read_text(errors="replace").splitlines()
+    lines = _tail(log).splitlines()
     last = next((line for line in reversed(lines) if line.strip()), "")
     printable = one_line(last, 120)
     return f"last: {printable}" if printable else "nothing printed yet"

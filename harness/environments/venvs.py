@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness import jsonio
 from harness.environments import cache, packages
 
 Progress = Callable[[str], None]
@@ -88,32 +89,35 @@ class Environment:
 def ensure(root: Path, spec: EnvironmentSpec, progress: Progress) -> Environment:
     """The environment of ``spec`` under ``root/envs``: reused when its lock still holds, else created.
 
-    Raises ``packages.InstallError`` (a LookupError) where Python or the packages cannot be had."""
-    entry = root / "envs" / spec.folder_name()
-    with cache.locked(entry):
-        kept = _read(entry, spec)
-        if kept is not None:
-            return kept
-        if entry.exists():
-            progress(
-                f"environment {entry} is damaged or half-built (its lock does not hold): creating it again"
+    Raises ``packages.InstallError`` (a LookupError) where Python or the packages cannot be had, and
+    ``cache.CacheError`` (a LookupError too) naming the file where the cache itself cannot be used."""
+    with cache.guarded(root):
+        entry = cache.folder(root, "envs") / spec.folder_name()
+        with cache.locked(entry):
+            kept = _read(entry, spec)
+            if kept is not None:
+                return kept
+            if cache.present(entry):  # a link, a file or a FIFO planted in its place is removed too
+                progress(
+                    f"environment {entry} is damaged or half-built (its lock does not hold): "
+                    "creating it again"
+                )
+                cache.clear(entry)
+            progress(f"creating the environment for torch {spec.torch} (Python {spec.python}) in {entry}")
+            log = entry.with_name(entry.name + ".log")
+            cache.fresh_log(log)
+            _create_venv(entry, spec.python, spec.base, log, root)
+            python = str(entry / "bin" / "python")
+            packages.install(
+                spec.requirements(), spec.source, log, python=python, progress=progress, cache_root=root
             )
-            cache.clear(entry)
-        progress(f"creating the environment for torch {spec.torch} (Python {spec.python}) in {entry}")
-        log = entry.with_name(entry.name + ".log")
-        log.unlink(missing_ok=True)
-        _create_venv(entry, spec.python, spec.base, log, root)
-        python = str(entry / "bin" / "python")
-        packages.install(
-            spec.requirements(), spec.source, log, python=python, progress=progress, cache_root=root
-        )
-        _add_companions(spec, python, log, progress, root)
-        lock = _lock(python)
-        digest = _digest(lock)
-        manifest = {"spec": spec.key(), "lock": lock, "lock_sha256": digest}
-        (entry / cache.MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
-        progress(f"environment ready: {len(lock)} distributions, lock {digest[:12]}")
-        found = _read(entry, spec)
+            _add_companions(spec, python, log, progress, root)
+            lock = _lock(python)
+            digest = _digest(lock)
+            manifest = {"spec": spec.key(), "lock": lock, "lock_sha256": digest}
+            jsonio.write_atomic(entry / cache.MANIFEST, manifest)
+            progress(f"environment ready: {len(lock)} distributions, lock {digest[:12]}")
+            found = _read(entry, spec)
     if found is None:
         raise packages.InstallError(f"the environment {entry} was created but its lock does not hold")
     return Environment(found.path, found.python, found.lock, found.lock_sha256, created=True)
@@ -172,7 +176,11 @@ def _lock(python: str) -> list[list[str]]:
         ).stdout
         found = json.loads(out)
         rows: list[list[str]] = found["lock"]
-    except (OSError, subprocess.SubprocessError, ValueError, KeyError, TypeError):
+        if not isinstance(rows, list) or not all(
+            isinstance(row, list) and len(row) == 3 and all(isinstance(x, str) for x in row) for row in rows
+        ):
+            return []
+    except (OSError, subprocess.SubprocessError, ValueError, KeyError, TypeError, RecursionError):
         return []
     return rows if found.get("missing") == 0 else []
 
@@ -182,14 +190,11 @@ def _digest(lock: list[list[str]]) -> str:
 
 
 def _read(entry: Path, spec: EnvironmentSpec) -> Environment | None:
-    """The environment in ``entry`` if its manifest is for ``spec`` and its lock, computed now, is the one
-    written when it was created."""
+    """The environment in ``entry`` if it is a real folder, its manifest is for ``spec`` and its lock,
+    computed now, is the one written when it was created."""
     python = entry / "bin" / "python"
-    try:
-        manifest = json.loads((entry / cache.MANIFEST).read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(manifest, dict) or manifest.get("spec") != spec.key() or not python.exists():
+    manifest = cache.read_manifest(entry)
+    if not isinstance(manifest, dict) or manifest.get("spec") != spec.key() or not python.is_file():
         return None
     lock = _lock(str(python))
     if not lock or _digest(lock) != manifest.get("lock_sha256"):

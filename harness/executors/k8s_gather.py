@@ -17,10 +17,11 @@ from pathlib import Path
 import harness
 from harness import images, jsonio
 from harness.backends.base import suite_arguments
+from harness.errors import InputError
 from harness.executors.k8s_jobs import Target, job_name
 from harness.executors.runs import prepared
 from harness.plan.model import Plan
-from harness.results import documents, folder
+from harness.results import folder
 from harness.suite.document import RunRecord
 
 POD_RESULT = re.compile(r"(?P<cell>[A-Za-z0-9][A-Za-z0-9._+-]{0,199})\.index(?P<index>[0-9]{1,4})\.json")
@@ -91,11 +92,10 @@ def gather(
                 "matrix_sha256": plan.matrix_sha256,
                 "k8s": {"image": reference, "job": job_name(cell), "completion_index": round_index - 1},
             }
-            folder.write_result(out, cell, suite_doc, run)  # type: ignore[arg-type]
-            checked, problems = documents.check(destination)
-            if checked is None:
-                destination.unlink()
-                refused.append((name, "not a valid result: " + "; ".join(str(p) for p in problems[:3])))
+            try:  # an invalid one is refused here, never kept as a failed run
+                folder.write_result(out, cell, suite_doc, run, refuse_invalid=True)  # type: ignore[arg-type]
+            except InputError as exc:
+                refused.append((name, "not a valid result: " + "; ".join(str(p) for p in exc.problems[:3])))
                 continue
             kept.append(destination)
             say(f"{name} -> {destination.name}")

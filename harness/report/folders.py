@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +61,11 @@ def report(plan: Plan, dirs: list[Path], out: Path, policy: Policy, warn: Say) -
     """Every valid result of ``dirs`` against ``plan``'s baseline, written into ``out``. Results made for
     another plan than their folder's ``plan.json`` are counted, and the report says which and when (its
     "Read this first", and a warning here)."""
+    stored = _stored_bytes(dirs)
+    if stored >= SAY_READING_BYTES:  # said before the wait: a big folder takes a minute to read and judge
+        warn(
+            f"reading {stored / 2**20:,.0f} MB of result files (compressed) from {', '.join(map(str, dirs))}"
+        )
     loaded = documents.load_many(dirs)
     _refuse_refused_cells(plan, dirs, loaded)
     _refuse_incomparable(dirs, loaded, warn)
@@ -73,6 +79,19 @@ def report(plan: Plan, dirs: list[Path], out: Path, policy: Policy, warn: Say) -
         warn(f"not in the plan: {file} holds cell {cell_id}, which plan.json does not list; not compared")
     jsonio.output_folder(out, "out")
     return Report(analysis, loaded, _written(view, analysis, loaded, out, dirs))
+
+
+SAY_READING_BYTES = 64 * 1024 * 1024
+
+
+def _stored_bytes(dirs: list[Path]) -> int:
+    """The size, as stored, of the documents ``report`` reads in ``dirs``."""
+    total = 0
+    for where in dict.fromkeys(dirs):
+        for path in where.glob("*.json*"):
+            with contextlib.suppress(OSError):
+                total += os.lstat(path).st_size
+    return total
 
 
 def _other_plans(view: View, loaded: documents.LoadedResults, most: int = 6) -> str | None:
@@ -345,15 +364,42 @@ def _side_files(path: Path, side: str, only: str | None) -> list[Path]:
     return paths
 
 
-def _refuse_incomparable(
-    where: list[Path], loaded: documents.LoadedResults, warn: Say, group_of_file: dict[str, str] | None = None
-) -> None:
-    for q in loaded.quarantined:
+QUARANTINED_SAID = 20  # quarantined files named one a line; the others counted (a folder of 20,000)
+
+
+def refuse_as_report_does(plan: Plan, where: list[Path], loaded: documents.LoadedResults, warn: Say) -> None:
+    """What ``report`` refuses of the results of ``where`` for ``plan``, and warns of, for a command that
+    reads results to measure more (``bisect``): a cell whose every result was refused, results of different
+    machines, torch or cuDNN builds mixed. An empty set is no refusal here: the search measures it."""
+    _refuse_refused_cells(plan, where, loaded)
+    _said(where, loaded, warn)
+    _refuse_mixed(where, loaded)
+
+
+def _said(where: list[Path], loaded: documents.LoadedResults, warn: Say) -> None:
+    for q in loaded.quarantined[:QUARANTINED_SAID]:
         warn(f"quarantined {q.name}: {q.problems[0]}")
+    if len(loaded.quarantined) > QUARANTINED_SAID:
+        more = len(loaded.quarantined) - QUARANTINED_SAID
+        warn(f"quarantined {more} more files, each with its problems beside it in quarantine/")
     if len(set(where)) < len(where):
         warn("a folder given more than once is read once")
     for d in loaded.duplicates:
         warn(f"counted once: {d.name} holds the same run as {d.same_as}")
+
+
+def _refuse_mixed(
+    where: list[Path], loaded: documents.LoadedResults, group_of_file: dict[str, str] | None = None
+) -> None:
+    problems = frames.comparability_problems(loaded, group_of_file)
+    if problems:
+        raise InputError([Problem(", ".join(map(str, where)), "", p) for p in problems])
+
+
+def _refuse_incomparable(
+    where: list[Path], loaded: documents.LoadedResults, warn: Say, group_of_file: dict[str, str] | None = None
+) -> None:
+    _said(where, loaded, warn)
     if not loaded.documents:
         places = ", ".join(map(str, where))
         raise InputError(
@@ -366,6 +412,4 @@ def _refuse_incomparable(
                 )
             ]
         )
-    problems = frames.comparability_problems(loaded, group_of_file)
-    if problems:
-        raise InputError([Problem(", ".join(map(str, where)), "", p) for p in problems])
+    _refuse_mixed(where, loaded, group_of_file)

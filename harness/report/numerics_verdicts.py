@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from harness.report.frames import KEYS, keys_of, known, rows_of
+from harness.report.frames import KEYS, by_key, keys_of, known
 
 # Numerics gate (TorchDynamo's `same`): the candidate's error against fp64 may grow to multiplier x
 # baseline error + tolerance / 10.
@@ -33,8 +33,9 @@ def numerics(frame: pd.DataFrame, baseline: str, groups: Sequence[str]) -> pd.Da
         if group == baseline:
             continue
         mine_all = checked[checked["group"] == group]
+        base_of, mine_of = by_key(base_all), by_key(mine_all)
         for key in keys_of(mine_all):
-            base, mine = rows_of(base_all, key), rows_of(mine_all, key)
+            base, mine = base_of(key), mine_of(key)
             if base.empty:
                 continue
             dtype = key[1]
@@ -98,8 +99,9 @@ def beyond_tolerance(frame: pd.DataFrame, groups: Sequence[str]) -> pd.DataFrame
     rows = []
     for group in groups:
         mine_all = checked[checked["group"] == group]
+        mine_of = by_key(mine_all)
         for key in keys_of(mine_all):
-            mine = rows_of(mine_all, key)
+            mine = mine_of(key)
             if _beyond(mine):
                 rows.append(
                     {

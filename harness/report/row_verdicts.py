@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from harness.report import ran_changes, stats
-from harness.report.frames import KEYS, keys_of, ran_name, rows_of
+from harness.report.frames import KEYS, by_key, keys_of, ran_name
 
 
 def timing(
@@ -35,9 +35,10 @@ def timing(
         if mine_all.empty:
             continue  # no run of this group produced measurements: the gate reports its failed runs
         keys = list(dict.fromkeys([*keys_of(base_all), *keys_of(mine_all)]))
+        base_of, mine_of = by_key(base_all), by_key(mine_all)
         for key in keys:
-            base = rows_of(base_all, key)
-            mine = rows_of(mine_all, key)
+            base = base_of(key)
+            mine = mine_of(key)
             rows.append(_one(group, key, base, mine, threshold_pct(key[0]), alpha, samples))
     columns = [
         "group",

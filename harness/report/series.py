@@ -125,10 +125,14 @@ def build(
     ratios = pd.DataFrame(table, columns=[*KEYS, *(r.label for r in axis.releases)])
     changes = []
     summed: list[FamilyLine] = []
+    judged = set(timing["group"]) if "group" in timing else set()
     for earlier, later in itertools.pairwise(axis.releases):
-        pair = row_verdicts.timing(
-            frame, earlier.cell_id, (earlier.cell_id, later.cell_id), threshold_pct, alpha, samples
-        )
+        if earlier.cell_id == baseline and later.cell_id in judged:  # judged so already: not twice
+            pair = timing[timing["group"] == later.cell_id]
+        else:
+            pair = row_verdicts.timing(
+                frame, earlier.cell_id, (earlier.cell_id, later.cell_id), threshold_pct, alpha, samples
+            )
         summed += families.summarize(pair[pair["group"] == later.cell_id], later.label, earlier.label)
         for row in pair.to_dict("records"):
             ran_once = row["verdict"] == "missing" and str(row.get("reason")).startswith("no baseline")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from harness.report import frames, markdown, stats, table_values
@@ -40,10 +41,15 @@ def verdicts(
     recorded = "what_ran" in judged and judged["what_ran"].notna().any()  # results made with what_ran
     one_knob_set = judged["knobs"].nunique() == 1  # then stated once, above the table
     rows = []
+    # each side's rounds of each row, split once: a mask over the whole frame per row was quadratic
+    ok = frame[frame["status"] == "ok"] if "workload" in frame else frame.iloc[0:0]
+    sides: dict[Any, pd.DataFrame] = (
+        dict(iter(ok.groupby(["group", *KEYS], sort=False, dropna=False))) if not ok.empty else {}
+    )
     for r in judged.itertuples():
         key = (r.workload, r.dtype, r.knobs)
-        base = _center_entry(frame, view.baseline, key, r.baseline_s)
-        mine = _center_entry(frame, r.group, key, r.candidate_s)
+        base = _center_entry(sides.get((view.baseline, *key)), r.baseline_s)
+        mine = _center_entry(sides.get((r.group, *key)), r.candidate_s)
         interval = stats.interval_text(r.ci_low, r.ci_high)
         rows.append(
             (
@@ -102,21 +108,13 @@ def verdicts(
     return out
 
 
-def _center_entry(
-    frame: pd.DataFrame, group: str, key: tuple[str, str, str], center: Any
-) -> tuple[float, str, Any] | None:
+def _center_entry(rows: pd.DataFrame | None, center: Any) -> tuple[float, str, Any] | None:
     """A side's time as its row's test compares it (``center``, what the ratio divides), linked to the
-    result file of the round nearest it."""
-    rows = frame[
-        (frame["group"] == group)
-        & (frame["status"] == "ok")
-        & (frame["workload"] == key[0])
-        & (frame["dtype"] == key[1])
-        & (frame["knobs"] == key[2])
-    ]
-    if rows.empty or not stats.finite(center):
+    result file of the round nearest it; ``rows``: that side's ok rounds of the row."""
+    if rows is None or rows.empty or not stats.finite(center):
         return None
-    row = rows.loc[(rows["median_s"] - center).abs().idxmin()]
+    distance = (rows["median_s"] - center).abs().to_numpy(dtype=float)
+    row = rows.iloc[int(np.nanargmin(distance))]  # the first nearest, as idxmin (an ok round has a median)
     return float(center), str(row["file"]), row.get("measurement")
 
 

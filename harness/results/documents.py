@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -110,10 +111,15 @@ def check_bytes(data: bytes, source: str) -> tuple[ResultDocument | None, list[P
 
 def check_document(document: Any, source: str) -> tuple[ResultDocument | None, list[Problem]]:
     """``check`` of a parsed document."""
-    found = schemas.problems("result", document, source)
-    if not found:
-        found = _facts(document, source)
+    found = problems(document, source)
     return (None if found else document), found
+
+
+def problems(document: Any, source: str) -> list[Problem]:
+    """Why ``document`` is not a valid result (empty: it is): its schema, then the facts a schema cannot
+    state. ``validate`` and ``report`` refuse a file for these; ``run`` never writes a result that has any."""
+    found = schemas.problems("result", document, source)
+    return found or _facts(document, source)
 
 
 def _facts(doc: ResultDocument, source: str) -> list[Problem]:
@@ -148,6 +154,7 @@ def _facts(doc: ResultDocument, source: str) -> list[Problem]:
                 f"{(finished - started).total_seconds():g} s before it finished",
             )
         )
+    found += _host_agrees(doc, source) + _cudnn_agrees(doc, source)
     first_of: dict[str, int] = {}
     for i, m in enumerate(doc["measurements"]):
         key = repr((m["workload"], m["dtype"], sorted(m["knobs"].items())))
@@ -203,6 +210,7 @@ def _facts(doc: ResultDocument, source: str) -> list[Problem]:
                         source, f"{field}.{name}.n", f"is {other['n']} but there are {len(samples)} samples"
                     )
                 )
+        found += _windows_agree(m, field, source)
         expected: dict[str, object] = _summary(samples)
         for key, value in s.items():
             want = expected[key]
@@ -221,6 +229,87 @@ def _facts(doc: ResultDocument, source: str) -> list[Problem]:
                 )
                 break
     return found
+
+
+def _host_agrees(doc: ResultDocument, source: str) -> list[Problem]:
+    """A CPU run whose load was above its cores is busy (the suite's rule, ``suite/host.py``): one that says
+    it was not, with that load recorded, was altered."""
+    host = doc.get("host")
+    if not isinstance(host, dict) or doc.get("device") != "cpu" or host.get("busy") is not False:
+        return []
+    loads = [x for x in (host.get("load_start"), host.get("load_end")) if isinstance(x, (int, float))]
+    cores = host.get("cores")
+    if not loads or not isinstance(cores, int) or max(loads) <= cores:
+        return []
+    return [
+        Problem(
+            source,
+            "host.busy",
+            f"is false, but the run recorded a load of {max(loads):g} on {cores} cores, which makes a CPU "
+            "run busy; the document was altered: use the run's own result, or run the cell again",
+        )
+    ]
+
+
+def _cudnn_agrees(doc: ResultDocument, source: str) -> list[Problem]:
+    """A measured run loaded the cuDNN its cell names: a wheel's release (its first three parts), a system
+    version asked for by number, none where the cell disables it."""
+    cudnn, asked = doc.get("cudnn"), doc["cell"].get("cudnn")
+    if doc["status"] != "ok" or not isinstance(cudnn, dict):
+        return []
+    loaded = cudnn.get("runtime_version")
+    wanted: str | None = None
+    if isinstance(asked, dict) and "wheel" in asked:
+        wanted = ".".join(str(asked["wheel"]).split(".")[:3])
+    elif isinstance(asked, dict) and re.fullmatch(r"\d+(\.\d+)*", str(asked.get("system", ""))):
+        wanted = str(asked["system"])
+    if asked == "disabled" and cudnn.get("enabled") is not False:
+        return [
+            Problem(
+                source, "cudnn.enabled", "is not false, but the cell disables cuDNN; the document was altered"
+            )
+        ]
+    if wanted is None or (isinstance(loaded, str) and (loaded + ".").startswith(wanted + ".")):
+        return []
+    return [
+        Problem(
+            source,
+            "cudnn.runtime_version",
+            f"is {loaded!r}, but the cell names cuDNN {wanted}: a run that loaded another cuDNN than its "
+            "cell's is not that cell's; the document was altered or misfiled",
+        )
+    ]
+
+
+def _windows_agree(m: Any, field: str, source: str) -> list[Problem]:
+    """A row timed in windows (``suite/windows.py``): each window gave at least one sample, kept or set aside
+    as contended, and the fastest window is always kept, so its median lies among the samples and no
+    window's median lies below the fastest sample."""
+    medians, samples = m.get("window_medians_s"), m["samples_s"]
+    if not medians or not samples:
+        return []
+    aside = m.get("contended_discarded") or 0
+    if len(medians) > len(samples) + aside:
+        return [
+            Problem(
+                source,
+                f"{field}.window_medians_s",
+                f"lists {len(medians)} windows, but the row has {len(samples)} samples and {aside} set "
+                "aside: each window gives at least one; the document was altered",
+            )
+        ]
+    low, high = min(samples), max(samples)
+    slack = 1e-9 * high
+    if min(medians) < low - slack or min(medians) > high + slack:
+        return [
+            Problem(
+                source,
+                f"{field}.window_medians_s",
+                f"has a fastest window median of {min(medians):g} s, outside every sample ({low:g} to "
+                f"{high:g} s), though the fastest window's samples are kept; the document was altered",
+            )
+        ]
+    return []
 
 
 def instant(text: str) -> dt.datetime | None:
@@ -275,17 +364,15 @@ def _bad_items(values: list[Any], good: Any) -> int | None:
 def load(results_dir: Path) -> LoadedResults:
     """Every valid result in ``results_dir``; invalid ones are moved to its quarantine folder."""
     documents, files, quarantined = [], [], []
-    for path in sorted(results_dir.glob("*.json*")):
-        if not folder.is_result_file(path):
-            continue
+    paths = [p for p in sorted(results_dir.glob("*.json*")) if folder.is_result_file(p)]
+    for path in paths:
         document, problems = check(path)
         if document is None:
             quarantined.append(folder.quarantine(path, problems))
         else:
             documents.append(document)
             files.append(str(path))
-    named = {q.name for q in quarantined}
-    quarantined += [q for q in folder.quarantined_earlier(results_dir) if q.name not in named]
+    quarantined += folder.quarantined_earlier(results_dir, frozenset(q.name for q in quarantined))
     return dataclasses.replace(unique(documents, files), quarantined=tuple(quarantined))
 
 

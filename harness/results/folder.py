@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import errno
 import fcntl
 import hashlib
@@ -24,7 +25,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from harness import jsonio, schemas
 from harness.errors import BackendUnavailable, InputError, Problem
@@ -102,7 +103,9 @@ def cell_record(cell: Cell) -> CellRecord:
     return {"id": cell.id, **cell.to_json()}  # type: ignore[typeddict-item]
 
 
-def write_result(results_dir: Path, cell: Cell, document: SuiteResult, run: RunRecord) -> ResultDocument:
+def write_result(
+    results_dir: Path, cell: Cell, document: SuiteResult, run: RunRecord, *, refuse_invalid: bool = False
+) -> ResultDocument:
     """The one place a run's result is written: ``document`` (what the suite wrote, or the failed result a
     backend made) with the cell named, the backend's run record, and, for a failure without one, its
     log's tail; the log gets its final name first. Written once, atomically, as the result of
@@ -124,8 +127,47 @@ def write_result(results_dir: Path, cell: Cell, document: SuiteResult, run: RunR
     failure = result.get("failure")
     if failure and not failure.get("log_tail"):
         result["failure"] = {**failure, "log_tail": log_tail(log, LOG_TAIL_CHARS)}
-    jsonio.write_atomic(result_path(results_dir, cell.id, round_index), result, compact=True)
+    path = result_path(results_dir, cell.id, round_index)
+    result = _agreeing(result, str(path), refuse_invalid)
+    jsonio.write_atomic(path, result, compact=True)
     return result
+
+
+def _agreeing(result: ResultDocument, source: str, refuse: bool) -> ResultDocument:
+    """``result`` where it is valid; else the run's failed result, with why: a run never writes a result its
+    own ``validate`` refuses (a later run would quarantine it and write another, without end). Where even
+    that is invalid (the run record itself is), or ``refuse`` (a result gathered, not run), InputError
+    naming the fields, and nothing written."""
+    from harness.results import documents  # it reads folders through this module
+
+    found = documents.problems(result, source)
+    if not found:
+        return result
+    if refuse:
+        raise InputError(found)
+    now = dt.datetime.now(dt.timezone.utc).isoformat()
+    reason = "the suite wrote a result that does not agree with itself, so it is not kept: " + "; ".join(
+        f"{p.field}: {p.message}" for p in found[:3]
+    )
+    kept = ("schema_version", "suite_version", "cell", "profile", "run")
+    failed = cast(
+        "ResultDocument",
+        {
+            **{k: v for k, v in result.items() if k in kept},
+            "status": "failed",
+            "failure": {"stage": "validate", "reason": reason[:4000], "log_tail": ""},
+            "started_at": now,
+            "finished_at": now,
+            "duration_s": 0.0,
+            "warnings": [],
+            "measurements": [],
+        },
+    )
+    again = documents.problems(failed, source)
+    if again:
+        why = "what ran this cell recorded values no result may hold (above); nothing was written for it"
+        raise InputError([*again, Problem(source, "run", why)])
+    return failed
 
 
 def scratch(results_dir: Path) -> Path:
@@ -244,19 +286,23 @@ def quarantine(path: Path, problems: list[Problem]) -> Quarantined:
     """Move ``path`` aside with the validator's messages; nothing is deleted."""
     target = move_aside(path, QUARANTINE)
     lines = tuple(str(p) for p in problems)
-    jsonio.write_text_atomic(target.with_name(f"{target.name}.problems.txt"), "\n".join(lines) + "\n")
+    problems_file = target.with_name(f"{target.name}.problems.txt")  # not synced: its document is moved whole
+    jsonio.write_text_atomic(problems_file, "\n".join(lines) + "\n", sync=False)
     return Quarantined(target.name, lines)
 
 
-def quarantined_earlier(results_dir: Path) -> list[Quarantined]:
-    """What earlier runs or reports quarantined here, with their problems."""
+def quarantined_earlier(results_dir: Path, known: frozenset[str] = frozenset()) -> list[Quarantined]:
+    """What earlier runs or reports quarantined here, with their problems; those named in ``known`` (just
+    quarantined, their problems in hand) are not read again."""
     folder = results_dir / QUARANTINE
     if folder.is_symlink() or not folder.is_dir():
         return []
-    return [
-        Quarantined(p.name.removesuffix(".problems.txt"), tuple(log_tail(p, PROBLEMS_BYTES).splitlines()))
-        for p in sorted(folder.glob("*.problems.txt"))
-    ]
+    found = []
+    for p in sorted(folder.glob("*.problems.txt")):
+        name = p.name.removesuffix(".problems.txt")
+        if name not in known:
+            found.append(Quarantined(name, tuple(log_tail(p, PROBLEMS_BYTES).splitlines())))
+    return found
 
 
 def supersede(path: Path) -> None:
