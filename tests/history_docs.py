@@ -31,6 +31,8 @@ def _base() -> dict[str, Any]:
         if m["sm_clock_mhz"] is None:
             m.pop("sm_clock_mhz")
         m["stats"] = _summary(m["samples_s"])
+        if m.get("window_medians_s") is not None:  # one window over the kept samples
+            m["window_medians_s"] = [m["stats"]["median"]]
     document["measurements"] = kept
     return document
 
@@ -58,6 +60,8 @@ def make(
     for m in document["measurements"]:
         m["samples_s"] = [s * scale for s in m["samples_s"]]
         m["stats"] = _summary(m["samples_s"])
+        if m.get("window_medians_s") is not None:
+            m["window_medians_s"] = [m["stats"]["median"]]
         if kernel is not None and m.get("what_ran") and m["what_ran"].get("kernels"):
             m["what_ran"]["kernels"][0]["name"] = kernel
     return document
