@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.report import frames, stats
+from harness.report.analysis import frames, stats
 from harness.results import documents
 
 REPO = Path(__file__).resolve().parent.parent

@@ -23,13 +23,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness import images, repro, schemas
+from harness import schemas
 from harness.backends import registry
+from harness.backends.docker import dockerfile as images
 from harness.errors import InputError
-from harness.executors import slurm, slurm_request
+from harness.executors.slurm import array as slurm
+from harness.executors.slurm import request as slurm_request
 from harness.plan import matrix
 from harness.plan.model import Cell, CudnnSource, Plan
 from harness.results import folder
+from harness.workflows import repro
 from tests.conftest import REPO, harness_env, run_cli
 
 HOSTILE = [

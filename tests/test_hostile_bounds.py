@@ -268,7 +268,7 @@ def test_an_infinite_number_in_the_baseline_is_a_refusal_not_an_infrastructure_f
 
 
 def test_inert_shows_every_character_a_terminal_would_act_on_as_its_escape():
-    from harness.console import inert
+    from harness.cli.console import inert
 
     shown = inert("a\x1b[2Jb\x07\r\x9b\u202eevil\u2066\udc80\tc\nd")
     assert shown == "a\\x1b[2Jb\\x07\\x0d\\x9b\\u202eevil\\u2066\\udc80\tc\nd"

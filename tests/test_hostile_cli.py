@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from harness import cli
+from harness.cli import main as cli
 from tests.conftest import GPU_LOCAL_ROUNDS, HOSTILE_MATRIX
 
 pytestmark = pytest.mark.slow  # every test here takes seconds (docs/development.md: the fast tests)

@@ -19,8 +19,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness import images, jsonio
+from harness import jsonio
 from harness.backends import registry
+from harness.backends.docker import dockerfile
 from harness.errors import InputError
 from harness.plan import matrix
 from harness.plan.model import Plan
@@ -124,7 +125,7 @@ def assert_safe(plan: Plan) -> None:
         for value in (cell.torch, cell.base_image, cell.python, str(cell.cudnn.value or "")):
             assert not any(c in value for c in "\n\r\x00 ;$`\"'|&<>\\"), value
         if plan.backend == "docker":
-            rendered = images.render(cell, images.BuildOptions())
+            rendered = dockerfile.render(cell, dockerfile.BuildOptions())
             assert f"torch=={cell.torch}" in rendered.dockerfile and SAFE_ID.match(
                 rendered.reference.split(":")[-1]
             )

@@ -21,9 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import images, repro
+from harness.backends.docker import dockerfile as images
 from harness.errors import InputError
 from harness.results import folder
+from harness.workflows import repro
 from tests import test_hostile_artifacts as artifacts
 from tests.conftest import GPU_LOCAL_ROUNDS, run_cli, untouched
 

@@ -34,14 +34,14 @@ from pathlib import Path
 import pytest
 
 from harness import jsonio
-from harness.backends import cudnn_dirs, registry
-from harness.bisect import bisect
-from harness.environments import cache, cudnn_releases, packages, venvs
+from harness.backends import packages, registry
+from harness.backends.local import cache, cudnn_dirs, cudnn_releases, venvs
 from harness.errors import InputError
 from harness.plan import matrix
 from harness.plan.model import Cell, Plan
 from harness.results import documents, folder
 from harness.suite.summary import summarize
+from harness.workflows.bisect import bisect
 from tests.conftest import GPU_LOCAL_ROUNDS, HOSTILE_MATRIX, REPO, harness_env, run_cli, untouched
 
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"

@@ -27,8 +27,11 @@ import pytest
 from markdown_it import MarkdownIt
 
 from harness import jsonio
-from harness.report import digest, markdown, plots, stats, terminal, verdicts
-from harness.report.model import Analysis, Document, Section, Value, View
+from harness.report import digest
+from harness.report.analysis import release_gate, stats
+from harness.report.analysis.model import Analysis, View
+from harness.report.writers import markdown, plots, terminal
+from harness.report.writers.document import Document, Section, Value
 from harness.results import documents
 from tests.conftest import GPU_LOCAL_ROUNDS, run_cli
 
@@ -330,7 +333,7 @@ def test_csv_cells_neutralise_formulas_and_keep_numbers():
             "count": [-1, 2, 3, 4, 5, 6, 7, 8],
         }
     )
-    from harness.report import csvsafe  # the one function every CSV writer goes through
+    from harness import csvsafe  # the one function every CSV writer goes through
 
     rows = list(csv.reader(io.StringIO(csvsafe.to_csv(frame), newline="")))
     assert [r[0] for r in rows[1:]] == ["'=1+1", "'+1", "'-x", "'@SUM(A1)", "'\tx", "'\nx", "plain", ""]
@@ -406,7 +409,7 @@ def _summary_analysis(groups: int, rows_per_group: int, text: str) -> tuple[View
     frame = pd.DataFrame({"what_ran_error": [text]})
     beyond = pd.DataFrame({"group": [ids[1]]})
     counts = {v: len(timing) if v == "slower" else 0 for v in stats.VERDICTS}
-    gate = verdicts.Gate("regression", 1, counts, 0, tuple(f"{g}: {text}" for g in ids), (text,))
+    gate = release_gate.Gate("regression", 1, counts, 0, tuple(f"{g}: {text}" for g in ids), (text,))
     empty = pd.DataFrame()
     return view, Analysis(frame, timing, empty, beyond, empty, gate, docs, {})
 

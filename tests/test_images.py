@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import images
+from harness.backends.docker import dockerfile as images
 from harness.errors import InputError
 from harness.plan.model import Cell, CudnnSource
 from tests.conftest import run_cli

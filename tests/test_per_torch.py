@@ -20,8 +20,11 @@ from harness import jsonio, schemas
 from harness.backends import registry
 from harness.plan import matrix
 from harness.plan.model import Cell, Plan
-from harness.report import families, markdown, per_torch, per_torch_sections
-from harness.report.model import Analysis, Document, View
+from harness.report.analysis import families, per_torch
+from harness.report.analysis.model import Analysis, View
+from harness.report.sections import per_torch_sections
+from harness.report.writers import markdown
+from harness.report.writers.document import Document
 from harness.results import documents, folder
 from harness.suite.summary import summarize
 from tests.conftest import REPO, run_cli

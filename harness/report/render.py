@@ -10,19 +10,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness import jsonio, schemas
-from harness.report import (
-    csvsafe,
-    digest,
-    families,
-    html,
-    markdown,
-    plots,
-    sections,
-    table_values,
-    verdict_json,
-)
-from harness.report.model import Analysis, Rendered, View
+from harness import csvsafe, jsonio, schemas
+from harness.report import digest
+from harness.report.analysis import families
+from harness.report.analysis.model import Analysis, View
+from harness.report.sections import contents, table_values
+from harness.report.writers import html, markdown, plots, verdict_json
+from harness.report.writers.document import Rendered
 from harness.results import folder as results_folder
 from harness.results.documents import LoadedResults
 
@@ -33,7 +27,7 @@ def render(
     """Write report.md, report.html, results.csv, verdicts.csv and verdict.json into ``out_dir`` (and
     series.csv, changes.csv, families.csv and per_torch.csv where the analysis has them)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    document = sections.document(view, analysis, loaded, out_dir, sources)
+    document = contents.document(view, analysis, loaded, out_dir, sources)
     _write_extracts(out_dir, document.extracts, loaded)
     markdown_file = out_dir / "report.md"
     jsonio.write_text_atomic(markdown_file, markdown.page(document))
