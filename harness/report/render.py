@@ -15,6 +15,7 @@ from harness.report import digest
 from harness.report.analysis import families
 from harness.report.analysis.model import Analysis, View
 from harness.report.sections import contents, table_values
+from harness.report.sections.context import SectionContext
 from harness.report.writers import html, markdown, plots, verdict_json
 from harness.report.writers.document import Rendered
 from harness.results import folder as results_folder
@@ -27,7 +28,7 @@ def render(
     """Write report.md, report.html, results.csv, verdicts.csv and verdict.json into ``out_dir`` (and
     series.csv, changes.csv, families.csv and per_torch.csv where the analysis has them)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    document = contents.document(view, analysis, loaded, out_dir, sources)
+    document = contents.document(SectionContext(view, analysis, loaded, out_dir, tuple(sources)))
     _write_extracts(out_dir, document.extracts, loaded)
     markdown_file = out_dir / "report.md"
     jsonio.write_text_atomic(markdown_file, markdown.page(document))

@@ -12,6 +12,7 @@ import pandas as pd
 from harness.plan.axes import AXIS_NAMES
 from harness.report.analysis import stats
 from harness.report.analysis.model import Analysis, View
+from harness.report.sections.context import SectionContext, listed
 from harness.report.writers import markdown
 from harness.report.writers.document import Section, Value
 
@@ -64,7 +65,16 @@ def outcome_line(analysis: Analysis) -> str:
     return f"**Outcome: {gate.outcome}** (exit code {gate.exit_code}): {summary}{worse}{failed}."
 
 
-def read_first(view: View, analysis: Analysis) -> Section | None:
+def scorecard_section(ctx: SectionContext) -> list[Section]:
+    """The scorecard (``scorecard``), as the report's first section."""
+    return listed(scorecard(ctx.view, ctx.analysis))
+
+
+def read_first(ctx: SectionContext) -> list[Section]:
+    return listed(_read_first(ctx.view, ctx.analysis))
+
+
+def _read_first(view: View, analysis: Analysis) -> Section | None:
     found = validity(view, analysis)
     if not found:
         return None

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from harness.report.analysis.model import Analysis, View
 from harness.report.sections import (
     answer,
     family_sections,
@@ -16,37 +13,43 @@ from harness.report.sections import (
     verdict_sections,
     within_group_sections,
 )
+from harness.report.sections.context import SectionBuilder, SectionContext
 from harness.report.writers import markdown
 from harness.report.writers.document import Document, Section
-from harness.results.documents import LoadedResults
 
 
-def document(
-    view: View, analysis: Analysis, loaded: LoadedResults, out_dir: Path, sources: list[Path]
-) -> Document:
-    """The whole report for ``out_dir`` (links are relative to it)."""
-    letters = view.letters
-    extracts: dict[str, tuple[str, int]] = {}
-    sections = [
-        answer.scorecard(view, analysis),
-        family_sections.by_family(view, analysis),
-        *per_torch_sections.per_torch(view, analysis),  # each build's sources against its own baseline
-        Section("Time ratio heatmap", figure="heatmap"),  # the HTML page's plot of every row
-        *series_sections.across_releases(view, analysis),
-        answer.read_first(view, analysis),
-        next_steps.section(view, analysis, sources, view.matrix),
-        run_sections.method(view, analysis, loaded, sources),
-        verdict_sections.what_changed(analysis, letters),
-        run_sections.cells(view, analysis, out_dir, letters),
-        *run_sections.problems(analysis, loaded),
-        *verdict_sections.verdicts(view, analysis, out_dir, letters, extracts),
-        within_group_sections.autotuning(analysis, letters),
-        *numerics_sections.numerics(view, analysis, letters),
-        numerics_sections.beyond_tolerance(analysis, letters),
-        within_group_sections.scaling(view, analysis, out_dir, letters),
-        run_sections.environment(view, analysis, letters),
-    ]
+def heatmap(ctx: SectionContext) -> list[Section]:
+    """The HTML page's plot of every row (Markdown has no figure)."""
+    return [Section("Time ratio heatmap", figure="heatmap")]
+
+
+# The report's table of contents: each builder in the order a reader meets its sections
+CONTENTS: tuple[SectionBuilder, ...] = (
+    answer.scorecard_section,
+    family_sections.by_family,
+    per_torch_sections.per_torch,  # each build's sources against its own baseline
+    heatmap,
+    series_sections.across_releases,
+    answer.read_first,
+    next_steps.what_to_do,
+    run_sections.method,
+    verdict_sections.what_changed,
+    run_sections.groups,
+    run_sections.problems,
+    verdict_sections.verdicts,
+    within_group_sections.autotuning,
+    numerics_sections.numerics,
+    numerics_sections.beyond_tolerance,
+    within_group_sections.scaling,
+    run_sections.environment,
+)
+
+
+def document(ctx: SectionContext) -> Document:
+    """The whole report for ``ctx.out_dir`` (links are relative to it); the sections fill ``ctx.extracts``."""
+    view, analysis = ctx.view, ctx.analysis
+    sections = tuple(section for build in CONTENTS for section in build(ctx))
     title = f"{view.name}: {len(view.groups)} groups against {view.labels.get(view.baseline, view.baseline)}"
     environment = markdown.inline(answer.environment_line(view, analysis), markdown.MAX_LINE)
     header = environment + "\n\n" + answer.outcome_line(analysis)
-    return Document(title, header, tuple(s for s in sections if s is not None), extracts)
+    return Document(title, header, sections, ctx.extracts)

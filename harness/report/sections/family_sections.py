@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from harness.report.analysis.families import FamilyLine
 from harness.report.analysis.model import Analysis, View
+from harness.report.sections.context import SectionContext, listed
 from harness.report.writers import markdown
 from harness.report.writers.document import Section, TableCell, Value
 
@@ -46,7 +47,11 @@ def sentences(analysis: Analysis, most: int = 40) -> list[str]:
     return said[:most] + ([f"... and {len(said) - most} more in report.md"] if len(said) > most else [])
 
 
-def by_family(view: View, analysis: Analysis) -> Section | None:
+def by_family(ctx: SectionContext) -> list[Section]:
+    return listed(_by_family(ctx.view, ctx.analysis))
+
+
+def _by_family(view: View, analysis: Analysis) -> Section | None:
     """Model rows always, families only where something changed (a verdict or what ran)."""
     lines, along = _summed(analysis)
     if not lines:

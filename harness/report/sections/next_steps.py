@@ -13,6 +13,7 @@ import pandas as pd
 
 from harness.report.analysis import stats
 from harness.report.analysis.model import Analysis, View
+from harness.report.sections.context import SectionContext, listed
 from harness.report.writers import markdown
 from harness.report.writers.document import Section
 
@@ -20,6 +21,11 @@ MW_ROUNDS = 7  # a side's rounds where the Mann-Whitney test can reach alpha = 0
 REPROS = 5  # regressions given a reproducer command here; the report lists every row
 LABEL = 80  # characters of a group's label shown here
 NAMES = 5  # groups named in one sentence; the scorecard lists every one
+
+
+def what_to_do(ctx: SectionContext) -> list[Section]:
+    """What to do next (``section``), at the end of the report's answer."""
+    return listed(section(ctx.view, ctx.analysis, list(ctx.sources), ctx.view.matrix))
 
 
 def section(view: View, analysis: Analysis, sources: list[Path], matrix: str | None) -> Section | None:

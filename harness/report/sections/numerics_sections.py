@@ -3,12 +3,14 @@ every measurement beyond its precision's tolerance."""
 
 from __future__ import annotations
 
-from harness.report.analysis.model import Analysis, View
+from harness.report.analysis.model import Analysis
 from harness.report.sections import table_values
+from harness.report.sections.context import SectionContext, listed
 from harness.report.writers.document import Section
 
 
-def numerics(view: View, analysis: Analysis, letters: dict[str, str]) -> list[Section]:
+def numerics(ctx: SectionContext) -> list[Section]:
+    analysis, letters = ctx.analysis, ctx.letters
     num = analysis.numerics
     if num.empty:
         return []
@@ -87,7 +89,11 @@ def numerics(view: View, analysis: Analysis, letters: dict[str, str]) -> list[Se
     return out
 
 
-def beyond_tolerance(analysis: Analysis, letters: dict[str, str]) -> Section | None:
+def beyond_tolerance(ctx: SectionContext) -> list[Section]:
+    return listed(_beyond_tolerance(ctx.analysis, ctx.letters))
+
+
+def _beyond_tolerance(analysis: Analysis, letters: dict[str, str]) -> Section | None:
     beyond = analysis.beyond_tolerance
     if beyond.empty:
         return None

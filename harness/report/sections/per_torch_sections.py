@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from harness.report.analysis.model import Analysis, View
 from harness.report.analysis.per_torch import PerTorch, Row, SourceLine
+from harness.report.sections.context import SectionContext
 from harness.report.writers import markdown
 from harness.report.writers.document import Section, TableCell
 
@@ -23,7 +24,11 @@ HEADERS = (
 FAMILY_HEADERS = ("torch", "cuDNN", "families with a row faster, slower or failed")
 
 
-def per_torch(view: View, analysis: Analysis) -> tuple[Section, ...]:
+def per_torch(ctx: SectionContext) -> list[Section]:
+    return list(_per_torch(ctx.view, ctx.analysis))
+
+
+def _per_torch(view: View, analysis: Analysis) -> tuple[Section, ...]:
     """A line per (torch build, cuDNN source), then the families that changed in each, a table of their
     own (a line of both would be cut to fit); none where the plan has one build or one source."""
     found = analysis.per_torch

@@ -10,12 +10,17 @@ from typing import Any
 
 from harness.report.analysis.model import Analysis, View
 from harness.report.sections import answer, table_values
+from harness.report.sections.context import SectionContext, listed
 from harness.report.writers import markdown
 from harness.report.writers.document import Section
 from harness.results.documents import LoadedResults, round_of
 
 
-def method(view: View, analysis: Analysis, loaded: LoadedResults, sources: list[Path]) -> Section:
+def method(ctx: SectionContext) -> list[Section]:
+    return [_method(ctx.view, ctx.analysis, ctx.loaded, ctx.sources)]
+
+
+def _method(view: View, analysis: Analysis, loaded: LoadedResults, sources: tuple[Path, ...]) -> Section:
     """How the rows were judged, where the results came from, and the gate's summary: below the answer."""
     gate = analysis.gate
     intro = "\n".join(
@@ -62,6 +67,11 @@ def _clocks(analysis: Analysis) -> str:
     return f" CPU rows are timed in {said}."
 
 
+def groups(ctx: SectionContext) -> list[Section]:
+    """The groups (cells) and their result files (``cells``)."""
+    return [cells(ctx.view, ctx.analysis, ctx.out_dir, ctx.letters)]
+
+
 def cells(view: View, analysis: Analysis, out_dir: Path, letters: dict[str, str]) -> Section:
     rows = []
     for group in view.groups:
@@ -102,7 +112,8 @@ def cells(view: View, analysis: Analysis, out_dir: Path, letters: dict[str, str]
     )
 
 
-def problems(analysis: Analysis, loaded: LoadedResults) -> list[Section]:
+def problems(ctx: SectionContext) -> list[Section]:
+    analysis, loaded = ctx.analysis, ctx.loaded
     out = []
     if analysis.gate.failed_runs:
         out.append(
@@ -144,7 +155,11 @@ def problems(analysis: Analysis, loaded: LoadedResults) -> list[Section]:
     return out
 
 
-def environment(view: View, analysis: Analysis, letters: dict[str, str]) -> Section | None:
+def environment(ctx: SectionContext) -> list[Section]:
+    return listed(_environment(ctx.view, ctx.analysis, ctx.letters))
+
+
+def _environment(view: View, analysis: Analysis, letters: dict[str, str]) -> Section | None:
     """One row per distinct environment of a group: the rounds that ran in it listed together."""
     rounds: dict[tuple[Any, ...], list[int]] = {}
     for group in view.groups:

@@ -8,14 +8,15 @@ from typing import Any
 import pandas as pd
 
 from harness.report.analysis.frames import KEYS
-from harness.report.analysis.model import Analysis, View
+from harness.report.sections.context import SectionContext
 from harness.report.writers import markdown
 from harness.report.writers.document import Section, Value
 
 _MARKS = {"slower": " ▼", "faster": " ▲", "same": " ↔", "failed": " ✗", "ran again": " ✓"}
 
 
-def across_releases(view: View, analysis: Analysis) -> list[Section]:
+def across_releases(ctx: SectionContext) -> list[Section]:
+    view, analysis = ctx.view, ctx.analysis
     """Across releases (each row's ratio to the baseline, releases in order) and where each change began."""
     series = analysis.series
     if series is None:

@@ -14,8 +14,9 @@ from harness.report.analysis.frames import KEYS
 from harness.report.analysis.model import Analysis, View
 from harness.report.analysis.ran_changes import change_kind
 from harness.report.sections import table_values
+from harness.report.sections.context import SectionContext, listed
 from harness.report.writers import markdown
-from harness.report.writers.document import VERDICT_ORDER, Section, verdict
+from harness.report.writers.document import VERDICT_ORDER, Section, TableCell, verdict
 
 # what every verdict row's numbers are, said once where the rows are shown (and in the Method section)
 STATISTIC_NOTE = (
@@ -27,50 +28,19 @@ STATISTIC_NOTE = (
 )
 
 
-def verdicts(
-    view: View,
-    analysis: Analysis,
-    out_dir: Path,
-    letters: dict[str, str],
-    extracts: dict[str, tuple[str, int]],
-) -> list[Section]:
+def verdicts(ctx: SectionContext) -> list[Section]:
+    """The verdict rows, the most worrying first, then each side's host time per call."""
+    view, analysis, letters = ctx.view, ctx.analysis, ctx.letters
     timing = analysis.timing
     if timing.empty or timing["verdict"].notna().sum() == 0:
         return [Section("Verdicts", "No comparison: no measurement succeeded on both sides.")]
     judged = timing[timing["verdict"].notna()].copy()
     judged["order"] = judged["verdict"].map(VERDICT_ORDER)
     judged = judged.sort_values(["order", "ratio"], ascending=[True, False])
-    frame = analysis.frame
     recorded = "what_ran" in judged and judged["what_ran"].notna().any()  # results made with what_ran
     one_knob_set = judged["knobs"].nunique() == 1  # then stated once, above the table
-    rows = []
-    # each side's rounds of each row, split once: a mask over the whole frame per row was quadratic
-    ok = frame[frame["status"] == "ok"] if "workload" in frame else frame.iloc[0:0]
-    sides: dict[Any, pd.DataFrame] = (
-        dict(iter(ok.groupby(["group", *KEYS], sort=False, dropna=False))) if not ok.empty else {}
-    )
-    for r in judged.itertuples():
-        key = (r.workload, r.dtype, r.knobs)
-        base = _center_entry(sides.get((view.baseline, *key)), r.baseline_s)
-        mine = _center_entry(sides.get((r.group, *key)), r.candidate_s)
-        interval = stats.interval_text(r.ci_low, r.ci_high)
-        rows.append(
-            (
-                r.workload,
-                r.dtype,
-                *([] if one_knob_set else [r.knobs]),
-                letters.get(r.group, r.group),
-                verdict(r.verdict),
-                table_values.number(r.ratio, ".3f"),
-                interval,
-                table_values.time(base[0], base[1], out_dir, base[2], extracts) if base else "—",
-                table_values.time(mine[0], mine[1], out_dir, mine[2], extracts) if mine else "—",
-                table_values.number(r.p_value, ".2g"),
-                stats.rounds_text(r.rounds_baseline, r.rounds_candidate, r.test),
-                *([_ran_text(r.what_ran, r.ran_change, r.ran_baseline)] if recorded else []),
-                "" if r.verdict == "same" else (r.reason or ""),
-            )
-        )
+    sides = _sides(analysis.frame)
+    rows = tuple(_verdict_row(r, sides, ctx, recorded, one_knob_set) for r in judged.itertuples())
     legend = "; ".join(
         f"**{letters[g]}** = {markdown.inline(view.labels.get(g, g))}"
         + (" (baseline)" if g == view.baseline else "")
@@ -100,15 +70,43 @@ def verdicts(
             *(["what ran"] if recorded else []),
             "why",
         ),
-        tuple(rows),
+        rows,
         plots_after=True,
         filterable=True,
     )
-    out = [section]
-    host = _host_section(view, analysis, out_dir, letters, extracts)
-    if host:
-        out.append(host)
-    return out
+    host = _host_section(view, analysis, ctx.out_dir, letters, ctx.extracts)
+    return [section, *([host] if host else [])]
+
+
+def _sides(frame: pd.DataFrame) -> dict[Any, pd.DataFrame]:
+    """Each side's rounds of each row, split once: a mask over the whole frame per row was quadratic."""
+    ok = frame[frame["status"] == "ok"] if "workload" in frame else frame.iloc[0:0]
+    return dict(iter(ok.groupby(["group", *KEYS], sort=False, dropna=False))) if not ok.empty else {}
+
+
+def _verdict_row(
+    r: Any, sides: dict[Any, pd.DataFrame], ctx: SectionContext, recorded: bool, one_knob_set: bool
+) -> tuple[TableCell, ...]:
+    """One verdict row: the row, the verdict and its numbers, each side's time linked to its round."""
+    key = (r.workload, r.dtype, r.knobs)
+    base = _center_entry(sides.get((ctx.view.baseline, *key)), r.baseline_s)
+    mine = _center_entry(sides.get((r.group, *key)), r.candidate_s)
+    out_dir, extracts = ctx.out_dir, ctx.extracts
+    return (
+        r.workload,
+        r.dtype,
+        *([] if one_knob_set else [r.knobs]),
+        ctx.letters.get(r.group, r.group),
+        verdict(r.verdict),
+        table_values.number(r.ratio, ".3f"),
+        stats.interval_text(r.ci_low, r.ci_high),
+        table_values.time(base[0], base[1], out_dir, base[2], extracts) if base else "—",
+        table_values.time(mine[0], mine[1], out_dir, mine[2], extracts) if mine else "—",
+        table_values.number(r.p_value, ".2g"),
+        stats.rounds_text(r.rounds_baseline, r.rounds_candidate, r.test),
+        *([_ran_text(r.what_ran, r.ran_change, r.ran_baseline)] if recorded else []),
+        "" if r.verdict == "same" else (r.reason or ""),
+    )
 
 
 def _center_entry(rows: pd.DataFrame | None, center: Any) -> tuple[float, str, Any] | None:
@@ -161,7 +159,11 @@ def _host_section(
     )
 
 
-def what_changed(analysis: Analysis, letters: dict[str, str]) -> Section | None:
+def what_changed(ctx: SectionContext) -> list[Section]:
+    return listed(_what_changed(ctx.analysis, ctx.letters))
+
+
+def _what_changed(analysis: Analysis, letters: dict[str, str]) -> Section | None:
     """Rows grouped by what changed in what ran: a dispatch change reads apart from a slower kernel."""
     timing = analysis.timing
     if timing.empty or "what_ran" not in timing:

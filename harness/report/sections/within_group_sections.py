@@ -8,11 +8,16 @@ from pathlib import Path
 from harness.report.analysis import stats
 from harness.report.analysis.model import Analysis, View
 from harness.report.sections import table_values
+from harness.report.sections.context import SectionContext, listed
 from harness.report.writers.document import Section, verdict
 from harness.results.documents import round_of
 
 
-def autotuning(analysis: Analysis, letters: dict[str, str]) -> Section | None:
+def autotuning(ctx: SectionContext) -> list[Section]:
+    return listed(_autotuning(ctx.analysis, ctx.letters))
+
+
+def _autotuning(analysis: Analysis, letters: dict[str, str]) -> Section | None:
     tuned = analysis.autotuning
     if tuned.empty:
         return None
@@ -57,7 +62,11 @@ def autotuning(analysis: Analysis, letters: dict[str, str]) -> Section | None:
     )
 
 
-def scaling(view: View, analysis: Analysis, out_dir: Path, letters: dict[str, str]) -> Section | None:
+def scaling(ctx: SectionContext) -> list[Section]:
+    return listed(_scaling(ctx.view, ctx.analysis, ctx.out_dir, ctx.letters))
+
+
+def _scaling(view: View, analysis: Analysis, out_dir: Path, letters: dict[str, str]) -> Section | None:
     """Multi-GPU workloads (DDP): step time and samples/s per world size, and the scaling efficiency."""
     rows = []
     for group in view.groups:
