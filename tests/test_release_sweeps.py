@@ -807,7 +807,7 @@ def test_an_image_torch_takes_a_cudnn_wheel_from_the_wheelhouse(tmp_path):
     removed = text.index('rm -rf "$site/nvidia/cudnn" "$site"/nvidia_cudnn_cu*.dist-info')
     assert removed < text.index('-m zipfile -e "$wheel" "$site"')
     assert "nvidia_cudnn_cu$cu-9.18.1.3-*.whl" in text
-    assert rendered.expect_cudnn == {"source": "wheel", "version": "9.18.1.3"}
+    assert rendered.expect_cudnn.to_json() == {"source": "wheel", "version": "9.18.1.3"}
 
     with pytest.raises(InputError) as caught:
         dockerfile.render(image_wheel_cell("9.17.0.1"), dockerfile.BuildOptions(wheelhouse=wheels))
@@ -828,7 +828,7 @@ def test_an_image_torch_without_a_wheelhouse_downloads_the_release_with_the_imag
     assert text.index("pip download") < text.index('rm -rf "$site/nvidia/cudnn"')
     assert text.index('rm -rf "$site/nvidia/cudnn"') < text.index("-m zipfile -e")
     assert not [k for k in rendered.context if not k.startswith("harness/")]
-    assert rendered.expect_cudnn == {"source": "wheel", "version": "9.18.1.3"}
+    assert rendered.expect_cudnn.to_json() == {"source": "wheel", "version": "9.18.1.3"}
 
 
 def test_an_index_url_other_cells_refuse_is_refused_for_an_image_torch_wheel_too():

@@ -10,13 +10,14 @@ import hashlib
 import re
 import shlex
 import string
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import harness
 from harness import jsonio, resources
 from harness.backends import packages
 from harness.errors import InputError, Problem
+from harness.plan.axes import CudnnExpectation
 from harness.plan.cuda_bases import CPU_BASE, CUDA_BASES
 from harness.plan.model import DEFAULT_IMAGE_PYTHON, Cell, Plan
 
@@ -51,10 +52,10 @@ class BuildOptions:
 class RenderedImage:
     cell: Cell
     dockerfile: str
-    context: dict[str, Path] = field(default_factory=dict)  # path in the build context -> file here
-    tag: str = ""
-    base_image: str = ""
-    expect_cudnn: dict[str, str] = field(default_factory=dict)  # what the suite must find inside
+    context: dict[str, Path]  # path in the build context -> file here
+    tag: str
+    base_image: str
+    expect_cudnn: CudnnExpectation  # what the suite must find inside
 
     @property
     def reference(self) -> str:
@@ -139,7 +140,7 @@ def render(
     stanzas = [_template("python", values)]
     stanzas.append(_template("torch", {**values, "build_inputs": inputs, "pip_source": pip_source}))
     kind = cell.cudnn.kind
-    expect: dict[str, str] = {"source": kind}
+    expect = CudnnExpectation(kind)
     cudnn_layer = ""
     if kind == "wheel":
         stanzas.append(_template("cudnn-wheel", {**values, "pip_source": pip_source}))
@@ -149,7 +150,7 @@ def render(
             f"COPY --from=cudnn {site}/nvidia/cudnn {site}/nvidia/cudnn\n"
             f"COPY --from=cudnn {site}/{dist} {site}/{dist}\n"
         )
-        expect["version"] = str(cell.cudnn.value)
+        expect = CudnnExpectation(kind, version=str(cell.cudnn.value))
     elif kind == "system" and cell.cudnn.value == "image":
         wheels = f"nvidia_cudnn_cu{cuda_major or '*'}-*.dist-info"  # a plain version's CUDA major is unsaid
         cudnn_layer = _drop_wheel_cudnn(f"{site}/nvidia/cudnn {site}/{wheels}")
@@ -163,7 +164,7 @@ def render(
             "COPY --from=cudnn /opt/cudnn/lib/ /opt/cudnn/lib/\n"
             "RUN echo /opt/cudnn/lib > /etc/ld.so.conf.d/000-harness-cudnn.conf && ldconfig\n"
         )
-        expect.update(lib_dir="/opt/cudnn/lib", version=str(cell.cudnn.value))
+        expect = CudnnExpectation(kind, "/opt/cudnn/lib", str(cell.cudnn.value))
     stanzas.append(_template(final, {**values, **(extra or {}), "cudnn_layer": cudnn_layer}))
     return _finish(cell, stanzas, context, base, expect, suite=final == "cell")
 
@@ -206,12 +207,12 @@ def _render_image_torch(cell: Cell, options: BuildOptions, image_python: str) ->
     )
     cudnn_layer = ""
     context: dict[str, Path] = {}
-    expect: dict[str, str] = {"source": cell.cudnn.kind}
+    expect = CudnnExpectation(cell.cudnn.kind)
     if cell.cudnn.kind == "system":  # the matrix allows only {system: image} with torch: image
         cudnn_layer = _drop_wheel_cudnn('"$site/nvidia/cudnn" "$site"/nvidia_cudnn_cu*.dist-info', find_site)
     elif cell.cudnn.kind == "wheel":
         cudnn_layer, context = _image_torch_wheel(str(cell.cudnn.value), options, image_python, find_site)
-        expect["version"] = str(cell.cudnn.value)
+        expect = CudnnExpectation("wheel", version=str(cell.cudnn.value))
     stanza = _template("image-torch", {**values, "cudnn_layer": cudnn_layer})
     return _finish(cell, [stanza], context, base, expect)
 
@@ -276,7 +277,7 @@ def _finish(
     stanzas: list[str],
     context: dict[str, Path],
     base: str,
-    expect: dict[str, str],
+    expect: CudnnExpectation,
     suite: bool = True,
 ) -> RenderedImage:
     header = (

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from harness import jsonio
 from harness.backends.docker import dockerfile as images
 from harness.backends.records import log_tail
+from harness.plan.axes import CudnnExpectation
 from harness.plan.model import Cell, Plan
 
 with contextlib.suppress(ImportError):  # no docker SDK: docker_engine.connect refuses first
@@ -167,16 +168,16 @@ class CellImages:
         return self._facts[image_id]
 
 
-def expected_cudnn(cell: Cell, rendered: images.RenderedImage, image: dict[str, Any]) -> dict[str, Any]:
+def expected_cudnn(cell: Cell, rendered: images.RenderedImage, image: dict[str, Any]) -> CudnnExpectation:
     """The cuDNN the suite must find loaded: as rendered, or, for {system: image}, as the image holds
     it."""
     if cell.cudnn.kind == "disabled":
-        return {"source": "disabled"}
+        return CudnnExpectation("disabled")
     if cell.cudnn.value == "image":
         found = image.get("system_cudnn") or {}
-        expect = {"source": "system", "lib_dir": found.get("lib_dir", "(no system cuDNN in the image)")}
-        return {**expect, **({"version": found["version"]} if found.get("version") else {})}
-    return dict(rendered.expect_cudnn)
+        lib_dir = found.get("lib_dir", "(no system cuDNN in the image)")
+        return CudnnExpectation("system", lib_dir, found.get("version") or None)
+    return rendered.expect_cudnn
 
 
 def _id(image: Any) -> str:

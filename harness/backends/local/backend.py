@@ -31,6 +31,7 @@ from harness.backends.base import FinishedRun, needs_gpu, suite_arguments
 from harness.backends.local import cache, cudnn_dirs, cudnn_releases, venvs
 from harness.backends.records import failed_result, read_suite_result
 from harness.errors import BackendUnavailable, InputError, bounded
+from harness.plan.axes import CudnnExpectation
 from harness.plan.model import Cell, Plan
 from harness.results import folder, resume
 from harness.suite import lifeline
@@ -224,7 +225,7 @@ class LocalBackend:
 
     def _realize(
         self, cell: Cell, plan: Plan, scratch: Path, python: str
-    ) -> tuple[dict[str, str], dict[str, Any]]:
+    ) -> tuple[dict[str, str], CudnnExpectation]:
         """Environment overrides and the suite's cuDNN expectation for this cell, run by ``python``."""
         info = self._probe_interpreter(python)
         if cell.torch != "installed" and not _same_build(cell.torch, info["torch_version"]):
@@ -238,7 +239,7 @@ class LocalBackend:
         if any(k["deterministic"] for k in plan.knob_sets):
             env["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"  # must be set before CUDA initializes
         kind = cell.cudnn.kind
-        expect: dict[str, Any] = {"source": kind}
+        expect = CudnnExpectation(kind)
         if kind in ("system", "wheel"):
             if kind == "system":
                 install = cudnn_dirs.find_system(cell.cudnn.value or "auto")
@@ -257,7 +258,7 @@ class LocalBackend:
             if kind == "system" or _older(version, info.get("cudnn_wheel")):
                 # torch refuses a runtime older than it was built against; the result records that it did
                 env["PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK"] = "1"
-            expect.update(lib_dir=str(jsonio.real_path(lib_dir)), version=version)
+            expect = CudnnExpectation(kind, str(jsonio.real_path(lib_dir)), version)
         existing = os.environ.get("PYTHONPATH")
         env["PYTHONPATH"] = os.pathsep.join(paths + ([existing] if existing else []))
         return env, expect
