@@ -52,7 +52,11 @@ def test_system_cell_installs_the_apt_package_and_removes_the_wheels_copy():
     final = final_stage(text)
     assert "rm -rf /opt/venv/lib/python3.12/site-packages/nvidia/cudnn" in final
     assert "COPY --from=cudnn /opt/cudnn/lib/ /opt/cudnn/lib/" in final and "ldconfig" in final
-    assert rendered.expect_cudnn.to_json() == {"source": "system", "lib_dir": "/opt/cudnn/lib", "version": "9.14.0.64"}
+    assert rendered.expect_cudnn.to_json() == {
+        "source": "system",
+        "lib_dir": "/opt/cudnn/lib",
+        "version": "9.14.0.64",
+    }
 
 
 def test_cells_sharing_a_torch_build_render_identical_torch_stages():

@@ -10,6 +10,7 @@ from harness import schemas
 from harness.cli import output
 from harness.report.analysis import frames, numerics_verdicts, ran_changes, release_gate, row_verdicts, stats
 from harness.report.analysis.frames import KEYS
+from harness.report.analysis.model import Analysis, View
 from harness.report.writers import verdict_json
 
 ROUNDS = 7
@@ -315,20 +316,9 @@ def test_a_kernel_is_named_without_its_template_arguments_and_parameters():
 
 def _document(timing: pd.DataFrame) -> dict:
     gate = release_gate.gate(timing, pd.DataFrame(), [], POLICY)
-    return verdict_json.document(
-        name="t",
-        baseline="A",
-        groups=("A", "B"),
-        labels={},
-        alpha=0.002,
-        default_pct=5.0,
-        timing_rows=timing,
-        numerics_rows=pd.DataFrame(),
-        beyond_tolerance=pd.DataFrame(),
-        autotuning=pd.DataFrame(),
-        result=gate,
-        rounds={"A": 7, "B": 7},
-    )
+    view = View("t", "A", ("A", "B"), {}, 5.0, 0.002, 7, "")
+    empty = pd.DataFrame()
+    return verdict_json.document(view, Analysis(empty, timing, empty, empty, empty, gate, {}, {}))
 
 
 def test_noisy_measurements_and_rows_are_counted_for_the_warning_at_the_top():

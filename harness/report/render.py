@@ -47,23 +47,7 @@ def render(
         jsonio.write_text_atomic(out_dir / "per_torch.csv", analysis.per_torch.to_csv())
     jsonio.write_text_atomic(out_dir / "summary.md", digest.summary(view, analysis, sources))
     jsonio.write_text_atomic(out_dir / "junit.xml", digest.junit(view, analysis))
-    verdict = verdict_json.document(
-        name=view.name,
-        baseline=view.baseline,
-        groups=view.groups,
-        labels=view.labels,
-        alpha=view.alpha,
-        default_pct=view.default_pct,
-        timing_rows=analysis.timing,
-        numerics_rows=analysis.numerics,
-        beyond_tolerance=analysis.beyond_tolerance,
-        autotuning=analysis.autotuning,
-        result=analysis.gate,
-        rounds={g: sum(d["status"] == "ok" for d, _ in e) for g, e in analysis.docs.items()},
-        series=analysis.series.to_json() if analysis.series is not None else None,
-        families=families.to_json(analysis.families),
-        per_torch=analysis.per_torch.to_json() if analysis.per_torch is not None else None,
-    )
+    verdict = verdict_json.document(view, analysis)
     problems = schemas.problems("verdict", verdict, "verdict.json")
     if problems:  # our own output must hold to our own schema; a bug here must not pass silently
         raise ValueError(

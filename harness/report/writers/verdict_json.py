@@ -3,38 +3,29 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
 
 from harness.report.analysis import stats
-from harness.report.analysis.release_gate import Gate
+from harness.report.analysis.families import to_json as families_json
+from harness.report.analysis.model import Analysis, View
 
 VERDICT_SCHEMA_VERSION = 1
 
 
-def document(
-    *,
-    name: str,
-    baseline: str,
-    groups: Sequence[str],
-    labels: dict[str, str],
-    alpha: float,
-    default_pct: float,
-    timing_rows: pd.DataFrame,
-    numerics_rows: pd.DataFrame,
-    beyond_tolerance: pd.DataFrame,
-    autotuning: pd.DataFrame,
-    result: Gate,
-    rounds: dict[str, int],
-    series: dict[str, Any] | None = None,
-    families: list[dict[str, Any]] | None = None,
-    per_torch: list[dict[str, Any]] | None = None,
-) -> dict[str, Any]:
-    """The machine-readable verdict (schemas/verdict.schema.json); ``families``: each candidate against the
-    baseline, summed up by family (``report.families``); ``per_torch``: each torch build's cuDNN sources
-    against that build's cell with the baseline's source (``report.per_torch``)."""
+def document(view: View, analysis: Analysis) -> dict[str, Any]:
+    """The machine-readable verdict (schemas/verdict.schema.json) of ``analysis``: the gate, every judged
+    row, and where the analysis has them the release axis (``series``), each candidate against the
+    baseline summed up by family (``families``), and each torch build's cuDNN sources against that build's
+    cell with the baseline's source (``per_torch``)."""
+    name, baseline, groups, labels = view.name, view.baseline, view.groups, view.labels
+    alpha, default_pct, result = view.alpha, view.default_pct, analysis.gate
+    timing_rows = analysis.timing
+    rounds = {g: sum(d["status"] == "ok" for d, _ in e) for g, e in analysis.docs.items()}
+    series = analysis.series.to_json() if analysis.series is not None else None
+    families = families_json(analysis.families)
+    per_torch = analysis.per_torch.to_json() if analysis.per_torch is not None else None
     return {
         **({"series": series} if series is not None else {}),
         **({"families": families} if families else {}),
@@ -65,9 +56,9 @@ def document(
         "comparisons": _records(
             timing_rows[timing_rows["verdict"].notna()] if not timing_rows.empty else timing_rows
         ),
-        "numerics": _records(numerics_rows),
-        "beyond_tolerance": _records(beyond_tolerance),
-        "autotuning": _records(autotuning),
+        "numerics": _records(analysis.numerics),
+        "beyond_tolerance": _records(analysis.beyond_tolerance),
+        "autotuning": _records(analysis.autotuning),
     }
 
 
