@@ -74,7 +74,7 @@ def test_help_and_every_commands_help_load_no_heavy_library():
     # the parser is built and every help printed in one fresh interpreter; then what did it import?
     script = f"""
 import contextlib, io, sys
-from harness import cli
+from harness.cli import main as cli
 for command in [[], *([c] for c in {COMMANDS!r})]:
     with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
         cli.main([*command, "--help"])

@@ -191,7 +191,7 @@ def test_a_header_that_is_a_fifo_or_a_device_is_not_read(tmp_path, header):
     else:
         (include / "cudnn_version.h").symlink_to(header)
     done = _unblocking(
-        "from pathlib import Path; from harness.environments import cudnn_releases as c; "
+        "from pathlib import Path; from harness.backends.local import cudnn_releases as c; "
         f"print(c.header_version(Path({str(lib)!r})))"
     )
     assert done.returncode == 0 and done.stdout.strip() == "None", done.stderr[-2000:]
@@ -203,7 +203,7 @@ def test_a_library_that_is_a_fifo_is_never_loaded(tmp_path):
     os.mkfifo(lib / "libcudnn.so.9")  # no header beside it: the library itself would be asked its version
     started = time.monotonic()
     done = _unblocking(
-        "from pathlib import Path; from harness.backends import cudnn_dirs; "
+        "from pathlib import Path; from harness.backends.local import cudnn_dirs; "
         f"print(cudnn_dirs.read_install(Path({str(lib)!r})))"
     )
     assert done.returncode == 0 and done.stdout.strip() == "None", done.stderr[-2000:]
@@ -228,7 +228,8 @@ def test_a_fifo_in_a_release_folder_is_never_read_and_the_release_is_installed_a
         header.unlink()
         os.mkfifo(header)
     done = _unblocking(
-        "from pathlib import Path; from harness.environments import cudnn_releases as c, packages as p; "
+        "from pathlib import Path; from harness.backends.local import cudnn_releases as c; "
+        "from harness.backends import packages as p; "
         f"r = c.ensure(Path({str(root)!r}), '13', {VERSION!r}, "
         f"p.PackageSource(wheelhouse=Path({str(cudnn_wheelhouse)!r})), print); print(r.lib_dir)"
     )

@@ -31,17 +31,15 @@ def report(args: argparse.Namespace, out: Output) -> int:
 def compare(args: argparse.Namespace, out: Output) -> int:
     from harness.report import pipeline as folders
 
-    pairs = folders.compare(
+    asked = folders.CompareRequest(
         args.a,
         args.b,
         args.only,
         (args.cell_a or args.cell, args.cell_b or args.cell),
         args.threshold_pct,
         args.alpha,
-        policy(args),
-        args.out,
-        out.warn,
-    ).pairs
+    )
+    pairs = folders.compare(asked, policy(args), args.out, out.warn).pairs
     # CSV and JSON are read by programs: their rows (every cell's in one table) alone go to stdout
     machine = args.format in ("csv", "json")
     summary = sys.stderr if machine else sys.stdout

@@ -238,66 +238,36 @@ class Comparison:
     differences: tuple[str, ...]  # what the sides were made with that differs (matrices, suite settings)
 
 
-def compare(
-    a: Path,
-    b: Path,
-    only: str | None,
-    cells: tuple[str | None, str | None],
-    threshold_pct: float | None,
-    alpha: float | None,
-    policy: Policy,
-    out: Path | None,
-    warn: Say,
-) -> Comparison:
-    """Two runs (result files or folders, shards in subfolders too) side by side: A is the baseline.
+@dataclass(frozen=True)
+class CompareRequest:
+    """What a ``compare`` asks: run A (the baseline) against run B, each result files or folders (shards in
+    subfolders too); ``only`` narrows each side's files; ``cells`` (text in a cell id, per side) picks one
+    cell on each side; ``threshold_pct`` and ``alpha``, where given, judge the rows instead of the sides'
+    plans."""
 
-    A side's cells are never pooled: ``cells`` (text in a cell id, per side) picks one on each side, or
-    folders holding the same cells are compared cell by cell (each into ``out``/<cell id>). The rows are
-    judged at ``threshold_pct`` and ``alpha`` where given, else as the sides' plans say
-    (``sides.thresholds``)."""
-    paths = {"A": a, "B": b}
+    a: Path
+    b: Path
+    only: str | None = None
+    cells: tuple[str | None, str | None] = (None, None)
+    threshold_pct: float | None = None
+    alpha: float | None = None
+
+
+def compare(asked: CompareRequest, policy: Policy, out: Path | None, warn: Say) -> Comparison:
+    """Two runs side by side: A is the baseline.
+
+    A side's cells are never pooled: ``asked.cells`` picks one on each side, or folders holding the same
+    cells are compared cell by cell (each into ``out``/<cell id>). The rows are judged at the threshold
+    and alpha asked for, else as the sides' plans say (``sides.thresholds``)."""
+    paths = {"A": asked.a, "B": asked.b}
     if out:
         jsonio.output_folder(out, "out")
-    found = {side: _side_files(path, side, only) for side, path in paths.items()}
-    both = {p.resolve() for p in found["A"]} & {p.resolve() for p in found["B"]}
-    if both:
-        raise InputError(
-            [
-                Problem(
-                    str(min(both)),
-                    "B",
-                    f"is also in A ({len(both)} files are on both sides); a run "
-                    "compared with itself shows no change by construction: compare two runs",
-                )
-            ]
-        )
-    docs, files, side_of = [], [], {}
-    for side, side_paths in found.items():
-        for path in side_paths:
-            document, problems = documents.check(path)
-            if document is None:  # an ad-hoc compare moves nothing: it refuses instead of quarantining
-                raise InputError(problems)
-            docs.append(document)
-            files.append(str(path))
-            side_of[str(path)] = side
-    loaded = documents.unique(docs, files)
-    for copy in loaded.duplicates:
-        if side_of[copy.name] != side_of[copy.same_as]:
-            raise InputError(
-                [
-                    Problem(
-                        copy.name,
-                        side_of[copy.name],
-                        f"is the same run as {copy.same_as}; a run "
-                        "compared with itself shows no change by construction: compare two runs",
-                    )
-                ]
-            )
+    loaded, side_of = _load_sides(paths, asked.only)
     entries = {
         file: sides.Entry(side_of[file], doc["cell"]["id"], doc)
         for doc, file in zip(loaded.documents, loaded.files, strict=True)
     }
-    pairs = sides.pairs(entries, paths, dict(zip(sides.SIDES, cells, strict=True)))
+    pairs = sides.pairs(entries, paths, dict(zip(sides.SIDES, asked.cells, strict=True)))
     compared = {("A", cell_a) for cell_a, _ in pairs} | {("B", cell_b) for _, cell_b in pairs}
     kept = {f: e for f, e in entries.items() if (e.side, e.cell) in compared}
     # the suite, GPU and driver agree across everything compared; torch and cuDNN within each side's cell
@@ -305,7 +275,7 @@ def compare(
         list(paths.values()), _subset(loaded, kept), warn, {f: f"{e.side} {e.cell}" for f, e in kept.items()}
     )
     differences = tuple(sides.differences(kept, paths))
-    judged = sides.thresholds(kept, paths, threshold_pct, alpha)
+    judged = sides.thresholds(kept, paths, asked.threshold_pct, asked.alpha)
     for line in differences:
         warn(f"note: {line}")
     done = []
@@ -342,6 +312,47 @@ def compare(
                 rendered = _written(view, analysis, part, where, list(paths.values()))
             done.append(Pair(cell_a, cell_b, Report(analysis, part, rendered)))
     return Comparison(tuple(done), differences)
+
+
+def _load_sides(paths: dict[str, Path], only: str | None) -> tuple[documents.LoadedResults, dict[str, str]]:
+    """Both sides' results, each checked (an ad-hoc compare moves nothing: it refuses instead of
+    quarantining), and the side each file is on; a file or a run on both sides is refused."""
+    found = {side: _side_files(path, side, only) for side, path in paths.items()}
+    both = {p.resolve() for p in found["A"]} & {p.resolve() for p in found["B"]}
+    if both:
+        raise InputError(
+            [
+                Problem(
+                    str(min(both)),
+                    "B",
+                    f"is also in A ({len(both)} files are on both sides); a run "
+                    "compared with itself shows no change by construction: compare two runs",
+                )
+            ]
+        )
+    docs, files, side_of = [], [], {}
+    for side, side_paths in found.items():
+        for path in side_paths:
+            document, problems = documents.check(path)
+            if document is None:
+                raise InputError(problems)
+            docs.append(document)
+            files.append(str(path))
+            side_of[str(path)] = side
+    loaded = documents.unique(docs, files)
+    for copy in loaded.duplicates:
+        if side_of[copy.name] != side_of[copy.same_as]:
+            raise InputError(
+                [
+                    Problem(
+                        copy.name,
+                        side_of[copy.name],
+                        f"is the same run as {copy.same_as}; a run "
+                        "compared with itself shows no change by construction: compare two runs",
+                    )
+                ]
+            )
+    return loaded, side_of
 
 
 def _subset(loaded: documents.LoadedResults, files: Mapping[str, object]) -> documents.LoadedResults:

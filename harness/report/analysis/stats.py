@@ -151,7 +151,7 @@ def judge(
         )
     else:
         verdict = "inconclusive"
-        reason = _why_inconclusive(ratio, low, high, p, alpha, threshold_pct, len(a), len(b), basis)
+        reason = _why_inconclusive(ratio, (low, high), p, alpha, threshold_pct, (len(a), len(b)), basis)
     return Comparison(verdict, ratio, low, high, p, basis, reason, center_a=center_a, center_b=center_b)
 
 
@@ -218,20 +218,21 @@ def _welch(a: Samples, b: Samples, threshold_pct: float, alpha: float) -> Compar
 
 def _why_inconclusive(
     ratio: float,
-    low: float,
-    high: float,
+    interval: tuple[float, float],
     p: float | None,
     alpha: float,
     pct: float,
-    n_a: int,
-    n_b: int,
+    sizes: tuple[int, int],
     basis: str,
 ) -> str:
-    interval = f"{CONFIDENCE:.0%} interval [{low:.3f}, {high:.3f}] reaches beyond the {pct:g}% threshold"
+    """Why a row is neither slower, faster nor the same: ``interval`` (low, high) of the ratio, ``sizes`` the
+    number of values on each side."""
+    (low, high), (n_a, n_b) = interval, sizes
+    told = f"{CONFIDENCE:.0%} interval [{low:.3f}, {high:.3f}] reaches beyond the {pct:g}% threshold"
     if p is None:
-        return f"{interval}; no test possible with {n_a}+{n_b} values"
+        return f"{told}; no test possible with {n_a}+{n_b} values"
     if 1 / (1 + pct / 100) < ratio < 1 + pct / 100:
-        return f"ratio {ratio:.3f} is inside the threshold, but the {interval}; more rounds narrow it"
+        return f"ratio {ratio:.3f} is inside the threshold, but the {told}; more rounds narrow it"
     if basis == "rounds" and smallest_p(n_a, n_b) >= alpha:
         return (
             f"ratio {ratio:.3f}, p={p:.2g}: with {n_a}+{n_b} rounds the smallest attainable p is "
