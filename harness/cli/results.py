@@ -95,10 +95,7 @@ def repro(args: argparse.Namespace, out: Output) -> int:
         written = repro.write(
             plan,
             args.results,
-            args.workload,
-            args.dtype,
-            args.candidate,
-            args.knobs,
+            repro.RowAsked(args.workload, args.dtype, args.candidate, args.knobs),
             where,
             Policy(GATE_EXIT),
             requests.build_options(args),

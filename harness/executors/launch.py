@@ -71,8 +71,7 @@ def run(
         say,
         cells=cells,
         mode=request.mode,
-        gpus=gpus,
-        exclusive=exclusive,
+        gpus=pool.Gpus(gpus, exclusive),
         tick=tick,
         rounds=rounds,
     )

@@ -50,22 +50,31 @@ class Written:
     title: str
 
 
+@dataclass(frozen=True)
+class RowAsked:
+    """Which report row to reproduce: its workload and dtype, and where the report has several such rows,
+    the candidate cell and the knobs that pick one."""
+
+    workload: str
+    dtype: str
+    candidate: str | None = None
+    knobs: str | None = None
+
+
 def write(
     plan: Plan,
     dirs: list[Path],
-    workload: str,
-    dtype: str,
-    candidate: str | None,
-    knobs: str | None,
+    asked: RowAsked,
     out: Path,
     policy: Policy,
     options: dockerfile.BuildOptions | None = None,
 ) -> Written:
-    """The reproducer of the row (``candidate`` cell, ``workload``, ``dtype``, ``knobs``) into ``out``."""
+    """The reproducer of the ``asked`` row into ``out``."""
+    workload, dtype = asked.workload, asked.dtype
     loaded = documents.load_many(dirs)
     view = View.from_plan(plan)
     analysis = analyze(view, loaded, policy)
-    row = _the_row(analysis.timing, view, workload, dtype, candidate, knobs)
+    row = _the_row(analysis.timing, view, workload, dtype, asked.candidate, asked.knobs)
     cells = {c.id: c for c in plan.cells}
     sides = {"baseline": view.baseline, "candidate": str(row["group"])}
     docs = {side: _first_ok(analysis.docs.get(group, []), group) for side, group in sides.items()}
