@@ -25,7 +25,7 @@ from harness.backends.docker import dockerfile as images
 from harness.errors import InputError
 from harness.results import folder
 from harness.workflows import repro
-from tests import test_hostile_artifacts as artifacts
+from tests.hostile import test_hostile_artifacts as artifacts
 from tests.conftest import GPU_LOCAL_ROUNDS, run_cli, untouched
 
 fake_slurm = artifacts.fake_slurm  # stub sbatch, squeue, scontrol and scancel first on PATH
