@@ -25,8 +25,8 @@ from harness.backends.docker import dockerfile as images
 from harness.errors import InputError
 from harness.results import folder
 from harness.workflows import repro
-from tests.hostile import test_hostile_artifacts as artifacts
 from tests.conftest import GPU_LOCAL_ROUNDS, run_cli, untouched
+from tests.hostile import test_hostile_artifacts as artifacts
 
 fake_slurm = artifacts.fake_slurm  # stub sbatch, squeue, scontrol and scancel first on PATH
 
