@@ -24,8 +24,9 @@ from pathlib import Path
 
 import docker
 
-from harness import images
+import harness
 from harness.backends import registry
+from harness.backends.docker import dockerfile as images
 from harness.plan import matrix
 
 MATRIX = """
@@ -96,7 +97,7 @@ def main() -> None:
     print(f"cold build, 2 cells:            {cold:7.1f} s")
     print(f"warm rebuild, nothing changed:  {warm:7.1f} s   (cold / warm = {cold / warm:.0f}x)")
 
-    env_dir = str(Path(images.__file__).resolve().parent.parent)
+    env_dir = str(Path(harness.__file__).resolve().parent.parent)
     local, container = [], []
     for _ in range(args.repeat):
         start = time.monotonic()

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness import jsonio
-from harness.report import run_sections
+from harness.report.sections import run_sections
 from harness.suite import host
 from tests.conftest import REPO, run_cli
 

@@ -111,8 +111,8 @@ def test_an_image_removed_after_its_build_is_built_again(engine, base_image, whe
             "baseline: {cudnn: bundled}", "baseline: {cudnn: disabled}"
         )
     )
-    from harness.backends.docker import DockerBackend
-    from harness.images import BuildOptions
+    from harness.backends.docker.backend import DockerBackend
+    from harness.backends.docker.dockerfile import BuildOptions
     from harness.plan.matrix import load
 
     plan = load(matrix)

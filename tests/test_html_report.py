@@ -18,8 +18,9 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
-from harness.report import html, plots
-from harness.report.model import Analysis, Document, Section, Value, View
+from harness.report.analysis.model import Analysis, View
+from harness.report.writers import html, plots
+from harness.report.writers.document import Document, Section, Value
 from tests.conftest import REPO, run_cli
 
 CHROMEDRIVER = shutil.which("chromedriver")

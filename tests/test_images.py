@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import images
+from harness.backends.docker import dockerfile as images
 from harness.errors import InputError
 from harness.plan.model import Cell, CudnnSource
 from tests.conftest import run_cli
@@ -31,7 +31,7 @@ def test_bundled_cell_uses_the_nvidia_base_of_its_cuda_variant_and_pytorchs_inde
     assert "COPY --from=torch /opt/venv /opt/venv" in final_stage(text)
     assert "USER 10001:10001" in final_stage(text)
     assert "cudnn" not in final_stage(text).lower().replace("cudnn-harness", "")
-    assert rendered.expect_cudnn == {"source": "bundled"}
+    assert rendered.expect_cudnn.to_json() == {"source": "bundled"}
 
 
 def test_wheel_cell_replaces_the_pinned_wheel_in_its_own_layers():
@@ -52,7 +52,11 @@ def test_system_cell_installs_the_apt_package_and_removes_the_wheels_copy():
     final = final_stage(text)
     assert "rm -rf /opt/venv/lib/python3.12/site-packages/nvidia/cudnn" in final
     assert "COPY --from=cudnn /opt/cudnn/lib/ /opt/cudnn/lib/" in final and "ldconfig" in final
-    assert rendered.expect_cudnn == {"source": "system", "lib_dir": "/opt/cudnn/lib", "version": "9.14.0.64"}
+    assert rendered.expect_cudnn.to_json() == {
+        "source": "system",
+        "lib_dir": "/opt/cudnn/lib",
+        "version": "9.14.0.64",
+    }
 
 
 def test_cells_sharing_a_torch_build_render_identical_torch_stages():
@@ -185,7 +189,7 @@ def test_a_plain_version_installs_pypis_build_from_the_wheelhouse_offline(tmp_pa
         assert '--no-index --find-links /tmp/harness-build/wheelhouse "torch==2.11.0"\n' in text
         assert "download.pytorch.org" not in text and "index-url" not in text
         assert rendered.context[f"wheelhouse/{PYPI_TORCH}"] == tmp_path / PYPI_TORCH
-        assert rendered.expect_cudnn == {"source": kind}
+        assert rendered.expect_cudnn.to_json() == {"source": kind}
 
 
 def test_a_plain_version_without_a_wheelhouse_comes_from_pypi_or_the_index_given():

@@ -7,13 +7,14 @@ import json
 import shutil
 from pathlib import Path
 
-from harness import jsonio, qualify
-from harness.backends import gpu_access
+from harness import jsonio
+from harness.backends.docker import gpu_access
 from harness.executors.runs import CellOutcome
 from harness.plan.axes import CudnnSource
 from harness.plan.model import Cell, Plan
-from harness.report.folders import Undecided
+from harness.report.pipeline import Undecided
 from harness.suite.settings import SuiteSettings
+from harness.workflows import qualify
 from tests.conftest import REPO
 
 BASE, OTHER = Cell("installed", CudnnSource("bundled")), Cell("installed", CudnnSource("disabled"))

@@ -16,8 +16,9 @@ import pandas as pd
 import pytest
 
 from harness import jsonio, schemas
-from harness.report import markdown, model, run_sections
-from harness.report.model import Analysis, View
+from harness.report.analysis.model import Analysis, View
+from harness.report.sections import run_sections
+from harness.report.writers import document, markdown
 from harness.results import documents
 from tests.conftest import GPU_REPORT, REPO, run_cli
 
@@ -212,7 +213,7 @@ def test_one_round_per_side_gives_numbers_but_no_verdict(tmp_path):
 
 
 def test_a_number_links_to_the_lower_median_file_and_ties_go_to_the_first_file_by_name():
-    from harness.report.frames import lower_median_row
+    from harness.report.analysis.frames import lower_median_row
 
     rows = pd.DataFrame({"median_s": [2.0, 1.0, 1.0, 3.0], "file": ["d", "c", "b", "a"]})
     for order in ([0, 1, 2, 3], [3, 2, 1, 0], [2, 0, 3, 1]):  # the order files were read in does not matter
@@ -223,7 +224,7 @@ def test_a_number_links_to_the_lower_median_file_and_ties_go_to_the_first_file_b
 
 def test_table_cells_can_never_break_a_markdown_table():
     text = markdown.table(
-        [["a|b", "line\nbreak", None, model.Value("x|y", href="f (1).json")]], ["h|1", "h2", "h3", "h4"]
+        [["a|b", "line\nbreak", None, document.Value("x|y", href="f (1).json")]], ["h|1", "h2", "h3", "h4"]
     )
     header, _rule, row = text.splitlines()
     assert row.count("|") - row.count("\\|") == header.count("|") - header.count("\\|") == 5

@@ -187,7 +187,7 @@ def test_an_array_left_by_a_killed_run_is_not_swept_from_under_it(cluster, tmp_p
 
 def test_a_slurm_controller_that_does_not_answer_stops_the_run_with_a_message(tmp_path, monkeypatch):
     from harness.errors import BackendUnavailable
-    from harness.executors import slurm
+    from harness.executors.slurm import array as slurm
 
     hanging = tmp_path / "bin" / "squeue"  # a real process that never answers, first on PATH
     hanging.parent.mkdir()

@@ -147,7 +147,7 @@ def test_plan_says_a_bare_torch_version_is_a_cuda_build_on_a_host_without_a_gpu(
 
 def test_an_installer_that_runs_for_minutes_says_so_as_it_goes(tmp_path, monkeypatch):
     # issue 41 item 5: building an environment of torch and its CUDA wheels printed nothing for minutes
-    from harness.environments import packages
+    from harness.backends import packages
 
     monkeypatch.setattr(packages, "HEARTBEAT_S", 0.3)
     # nothing printed after the line the heartbeats quote: a heartbeat between a later line and the exit would
@@ -171,7 +171,7 @@ def test_an_installer_that_runs_for_minutes_says_so_as_it_goes(tmp_path, monkeyp
 
 def test_an_installer_never_outlives_the_harness(tmp_path, monkeypatch):
     # Ctrl-C (or a console gone) while an installer runs: it is killed, not left writing into the cache
-    from harness.environments import packages
+    from harness.backends import packages
 
     monkeypatch.setattr(packages, "HEARTBEAT_S", 0.2)
     pid_file = tmp_path / "pid"

@@ -17,7 +17,7 @@ from typing import Any
 from harness import suite_listing
 from harness.backends import rules
 from harness.backends.base import Backend
-from harness.images import BuildOptions
+from harness.backends.docker.dockerfile import BuildOptions
 from harness.plan.model import Cell, CellProblem, Plan
 from harness.suite.document import Identity
 
@@ -87,8 +87,8 @@ class Kind:
 
 
 def _local(settings: Settings, progress: Progress | None) -> Backend:
-    from harness.backends.local import LocalBackend
-    from harness.environments.packages import PackageSource
+    from harness.backends.local.backend import LocalBackend
+    from harness.backends.packages import PackageSource
 
     source = PackageSource(settings.build.index_url, settings.build.wheelhouse)
     return LocalBackend(settings.python, timeout_s=settings.timeout_s, progress=progress, source=source)
@@ -100,7 +100,7 @@ def _local_identity(settings: Settings, plan: Plan) -> IdentityOf:
 
 
 def _docker(settings: Settings, progress: Progress | None) -> Backend:
-    from harness.backends.docker import DockerBackend
+    from harness.backends.docker.backend import DockerBackend
 
     return DockerBackend(
         settings.build,
@@ -113,8 +113,8 @@ def _docker(settings: Settings, progress: Progress | None) -> Backend:
 
 
 def _docker_identity(settings: Settings, plan: Plan) -> IdentityOf:
-    from harness import images
-    from harness.backends.docker import image_identity
+    from harness.backends.docker import dockerfile as images
+    from harness.backends.docker.backend import image_identity
 
     version = suite_listing.listing()["suite_version"]
     return lambda cell: image_identity(

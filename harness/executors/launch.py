@@ -71,8 +71,7 @@ def run(
         say,
         cells=cells,
         mode=request.mode,
-        gpus=gpus,
-        exclusive=exclusive,
+        gpus=pool.Gpus(gpus, exclusive),
         tick=tick,
         rounds=rounds,
     )
@@ -106,7 +105,8 @@ def _submit(
     plan: Plan, request: RunRequest, say: Callable[[str], None], rounds: range | None
 ) -> list[CellOutcome]:
     """Submit the runs to Slurm as one array job; each task runs the matrix's backend on its node."""
-    from harness.executors import slurm, slurm_request
+    from harness.executors.slurm import array as slurm
+    from harness.executors.slurm import request as slurm_request
 
     assert request.slurm is not None
     if request.gpus is not None:

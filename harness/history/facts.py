@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from harness.report.frames import (
+from harness.report.analysis.frames import (
     IMPLEMENTATION_PREFIXES,
     cell_label,
     comparability_key,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from harness.history.facts import Context, Row
 from harness.history.versions import version_key
-from harness.report.families import family_of
+from harness.report.analysis.families import family_of
 from harness.site import names
 from harness.site.data import RunInfo
 from harness.site.markup import link, page, ratio, table, text

@@ -21,7 +21,7 @@ from typing import Any
 from harness.history.facts import Context
 from harness.history.versions import version_key
 from harness.plan.model import DEFAULT_ALPHA, DEFAULT_REGRESSION_PCT
-from harness.report import stats
+from harness.report.analysis import stats
 from harness.site.data import Point
 
 CHANGED = ("slower", "faster", "failed")
