@@ -12,6 +12,8 @@ import pytest
 from harness.results import documents
 from tests.conftest import REPO, run_cli
 
+pytestmark = pytest.mark.slow  # each renders or reloads committed GPU results: seconds each
+
 ATLAS = REPO / "reports" / "release-atlas"
 T215 = REPO / "reports" / "torch-axis-h100" / "t215"
 DOCKER = REPO / "reports" / "torch-build-docker"

@@ -246,7 +246,8 @@ def test_a_damaged_plan_file_is_bad_input_not_a_traceback(tmp_path):
 
 @pytest.mark.slow
 def test_the_atlas_results_are_valid_and_loaded_exactly_the_cudnn_they_asked_for():
-    # every PyPI release from 9.19.1.2 to 9.28.1.4 that a committed atlas lease loaded, each through the shadow
+    # every PyPI release from 9.19.1.2 to 9.28.1.4 that a committed atlas lease loaded, each through the
+    # shadow
     paths = sorted(ATLAS.glob("*/torch*.json.gz"))
     releases = set()
     for path in paths:
@@ -273,6 +274,7 @@ def test_the_atlas_results_are_valid_and_loaded_exactly_the_cudnn_they_asked_for
 MULTI = REPO / "reports" / "gpu-multi"
 
 
+@pytest.mark.slow
 def test_runs_on_several_gpus_went_concurrently_one_gpu_each():
     # reports/release-atlas: 4 cells x 3 rounds with --gpus 0,1,2,3 on a 4-GPU H200 host
     runs = sorted((ATLAS / "results").glob("*.r*.json.gz"))
