@@ -39,7 +39,7 @@ from harness.backends.local import cache, cudnn_dirs, cudnn_releases, venvs
 from harness.errors import InputError
 from harness.plan import matrix
 from harness.plan.model import Cell, Plan
-from harness.results import documents, folder
+from harness.results import documents, folder, validity
 from harness.suite.summary import summarize
 from harness.workflows.bisect import bisect
 from tests.conftest import GPU_LOCAL_ROUNDS, HOSTILE_MATRIX, REPO, harness_env, run_cli, untouched
@@ -493,7 +493,7 @@ def reused(tmp_path: Path, plan: Plan, real: dict, forge=None) -> Path:
             doc["cell"] = folder.cell_record(cell)
             doc["run"]["round"] = round_index
             for key in ("started_at", "finished_at"):
-                doc[key] = (documents.instant(doc[key]) + dt.timedelta(minutes=round_index)).isoformat()
+                doc[key] = (validity.instant(doc[key]) + dt.timedelta(minutes=round_index)).isoformat()
             doc["cudnn"]["runtime_version"] = ".".join(str(cell.cudnn.value).split(".")[:3])
             if forge is not None:
                 forge(doc, str(cell.cudnn.value))
@@ -604,7 +604,7 @@ def first_windowed(doc: dict) -> tuple[int, dict]:
 
 def test_a_cpu_run_that_says_it_was_not_busy_under_a_load_above_its_cores_is_refused(tmp_path, cpu_result):
     doc = copy.deepcopy(cpu_result)
-    assert documents.problems(doc, "real") == []
+    assert validity.problems(doc, "real") == []
     doc["host"].update(busy=False, why="", load_start=doc["host"]["cores"] * 8.0)
     assert "host.busy: is false, but the run recorded a load of" in refused(tmp_path, doc)
 
