@@ -27,6 +27,7 @@ from harness.plan.model import (
     Cell,
     CellProblem,
     Plan,
+    checked_section,
 )
 from harness.suite.settings import SuiteSettings
 
@@ -155,8 +156,8 @@ def _plan(data: dict[str, Any], cells: list[Cell], backend: str, path: Path) -> 
         source=str(path),
         rounds=int(data.get("rounds", DEFAULT_ROUNDS)),
         alpha=float(thresholds.get("alpha", DEFAULT_ALPHA)),
-        slurm=dict(data.get("slurm", {})),
-        docker=dict(data.get("docker", {})),
+        slurm=checked_section(data, "slurm"),
+        docker=checked_section(data, "docker"),
     )
 
 

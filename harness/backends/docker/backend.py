@@ -24,7 +24,7 @@ from harness.backends.docker.containers import Containers
 from harness.backends.docker.images import Build, CellImages, expected_cudnn
 from harness.backends.records import failed_result
 from harness.plan.model import Cell, Plan
-from harness.results import folder, resume
+from harness.results import folder
 from harness.suite.document import GpuAccessMode, Identity, ResultDocument, RunRecord, SuiteResult
 
 with contextlib.suppress(ImportError):  # no docker SDK: docker_engine.connect refuses first
@@ -217,6 +217,6 @@ def image_identity(suite_version: str, plan: Plan, reference: str) -> Identity:
     """What a kept docker result must have been made with (the Slurm backend asks it without an engine)."""
     return {
         "suite_version": suite_version,
-        "suite_settings_sha256": resume.suite_settings_sha256(plan),
+        "suite_settings_sha256": plan.suite_settings_sha256,
         "image": reference,  # its tag is the hash of its inputs
     }

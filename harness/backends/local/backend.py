@@ -33,7 +33,7 @@ from harness.backends.records import failed_result, read_suite_result
 from harness.errors import BackendUnavailable, InputError, bounded
 from harness.plan.axes import CudnnExpectation
 from harness.plan.model import Cell, Plan
-from harness.results import folder, resume
+from harness.results import folder
 from harness.suite import lifeline
 from harness.suite.document import Identity, RunRecord
 
@@ -124,7 +124,7 @@ class LocalBackend:
         identity: Identity = {
             "suite_version": self.suite_version,
             "suite_source_sha256": self._interpreter["suite_source"],
-            "suite_settings_sha256": resume.suite_settings_sha256(plan),
+            "suite_settings_sha256": plan.suite_settings_sha256,
             "python": self.python,
             "torch": self._interpreter["torch_version"] or "none",  # a result's identity holds text alone
         }
