@@ -21,6 +21,7 @@ from harness import jsonio, schemas
 from harness.backends import packages, registry
 from harness.backends.docker import dockerfile
 from harness.backends.local import cache, cudnn_dirs, venvs
+from harness.backends.packages import PackageSource
 from harness.cli.requests import flagged
 from harness.errors import InputError
 from harness.executors import launch
@@ -797,7 +798,9 @@ def test_an_image_torch_takes_a_cudnn_wheel_from_the_wheelhouse(tmp_path):
     for name in (CUDNN_WHEEL, "nvidia_cudnn_cu13-9.19.0.56-py3-none-manylinux_2_27_x86_64.whl"):
         (wheels / name).write_bytes(b"PK not read by render")
     (wheels / "torch-2.11.0+cu130-cp312-cp312-linux_x86_64.whl").write_bytes(b"PK")
-    rendered = dockerfile.render(image_wheel_cell(), dockerfile.BuildOptions(wheelhouse=wheels))
+    rendered = dockerfile.render(
+        image_wheel_cell(), dockerfile.BuildOptions(PackageSource(wheelhouse=wheels))
+    )
     copied = {k: v for k, v in rendered.context.items() if not k.startswith("harness/")}
     assert copied == {f"cudnn-wheel/{CUDNN_WHEEL}": wheels / CUDNN_WHEEL}
     text = rendered.dockerfile
@@ -810,7 +813,9 @@ def test_an_image_torch_takes_a_cudnn_wheel_from_the_wheelhouse(tmp_path):
     assert rendered.expect_cudnn.to_json() == {"source": "wheel", "version": "9.18.1.3"}
 
     with pytest.raises(InputError) as caught:
-        dockerfile.render(image_wheel_cell("9.17.0.1"), dockerfile.BuildOptions(wheelhouse=wheels))
+        dockerfile.render(
+            image_wheel_cell("9.17.0.1"), dockerfile.BuildOptions(PackageSource(wheelhouse=wheels))
+        )
     (problem,) = caught.value.problems
     # the library names the setting; the command line says it as --wheelhouse (argument_values.flagged)
     assert problem.field == problem.setting == "wheelhouse" and "9.17.0.1" in problem.message
@@ -834,7 +839,7 @@ def test_an_image_torch_without_a_wheelhouse_downloads_the_release_with_the_imag
 def test_an_index_url_other_cells_refuse_is_refused_for_an_image_torch_wheel_too():
     """--index-url reaches a RUN line unquoted: a value with a line break would end that line. A
     concrete torch's image refuses it; torch: image with {wheel: X} must too."""
-    options = dockerfile.BuildOptions(index_url="https://pypi.example/simple\n")
+    options = dockerfile.BuildOptions(PackageSource(index_url="https://pypi.example/simple\n"))
     with pytest.raises(InputError, match="is not a plain http"):
         dockerfile.render(Cell("2.11.0+cu130", CudnnSource("bundled"), "auto", "3.12"), options)
     with pytest.raises(InputError, match="is not a plain http"):

@@ -18,6 +18,7 @@ from harness import suite_listing
 from harness.backends import rules
 from harness.backends.base import Backend
 from harness.backends.docker.dockerfile import BuildOptions
+from harness.backends.packages import PackageSource
 from harness.plan.model import Cell, CellProblem, Plan
 from harness.suite.document import Identity
 
@@ -42,21 +43,24 @@ class Settings:
         """The settings as the Slurm tasks file holds them (``schemas/slurm-tasks.schema.json``)."""
         paths = {
             name: str(p.resolve()) if p else None
-            for name, p in (("wheelhouse", self.build.wheelhouse), ("ca_bundle", self.build.ca_bundle))
+            for name, p in (
+                ("wheelhouse", self.build.packages.wheelhouse),
+                ("ca_bundle", self.build.ca_bundle),
+            )
         }
         if self.backend == "local":  # the interpreter by name, so every node runs the one asked for
             return {
                 "backend": "local",
                 "python": self.python or sys.executable,
                 "timeout_s": self.timeout_s,
-                "build": {"index_url": self.build.index_url, "wheelhouse": paths["wheelhouse"]},
+                "build": {"index_url": self.build.packages.index_url, "wheelhouse": paths["wheelhouse"]},
             }
         return {
             "backend": self.backend,
             "timeout_s": self.timeout_s,
             "memory": self.memory,
             "gpu_access": self.gpu_access,
-            "build": {"index_url": self.build.index_url, **paths},
+            "build": {"index_url": self.build.packages.index_url, **paths},
         }
 
     @classmethod
@@ -70,8 +74,10 @@ class Settings:
             memory=raw.get("memory"),
             gpu_access=raw.get("gpu_access"),
             build=BuildOptions(
-                index_url=build.get("index_url"),
-                wheelhouse=Path(build["wheelhouse"]) if build.get("wheelhouse") else None,
+                PackageSource(
+                    index_url=build.get("index_url"),
+                    wheelhouse=Path(build["wheelhouse"]) if build.get("wheelhouse") else None,
+                ),
                 ca_bundle=Path(build["ca_bundle"]) if build.get("ca_bundle") else None,
             ),
         )
@@ -88,9 +94,8 @@ class Kind:
 
 def _local(settings: Settings, progress: Progress | None) -> Backend:
     from harness.backends.local.backend import LocalBackend
-    from harness.backends.packages import PackageSource
 
-    source = PackageSource(settings.build.index_url, settings.build.wheelhouse)
+    source = settings.build.packages
     return LocalBackend(settings.python, timeout_s=settings.timeout_s, progress=progress, source=source)
 
 

@@ -22,7 +22,7 @@ from harness.history.add import ensure_index
 from harness.history.facts import Row
 from harness.history.layout import open_history
 from harness.site import data, feed, index_page, machine, names, release_page, row_page, run_page, steps
-from harness.site.data import Catalog, RunInfo
+from harness.site.data import Catalog, StoredRun
 from harness.site.markup import CSS, SCRIPT
 
 GENERATOR = "1"  # the pages' form: a build by another generator rebuilds every page
@@ -195,7 +195,7 @@ def _summaries(catalog: Catalog, found: Mapping[Row, list[steps.Step]], writer: 
 
 
 def _releases(
-    catalog: Catalog, runs: list[RunInfo], found: Mapping[Row, list[steps.Step]]
+    catalog: Catalog, runs: list[StoredRun], found: Mapping[Row, list[steps.Step]]
 ) -> dict[tuple[str, str], release_page.ReleasePage]:
     into: dict[tuple[str, str, str], dict[str, list[tuple[Row, steps.Step]]]] = {}
     for row, row_steps in found.items():

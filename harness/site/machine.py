@@ -9,7 +9,7 @@ from typing import Any
 
 from harness.history.facts import Context, Row
 from harness.site import names
-from harness.site.data import Point, RunInfo
+from harness.site.data import Point, StoredRun
 from harness.site.steps import Step
 
 FORMAT = 1
@@ -42,7 +42,7 @@ def shard(row: Row, digest: str, points: Sequence[Point], steps: Sequence[Step])
 
 def index(
     contexts: Sequence[Context],
-    runs: Sequence[RunInfo],
+    runs: Sequence[StoredRun],
     rows: Sequence[tuple[Row, int]],
     regressions: Sequence[tuple[Row, Step]],
 ) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from harness.backends.docker import dockerfile as images
+from harness.backends.packages import PackageSource
 from harness.errors import InputError
 from harness.results import folder
 from harness.workflows import repro
@@ -107,7 +108,7 @@ def _build_inputs(tmp_path: Path) -> images.BuildOptions:
     (wheelhouse / WHEEL).write_bytes(b"a wheel\n")
     ca_bundle = tmp_path / "ca-given.pem"
     ca_bundle.write_text("a CA bundle\n")
-    return images.BuildOptions(wheelhouse=wheelhouse, ca_bundle=ca_bundle)
+    return images.BuildOptions(PackageSource(wheelhouse=wheelhouse), ca_bundle=ca_bundle)
 
 
 @pytest.mark.parametrize(
