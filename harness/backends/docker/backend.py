@@ -144,7 +144,7 @@ class DockerBackend:
             doc = failed_result(cell, plan, self.suite_version, "build", build.error, build.log_tail, started)
         else:
             try:
-                run["image"] = self.images.image_facts(build)
+                facts = self.images.image_facts(build)
             except docker.errors.ImageNotFound:  # removed since it was built: build it again, once
                 self.progress(f"image {build.image.reference} is gone from the engine; building it again")
                 del self.images.builds[cell.id]
@@ -155,13 +155,10 @@ class DockerBackend:
                     )
                     run["wall_s"] = time.monotonic() - t0
                     return FinishedRun(doc, run)
-                run["image"] = self.images.image_facts(build)
+                facts = self.images.image_facts(build)
+            run["image"] = dict(facts)
             command = suite_arguments(
-                cell,
-                plan,
-                "/results/result.json",
-                expected_cudnn(cell, build.image, run["image"]),
-                round_index,
+                cell, plan, "/results/result.json", expected_cudnn(cell, build.image, facts), round_index
             )
             doc = self._run_container(cell, plan, build.image_id or "", command, run, log_path, started, gpus)
         run["wall_s"] = time.monotonic() - t0
