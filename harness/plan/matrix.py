@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from harness import schemas
 from harness.errors import InputError, Problem
@@ -26,7 +26,9 @@ from harness.plan.model import (
     KNOBS,
     Cell,
     CellProblem,
+    DockerSection,
     Plan,
+    SlurmSection,
     checked_section,
 )
 from harness.suite.settings import SuiteSettings
@@ -35,6 +37,36 @@ from harness.suite.settings import SuiteSettings
 # already more GPU time than any qualification we run (each cell is an image and rounds of the suite).
 MAX_CELLS = 1024
 CellRules = Callable[[str, Sequence[Cell]], list[CellProblem]]
+AxisValue = str | dict[str, str]  # an axis value as a matrix writes it (``axes.AXES``: how each reads)
+
+
+class Rules(TypedDict, total=False):
+    exclude: list[dict[str, AxisValue]]  # selectors: a cell matching one is left out
+    include: list[dict[str, AxisValue]]  # cells added to the axes' product
+
+
+class ThresholdsSection(TypedDict, total=False):
+    """A matrix's ``thresholds:`` (plan.json holds every one, with its default)."""
+
+    regression_pct: float
+    per_workload: dict[str, float]
+    alpha: float
+
+
+class MatrixDocument(TypedDict, total=False):
+    """``matrix.yaml`` as its schema checked it (``schemas/matrix.schema.json``)."""
+
+    name: str
+    backend: str
+    axes: dict[str, list[AxisValue]]
+    rules: Rules
+    baseline: dict[str, AxisValue]
+    knobs: dict[str, list[bool]]
+    suite: dict[str, Any]  # SuiteSettings.from_json reads it
+    thresholds: ThresholdsSection
+    rounds: int
+    slurm: SlurmSection
+    docker: DockerSection
 
 
 def load(
@@ -53,8 +85,11 @@ def load(
     found = schemas.problems("matrix", data, source, line_of)
     if not isinstance(data, dict) or any(p.field == "" for p in found):  # nothing more can be read safely
         raise InputError(found)
-    matrix = _Matrix(data, source, line_of, found)
-    cells = _cells(data, matrix.problem, found) if "axes" in data and matrix.sound("axes", "rules") else None
+    document = cast(MatrixDocument, data)  # what the schema checked; each part read below only if sound
+    matrix = _Matrix(document, source, line_of, found)
+    cells = (
+        _cells(document, matrix.problem, found) if "axes" in data and matrix.sound("axes", "rules") else None
+    )
     if cells is not None:
         matrix.check_cells(cells, cell_rules, backend)
     if known_workloads is not None:
@@ -66,7 +101,7 @@ def load(
             found = [*found[: schemas.MAX_PROBLEMS], more]
         raise InputError(found)
     assert cells is not None  # no problem: the axes and rules were sound
-    return _plan(data, cells, backend or data.get("backend", "local"), path)
+    return _plan(document, cells, backend or document.get("backend", "local"), path)
 
 
 @dataclass
@@ -74,7 +109,7 @@ class _Matrix:
     """A matrix being checked: its data, where each value stands, and the problems found so far (which
     grow as the checks go)."""
 
-    data: dict[str, Any]
+    data: MatrixDocument
     source: str
     line_of: yamlfile.Locator
     found: list[Problem]
@@ -135,7 +170,7 @@ class _Matrix:
                     found.append(self.problem(["thresholds", "per_workload", name], message))
 
 
-def _plan(data: dict[str, Any], cells: list[Cell], backend: str, path: Path) -> Plan:
+def _plan(data: MatrixDocument, cells: list[Cell], backend: str, path: Path) -> Plan:
     """The plan of a matrix found sound."""
     thresholds = data.get("thresholds", {})
     knobs = data.get("knobs", {})
@@ -162,7 +197,7 @@ def _plan(data: dict[str, Any], cells: list[Cell], backend: str, path: Path) -> 
 
 
 def _cells(
-    data: dict[str, Any], problem: Callable[[list[Any], str], Problem], found: list[Problem]
+    data: MatrixDocument, problem: Callable[[list[Any], str], Problem], found: list[Problem]
 ) -> list[Cell] | None:
     """The axes' product with the rules applied; None where it would be too large to make (said in
     ``found``, as is every rule that does nothing)."""

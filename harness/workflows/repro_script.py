@@ -64,7 +64,7 @@ class OneProcess(TypedDict):
     median_s: float
     n: int
     timer: str
-    params: dict[str, Any]  # the workload's shape and settings, as its spec holds them
+    params: dict[str, object]  # the workload's shape and settings, as its spec holds them
     torch: str
     cudnn: int | None
     cudnn_enabled: bool

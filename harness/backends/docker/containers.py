@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from harness import jsonio
 from harness.backends.base import needs_gpu
@@ -114,7 +114,7 @@ class Containers:
             container.start()
             run["container_start_s"] = round(time.monotonic() - t_start, 3)
             container.reload()
-            run["container"] = _security_facts(container.attrs)
+            run["container"] = dict(_security_facts(container.attrs))
             exit_code, timed_out = self._wait(container, log_path)
             if self._stopping.is_set():
                 raise KeyboardInterrupt
@@ -241,8 +241,23 @@ def _environment(cell: Cell, plan: Plan, attachment: gpu_access.Attachment) -> d
     return environment
 
 
-def _security_facts(attrs: dict[str, Any]) -> dict[str, Any]:
-    """The container's settings as the engine reports them, not as we asked."""
+class SecurityFacts(TypedDict):
+    """A container's settings as the engine reports them (a result's ``run.container``)."""
+
+    id: str
+    user: str | None
+    read_only_rootfs: bool | None
+    network_mode: str | None
+    cap_drop: list[str] | None
+    security_opt: list[str] | None
+    privileged: bool | None
+    gpus: bool
+    memory_limit_bytes: int | None
+
+
+def _security_facts(attrs: Any) -> SecurityFacts:
+    """The container's settings as the engine reports them (``attrs``: its inspect document), not as we
+    asked."""
     host = attrs.get("HostConfig", {})
     return {
         "id": attrs.get("Id", "")[:12],

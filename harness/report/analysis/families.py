@@ -155,7 +155,7 @@ def _extreme(rows: Iterable[TimingRow], pick: Any) -> Extreme | None:
     return Extreme(workload, ratio)
 
 
-def to_json(lines: Iterable[FamilyLine]) -> list[dict[str, Any]]:
+def to_json(lines: Iterable[FamilyLine]) -> list[dict[str, object]]:
     """The lines as verdict.json holds them."""
     return [{**asdict(line), "both_ways": line.both_ways} for line in lines]
 
