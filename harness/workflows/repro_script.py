@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TypedDict
 
 
 class SideRecipe(TypedDict):
