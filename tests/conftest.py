@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
 import subprocess
@@ -71,6 +73,28 @@ def run_cli(
         encoding="utf-8",
         errors=errors,
         timeout=timeout,
+    )
+
+
+def cli_in_process(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m harness ARGS`` run in this process (``cli.main``), its output captured, for a refusal
+    that only the parser or a command's first checks make (exit code 2 and why): what ``run_cli`` answers,
+    without a new interpreter's start. ``cwd``: where relative paths are read from (default: REPO)."""
+    from harness.cli import main as cli
+
+    out, err = io.StringIO(), io.StringIO()
+    here = Path.cwd()
+    os.chdir(cwd or REPO)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = cli.main(list(args), prog="python -m harness")
+            except SystemExit as exc:  # argparse refused a value, or answered --help
+                code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 2
+    finally:
+        os.chdir(here)
+    return subprocess.CompletedProcess(
+        ["python", "-m", "harness", *args], code, out.getvalue(), err.getvalue()
     )
 
 
