@@ -117,6 +117,33 @@ def start_cli(
     )
 
 
+CHROMEDRIVER = shutil.which("chromedriver")
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    """Debian's headless Chromium, driven through chromedriver (selenium), one per test module; its console
+    kept (``get_log("browser")``). Skipped where either is missing, but CI must have both."""
+    if not (CHROMEDRIVER and CHROMIUM):
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI needs chromium and chromedriver (apt-get install chromium chromium-driver)")
+        pytest.skip("no chromium/chromedriver here (apt-get install chromium chromium-driver)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
 @pytest.fixture
 def write_matrix(tmp_path: Path):
     def write(text: str, name: str = "matrix.yaml") -> Path:
@@ -134,6 +161,23 @@ def outside(tmp_path: Path) -> Path:
     victim.mkdir()
     (victim / "precious.txt").write_text("keep me\n")
     return victim
+
+
+def timed_on_a_busy_host(path: Path, load_start: float = 2.9, load_end: float = 3.1, why: str = "") -> None:
+    """Rewrite the result at ``path`` as a run a busy host timed: that load on 2 cores (``why``: the
+    reason the suite gives, default ``load <load_end>``)."""
+    from harness import jsonio
+
+    doc = jsonio.read(path)
+    doc["host"] = {
+        "cores": 2,
+        "threads": 1,
+        "load_start": load_start,
+        "load_end": load_end,
+        "busy": True,
+        "why": why or f"load {load_end:g}",
+    }
+    jsonio.write_atomic(path, doc)
 
 
 def untouched(victim: Path) -> None:

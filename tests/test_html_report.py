@@ -6,16 +6,12 @@ from __future__ import annotations
 import dataclasses
 import html as htmllib
 import itertools
-import os
 import re
-import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
 import pandas as pd
 import pytest
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
 from harness.report.analysis.model import Analysis, View
@@ -23,8 +19,6 @@ from harness.report.writers import html, plots
 from harness.report.writers.document import Document, Section, Value
 from tests.conftest import REPO, run_cli
 
-CHROMEDRIVER = shutil.which("chromedriver")
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 SHARDS = sorted((REPO / "reports" / "gpu-verdicts").glob("results-shard*"))
 RELEASES = [f"9.{i}.0" for i in range(10, 30)]  # 20 releases
 LABELS = [f"installed / cuDNN wheel:{r}" for r in RELEASES]
@@ -40,21 +34,9 @@ def rendered(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def page(rendered):
-    if not (CHROMEDRIVER and CHROMIUM):
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI needs chromium and chromedriver (apt-get install chromium chromium-driver)")
-        pytest.skip("no chromium/chromedriver here (apt-get install chromium chromium-driver)")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    try:
-        driver.get((rendered / "report.html").as_uri())
-        yield driver
-    finally:
-        driver.quit()
+def page(rendered, chromium):
+    chromium.get((rendered / "report.html").as_uri())
+    return chromium
 
 
 @pytest.fixture
