@@ -28,6 +28,7 @@ def test_help_lists_the_commands_people_use_and_the_exit_codes():
     assert "exit codes:" in done.stdout and "3    an infrastructure failure" in done.stdout
 
 
+@pytest.mark.slow
 def test_every_option_says_what_it_does_and_run_groups_them_by_backend():
     for command in ("run", "qualify", "report", "compare", "repro", "images", "rerun", "plan"):
         text = run_cli(command, "--help").stdout
@@ -136,6 +137,7 @@ def test_every_command_says_what_it_does_in_one_line_and_shows_an_example_that_p
     assert args.command == command
 
 
+@pytest.mark.slow
 def test_the_version_names_the_suite_and_schemas():
     done = run_cli("--version")
     assert (

@@ -287,6 +287,7 @@ def test_every_table_scrolls_in_its_own_box_and_images_fit_the_page():
     assert re.search(r"img\{[^}]*max-width:100%", style) and re.search(r"figure\{[^}]*max-width", style)
 
 
+@pytest.mark.slow
 def test_the_page_loads_with_its_sections(page):
     assert page.title.startswith("gpu-verdicts")
     headings = [h.text for h in page.find_elements(By.TAG_NAME, "h2")]
@@ -317,6 +318,7 @@ def column(table, name: str) -> list[str]:
     return [td.text for td in table.find_elements(By.CSS_SELECTOR, f"tbody tr td:nth-child({index})")]
 
 
+@pytest.mark.slow
 def test_a_click_sorts_a_table_by_number_both_ways(page):
     show_same_rows(page)
     table = verdict_table(page)
@@ -332,6 +334,7 @@ def test_a_click_sorts_a_table_by_number_both_ways(page):
     assert descending[0] > 6.5  # cuDNN disabled against enabled on a bf16 3x3 conv
 
 
+@pytest.mark.slow
 def test_durations_sort_by_value_not_by_text(page):
     show_same_rows(page)
     table = verdict_table(page)
@@ -347,6 +350,7 @@ def test_durations_sort_by_value_not_by_text(page):
     assert keys == sorted(keys) and keys[0] < 1e-4 < keys[-1]  # µs rows before ms rows
 
 
+@pytest.mark.slow
 def test_the_plots_show(page):
     images = page.find_elements(By.TAG_NAME, "img")
     assert len(images) >= 2  # the heatmap and sample distributions
@@ -361,12 +365,14 @@ def test_the_plots_show(page):
     assert min(widths) >= 600  # 150 dpi: text stays readable when the page scales the image down
 
 
+@pytest.mark.slow
 def test_numbers_link_to_their_measurements(page):
     links = [a.get_attribute("href") for a in verdict_table(page).find_elements(By.TAG_NAME, "a")]
     assert links and all(href.startswith("file://") and href.endswith(".measurement.json") for href in links)
     assert all(Path(href.removeprefix("file://")).is_file() for href in links[:20])
 
 
+@pytest.mark.slow
 def test_the_answer_comes_first_and_the_method_is_folded_away(page):
     headings = [h.text for h in page.find_elements(By.TAG_NAME, "h2")]
     assert headings.index("Scorecard") < headings.index("Verdicts against the baseline")
@@ -384,6 +390,7 @@ def test_the_answer_comes_first_and_the_method_is_folded_away(page):
     assert paragraph.is_displayed() and "Mann-Whitney" in method.text  # its paragraphs, each a <p>
 
 
+@pytest.mark.slow
 def test_a_big_table_shows_the_changes_first_and_can_be_searched(page):
     table = verdict_table(page)
     visible = lambda: [r for r in table.find_elements(By.CSS_SELECTOR, "tbody tr") if r.is_displayed()]  # noqa: E731
@@ -408,6 +415,7 @@ def test_a_big_table_shows_the_changes_first_and_can_be_searched(page):
     assert target.is_displayed()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", [1400, 1000])
 def test_the_page_never_scrolls_sideways(page, width):
     page.set_window_size(width, 900)

@@ -11,7 +11,7 @@ from harness.backends.docker import dockerfile as images
 from harness.backends.packages import PackageSource
 from harness.errors import InputError
 from harness.plan.model import Cell, CudnnSource
-from tests.conftest import run_cli
+from tests.conftest import cli_in_process, run_cli
 
 CUDA = dict(torch="2.11.0+cu130", base_image="auto", python="3.12")
 
@@ -146,7 +146,7 @@ axes:
   python: ["3.12"]
 baseline: {cudnn: bundled, torch: "2.11.0+cu130"}
 """)
-    done = run_cli("plan", "--matrix", str(path))
+    done = cli_in_process("plan", "--matrix", str(path))
     assert done.returncode == 2
     assert "a CPU build of torch loads no cuDNN" in done.stderr
     assert "system needs its full version" in done.stderr
@@ -253,7 +253,7 @@ def test_the_docker_rules_refuse_auto_and_a_cudnn_release_for_a_plain_version(wr
             "BASE", "auto"
         )
     )
-    done = run_cli("plan", "--matrix", str(path))
+    done = cli_in_process("plan", "--matrix", str(path))
     assert done.returncode == 2 and "Traceback" not in done.stderr
     lines = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
     base = [line for line in lines if ": axes.base_image: " in line]

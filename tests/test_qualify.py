@@ -6,6 +6,8 @@ import dataclasses
 import json
 import shutil
 
+import pytest
+
 from harness.backends.docker import gpu_access
 from harness.executors.runs import CellOutcome
 from harness.plan.axes import CudnnSource
@@ -55,6 +57,7 @@ def test_a_later_round_runs_exactly_the_undecided_rows_in_their_cells():
     assert narrowed.suite.time_budget_s == PLAN.suite.time_budget_s  # every other setting as it was
 
 
+@pytest.mark.slow
 def test_rows_a_busy_host_spoiled_are_not_run_again_and_then_the_rounds_stop(tmp_path):
     # the committed CPU rounds of two cells, one run of round 1 on a busy host: every row of both cells
     # is spoiled by it for good (a spoiled round stays in the folder), so no later round runs, and on a

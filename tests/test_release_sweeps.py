@@ -33,7 +33,7 @@ from harness.suite.catalog import CATALOG
 from harness.suite.summary import summarize
 from harness.workflows import bisect as bisect_module
 from harness.workflows.bisect import bisect, run_with
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO, cli_in_process, run_cli
 
 TORCH = "2.13.0"  # the CPU build /etc/pip.conf's find-links holds: torch 2.13.0+cpu
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -480,7 +480,7 @@ def by_release(plan: Plan, version: str) -> Cell:
 def test_bisect_refuses_bad_input_before_anything_runs(sweep, tmp_path, args, expected):
     path, _ = sweep
     out = tmp_path / "bisect-out"
-    done = run_cli("bisect", "--matrix", str(path), *args, "--out", str(out), cwd=tmp_path)
+    done = cli_in_process("bisect", "--matrix", str(path), *args, "--out", str(out), cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
@@ -512,7 +512,7 @@ axes: {torch: [installed], cudnn: [bundled, disabled, {system: "9.14.0.64"}]}
 suite: {device: cpu, workloads: [relu], dtypes: [fp32]}
 baseline: {cudnn: bundled}
 """)
-    done = run_cli(
+    done = cli_in_process(
         "bisect",
         "--matrix",
         str(path),

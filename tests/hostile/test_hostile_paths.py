@@ -173,6 +173,7 @@ def test_a_long_result_file_name_gets_its_measurement_files_not_a_traceback(tmp_
     assert sorted(p.name for p in results.iterdir()) == before  # nothing written beside the results
 
 
+@pytest.mark.slow
 def test_a_long_result_name_that_is_refused_is_quarantined_not_a_traceback(tmp_path):
     """A refused result is moved into quarantine/ with its problems beside it: a name near the 255-byte
     limit keeps its start and a digest there, so '.problems.txt' and '.N' still fit."""
