@@ -132,7 +132,7 @@ def differences(entries: Mapping[str, Entry], paths: Mapping[str, Path]) -> list
 def _settings(command: list[str]) -> dict[str, str]:
     """The measurement's settings a run's suite command gave, read as the suite reads them
     (``SuiteSettings``), each told as text; a setting the command left out is ``(suite default)`` (the
-    default of the suite that ran, which may not be today's). None where the command is not the suite's
+    default of the suite that ran, which may not be today's). Empty where the command is not the suite's
     run, or not one the suite can read."""
     if "run" not in command:
         return {}
