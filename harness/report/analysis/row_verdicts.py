@@ -144,21 +144,8 @@ def _one(
         "baseline_files": list(base_ok["file"]),
         "candidate_files": list(mine_ok["file"]),
     }
-    if base_ok.empty and mine_ok.empty:
-        if set(base["status"]) | set(mine["status"]) <= {"unsupported"}:
-            return {**row, "verdict": None}  # not defined here on either side: not a comparison
-        return {**row, "verdict": "missing", "reason": "measured on neither side: " + _errors(base, mine)}
-    if base_ok.empty:
-        why = _errors(base, base.iloc[0:0]) if not base.empty else "the baseline has no such measurement"
-        return {**row, "verdict": "missing", "reason": f"no baseline to compare with: {why}"}
-    if mine_ok.empty:
-        if mine.empty:
-            return {**row, "verdict": "missing", "reason": "the candidate has no such measurement"}
-        return {
-            **row,
-            "verdict": "failed",
-            "reason": "ran in the baseline, not here: " + _errors(mine, mine.iloc[0:0]),
-        }
+    if base_ok.empty or mine_ok.empty:
+        return _not_compared(row, base, mine, base_ok.empty, mine_ok.empty)
     if len(base_ok) >= 2 and len(mine_ok) >= 2:
         result = stats.judge(list(base_ok["median_s"]), list(mine_ok["median_s"]), pct, alpha, "rounds")
     else:  # one process on a side: its raw samples stand in, process-to-process noise is not covered
@@ -203,6 +190,26 @@ def _one(
         "clock": _clock(base_ok, mine_ok),
         "spoiled": spoiled,
         "reason": reason,
+    }
+
+
+def _not_compared(
+    row: TimingRow, base: pd.DataFrame, mine: pd.DataFrame, base_unmeasured: bool, mine_unmeasured: bool
+) -> TimingRow:
+    """The row where a side has no ok measurement: missing, failed, or (unsupported on both) no verdict."""
+    if base_unmeasured and mine_unmeasured:
+        if set(base["status"]) | set(mine["status"]) <= {"unsupported"}:
+            return {**row, "verdict": None}  # not defined here on either side: not a comparison
+        return {**row, "verdict": "missing", "reason": "measured on neither side: " + _errors(base, mine)}
+    if base_unmeasured:
+        why = _errors(base, base.iloc[0:0]) if not base.empty else "the baseline has no such measurement"
+        return {**row, "verdict": "missing", "reason": f"no baseline to compare with: {why}"}
+    if mine.empty:
+        return {**row, "verdict": "missing", "reason": "the candidate has no such measurement"}
+    return {
+        **row,
+        "verdict": "failed",
+        "reason": "ran in the baseline, not here: " + _errors(mine, mine.iloc[0:0]),
     }
 
 
