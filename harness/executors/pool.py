@@ -34,19 +34,30 @@ class Gpus:
 NO_GPUS = Gpus()
 
 
+@dataclass(frozen=True)
+class Chosen:
+    """Which runs a pool makes: ``cells`` of the plan (None: every cell), ``rounds`` (None: every round),
+    and whether valid earlier results are kept (``mode``)."""
+
+    cells: tuple[Cell, ...] | None = None
+    rounds: range | None = None
+    mode: resume.Mode = resume.Mode.RESUME
+
+
+EVERY_RUN = Chosen()
+
+
 def run(
     plan: Plan,
     backend: Backend,
     results_dir: Path,
     say: Callable[[str], None],
-    cells: tuple[Cell, ...] | None = None,
-    mode: resume.Mode = resume.Mode.RESUME,
+    chosen: Chosen = EVERY_RUN,
     gpus: Gpus = NO_GPUS,
     tick: Callable[[int, int], None] | None = None,
-    rounds: range | None = None,
 ) -> list[CellOutcome]:
-    """Run ``rounds`` (default: every round) of the plan's cells (or ``cells`` of them); a failed run is
-    recorded and the next one runs.
+    """Run the ``chosen`` runs (``Chosen``: default, every round of every cell); a failed run is recorded
+    and the next one runs.
 
     ``gpus``: the GPUs to run on (``Gpus``). ``tick``: told (finished, to run)
     when the runs are decided and after each one.
@@ -55,11 +66,12 @@ def run(
     interrupted run continues where it stopped. ``plan.json`` always describes the whole matrix, so a
     report can place any subset run into it.
     """
-    with prepared(plan, results_dir, say, rounds, fresh=mode is resume.Mode.FRESH):
+    rounds, fresh = chosen.rounds, chosen.mode is resume.Mode.FRESH
+    with prepared(plan, results_dir, say, rounds, fresh=fresh):
         for line in backend.sweep(results_dir):
             say(line)
-        chosen = plan.cells if cells is None else cells
-        return _Rounds(plan, backend, results_dir, say, gpus, tick).run(chosen, mode, rounds)
+        cells = plan.cells if chosen.cells is None else chosen.cells
+        return _Rounds(plan, backend, results_dir, say, gpus, tick).run(cells, chosen.mode, rounds)
 
 
 class _Rounds:

@@ -22,7 +22,7 @@ from harness.report.analysis.release_gate import Policy
 from harness.report.render import render
 from harness.report.sections import table_values
 from harness.report.writers.document import Rendered
-from harness.results import documents, folder
+from harness.results import documents, folder, validity
 
 Say = Callable[[str], None]
 
@@ -114,7 +114,7 @@ def _other_plans(view: View, loaded: documents.LoadedResults, most: int = 6) -> 
         if cell in rounds
     ]
     more = f" and {len(cells) - most} more cells" if len(cells) > most else ""
-    times = [documents.instant(d[key]) for d in found for key in ("started_at", "finished_at")]
+    times = [validity.instant(d[key]) for d in found for key in ("started_at", "finished_at")]
     utc = sorted(_utc(t) for t in times if t is not None)
     when = ""
     if utc:

@@ -49,7 +49,7 @@ class Step:
     def changed(self) -> bool:
         return self.verdict in CHANGED or (self.ran_before or "") != (self.ran_after or "")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {**self.__dict__, "rounds": list(self.rounds)}
 
     @classmethod

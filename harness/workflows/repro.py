@@ -19,7 +19,7 @@ import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Literal
 
 import pandas as pd
 
@@ -27,15 +27,17 @@ from harness import jsonio, resources
 from harness.backends.docker import dockerfile
 from harness.errors import InputError, Problem
 from harness.plan.model import Cell, Plan
-from harness.report.analysis import stats
+from harness.report.analysis import row_verdicts, stats
 from harness.report.analysis.analyze import analyze
 from harness.report.analysis.frames import knob_label
 from harness.report.analysis.model import View
 from harness.report.analysis.release_gate import Policy
+from harness.report.analysis.row_verdicts import TimingRow
 from harness.report.writers import markdown
 from harness.results import documents
 from harness.suite.catalog import CATALOG
 from harness.suite.document import Measurement, ResultDocument
+from harness.workflows.repro_script import ScriptRow, SideRecipe
 
 SCRIPT = Path(__file__).resolve().parent / "repro_script.py"
 SUITE_ROOT = resources.PACKAGE.parent  # the folder that holds the harness package
@@ -75,6 +77,8 @@ def write(
     view = View.from_plan(plan)
     analysis = analyze(view, loaded, policy)
     row = _the_row(analysis.timing, view, workload, dtype, asked.candidate, asked.knobs)
+    ratio = row["ratio"]
+    assert ratio is not None  # the row was chosen for its finite ratio
     cells = {c.id: c for c in plan.cells}
     sides = {"baseline": view.baseline, "candidate": str(row["group"])}
     docs = {side: _first_ok(analysis.docs.get(group, []), group) for side, group in sides.items()}
@@ -84,17 +88,17 @@ def write(
         f"{view.labels[view.baseline]}: {row['verdict']}, ratio {row['ratio']:.3f}"
     )
     backend = docs["baseline"]["run"]["backend"]
-    script_row = {
+    script_row: ScriptRow = {
         "title": title,
         "workload": workload,
         "family": CATALOG[workload].family,
         "dtype": dtype,
-        "knobs": measurement["knobs"],
+        "knobs": {name: bool(on) for name, on in measurement["knobs"].items()},
         "device": docs["baseline"]["device"],
         "profile": docs["baseline"]["profile"],
         "time_budget_s": float(plan.suite.time_budget_s),
         "min_time_s": float(plan.suite.min_time_s),
-        "report_ratio": float(row["ratio"]),
+        "report_ratio": ratio,
         "sides": {side: _side(cells[group], docs[side], backend) for side, group in sides.items()},
     }
     out.mkdir(parents=True, exist_ok=True)
@@ -110,11 +114,11 @@ def write(
 
 def _the_row(
     timing: pd.DataFrame, view: View, workload: str, dtype: str, candidate: str | None, knobs: str | None
-) -> dict[str, Any]:
+) -> TimingRow:
     judged = timing[timing["verdict"].notna()] if not timing.empty else timing
     rows = [
         r
-        for r in judged.to_dict("records")
+        for r in row_verdicts.records(judged)
         if r["workload"] == workload
         and r["dtype"] == dtype
         and (knobs is None or r["knobs"] == knobs)
@@ -122,25 +126,21 @@ def _the_row(
         and stats.finite(r.get("ratio"))
     ]
     if len(rows) == 1:
-        return {str(k): v for k, v in rows[0].items()}
+        return rows[0]
     if rows:
         setting = "candidate"
         why = "matches several rows; name one by its candidate (a cell id) and its knobs: " + "; ".join(
             f"{r['group']} [{r['knobs']}]" for r in rows[:20]
         )
     else:
-        have = [
-            {str(k): v for k, v in r.items()}
-            for r in judged.to_dict("records")
-            if stats.finite(r.get("ratio"))
-        ]
+        have = [r for r in row_verdicts.records(judged) if stats.finite(r.get("ratio"))]
         setting, nearest = _nearest(have, view, workload, dtype, candidate, knobs)
         why = "matches no row with a ratio; " + nearest
     raise InputError([Problem(setting, f"{workload} {dtype}", why, setting=setting)])
 
 
 def _nearest(
-    have: list[dict[str, Any]],
+    have: list[TimingRow],
     view: View,
     workload: str,
     dtype: str,
@@ -151,7 +151,12 @@ def _nearest(
     the rows left have for it."""
     if not have:
         return "workload", "the results hold none (a row needs ok runs of its cell and of the baseline)"
-    for part, asked in (("workload", workload), ("dtype", dtype), ("knobs", knobs)):
+    parts: tuple[tuple[Literal["workload", "dtype", "knobs"], str | None], ...] = (
+        ("workload", workload),
+        ("dtype", dtype),
+        ("knobs", knobs),
+    )
+    for part, asked in parts:
         values = sorted({str(r[part]) for r in have})
         if asked is not None and asked not in values:
             return part, _meant(asked, values)
@@ -178,7 +183,7 @@ def _first_ok(entries: list[tuple[ResultDocument, str]], group: str) -> ResultDo
     raise InputError([Problem(group, "results", "has no completed run to describe its environment")])
 
 
-def _measurement(doc: ResultDocument, row: dict[str, Any]) -> Measurement:
+def _measurement(doc: ResultDocument, row: TimingRow) -> Measurement:
     for m in doc["measurements"]:
         if (m["workload"], m["dtype"], knob_label(m["knobs"])) == (
             row["workload"],
@@ -189,7 +194,7 @@ def _measurement(doc: ResultDocument, row: dict[str, Any]) -> Measurement:
     raise InputError([Problem(row["workload"], "results", "the baseline has no such measurement")])
 
 
-def _side(cell: Cell, doc: ResultDocument, backend: str) -> dict[str, Any]:
+def _side(cell: Cell, doc: ResultDocument, backend: str) -> SideRecipe:
     cudnn = doc["cudnn"]
     env = doc["environment"]
     gpu = (env["gpu"] if env else None) or {}
@@ -236,7 +241,7 @@ def _sources(workload: str) -> dict[str, str]:
     return dict(sorted(found.items()))
 
 
-def _write_script(path: Path, row: dict[str, Any], sources: dict[str, str]) -> Path:
+def _write_script(path: Path, row: ScriptRow, sources: dict[str, str]) -> Path:
     text = SCRIPT.read_text()
     text = text.replace(
         '"""Reproducer of one row of a cudnn-harness report (the template `harness repro` fills in).',
@@ -244,8 +249,8 @@ def _write_script(path: Path, row: dict[str, Any], sources: dict[str, str]) -> P
         1,
     )
     text = text.replace(
-        "ROW: dict[str, Any] = {}  # filled in",
-        f"ROW: dict[str, Any] = json.loads({json.dumps(json.dumps(row, indent=1))})  # filled in",
+        'ROW: ScriptRow = json.loads("{}")  # filled in',
+        f"ROW: ScriptRow = json.loads({json.dumps(json.dumps(row, indent=1))})  # filled in",
         1,
     )
     text = text.replace(
@@ -306,7 +311,7 @@ TIMERS = {
 }
 
 
-def _judged(row: dict[str, Any]) -> str:
+def _judged(row: TimingRow) -> str:
     """The row's interval, test and rounds, as its report judged it."""
     level, test = row.get("interval_level") or 0.99, row.get("test")
     how = {
@@ -322,8 +327,8 @@ def _judged(row: dict[str, Any]) -> str:
 
 def _readme(
     title: str,
-    row: dict[str, Any],
-    script_row: dict[str, Any],
+    row: TimingRow,
+    script_row: ScriptRow,
     docs: dict[str, ResultDocument],
     view: View,
     backend: str,
@@ -334,8 +339,8 @@ def _readme(
         "",
         f"From the report of matrix {code(view.name)}: {row['verdict']}, time ratio (candidate / baseline) "
         f"{row['ratio']:.3f}, {_judged(row)}"
-        + (f"; what ran: {text(row['what_ran'])}" if isinstance(row.get("what_ran"), str) else "")
-        + (f" ({text(row['ran_change'])})" if isinstance(row.get("ran_change"), str) else "")
+        + (f"; what ran: {text(ran)}" if isinstance(ran := row.get("what_ran"), str) else "")
+        + (f" ({text(change)})" if isinstance(change := row.get("ran_change"), str) else "")
         + ".",
         "",
         f"Workload {code(script_row['workload'])} ({CATALOG[script_row['workload']].description}), dtype "
@@ -352,7 +357,7 @@ def _readme(
     sides = script_row["sides"]
     lines += ["| | baseline | candidate |", "|---|---|---|"]
     for key in sides["baseline"]:
-        values = [_cell(sides[side][key]) for side in ("baseline", "candidate")]
+        values = [_cell(sides[side].get(key)) for side in ("baseline", "candidate")]
         lines.append(f"| {_cell(key.replace('_', ' '))} | {values[0]} | {values[1]} |")
     lines += ["", "## Run it", ""]
     if backend == "docker":
@@ -376,7 +381,7 @@ def _readme(
     return "\n".join(lines) + "\n"
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     """A value as a table cell: a list one item a line."""
     return markdown.inline("\n".join(map(str, value)) if isinstance(value, list) else str(value), cell=True)
 

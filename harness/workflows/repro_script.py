@@ -20,9 +20,75 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
-ROW: dict[str, Any] = {}  # filled in: the row, its workload, and how each side's environment is made
+
+class SideRecipe(TypedDict):
+    """How one side's environment is made, and what its result recorded of it."""
+
+    cell: str
+    label: str
+    cudnn_enabled: bool
+    system_lib_dir: str | None  # a system cuDNN the local backend shadowed in (None: the cell's own)
+    torch: str | None
+    cuda: str | None
+    cudnn_runtime: str | None
+    cudnn_built_for: str | None
+    cudnn_libraries: list[str]
+    compat_check_overridden: bool
+    gpu: str | None
+    driver: str | None
+    python: str | None
+
+
+class ScriptRow(TypedDict):
+    """The row this script reproduces: its workload, how the suite measured it, and its two sides."""
+
+    title: str
+    workload: str
+    family: str
+    dtype: str
+    knobs: dict[str, bool]
+    device: str
+    profile: str
+    time_budget_s: float
+    min_time_s: float
+    report_ratio: float
+    sides: dict[str, SideRecipe]  # baseline, then candidate
+
+
+class OneProcess(TypedDict):
+    """What one process of one side measured (``--one`` prints it as a JSON line)."""
+
+    side: str
+    median_s: float
+    n: int
+    timer: str
+    params: dict[str, object]  # the workload's shape and settings, as its spec holds them
+    torch: str
+    cudnn: int | None
+    cudnn_enabled: bool
+    gpu: str | None
+    attention_backend: str | None
+    cudnn_used: bool
+    top_kernel: str | None
+    operators: list[str]
+
+
+class Summary(TypedDict):
+    """Both sides' processes and the ratio of their medians, beside the report's."""
+
+    row: str
+    medians_s: dict[str, float]
+    ratio: float
+    report_ratio: float
+    within_5_pct_of_report: bool
+    rounds: dict[str, int]
+    what_ran: dict[str, list[str]]
+    runs: dict[str, list[OneProcess]]
+
+
+ROW: ScriptRow = json.loads("{}")  # filled in: the row, its workload, and how each side's environment is made
 SOURCES: dict[str, str] = {}  # filled in: harness/suite files this workload needs, verbatim
 
 
@@ -35,7 +101,7 @@ def _suite_on_path() -> None:
     sys.path.insert(0, str(root))
 
 
-def measure_here(side: str) -> dict[str, Any]:
+def measure_here(side: str) -> OneProcess:
     """One process of ``side``: build the workload, time it as the suite does, and say what ran."""
     import importlib
 
@@ -105,10 +171,10 @@ def _environment(side: str, scratch: Path) -> dict[str, str]:
     return env
 
 
-def compare_here(rounds: int) -> dict[str, Any]:
+def compare_here(rounds: int) -> Summary:
     """Interleaved rounds, one fresh process per side per round, as the harness ran the row."""
     sides = list(ROW["sides"])
-    found: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
+    found: dict[str, list[OneProcess]] = {side: [] for side in sides}
     with tempfile.TemporaryDirectory(prefix="repro-env-") as scratch:
         envs = {side: _environment(side, Path(scratch)) for side in sides}
         for index in range(rounds):
@@ -129,7 +195,7 @@ def compare_here(rounds: int) -> dict[str, Any]:
     return summary(found)
 
 
-def summary(found: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+def summary(found: dict[str, list[OneProcess]]) -> Summary:
     baseline, candidate = list(ROW["sides"])
     medians = {side: statistics.median(r["median_s"] for r in rows) for side, rows in found.items()}
     ratio = medians[candidate] / medians[baseline]
@@ -145,7 +211,7 @@ def summary(found: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     }
 
 
-def _what_ran(run: dict[str, Any]) -> str:
+def _what_ran(run: OneProcess) -> str:
     """The largest kernel (on a CPU, the operators), and the attention backend where attention ran."""
     ran = run["top_kernel"] or ", ".join(run["operators"])
     return f"attention backend {run['attention_backend']}: {ran}" if run["attention_backend"] else ran

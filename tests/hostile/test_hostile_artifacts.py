@@ -26,6 +26,7 @@ import yaml
 from harness import schemas
 from harness.backends import registry
 from harness.backends.docker import dockerfile as images
+from harness.backends.packages import PackageSource
 from harness.errors import InputError
 from harness.executors.slurm import array as slurm
 from harness.executors.slurm import request as slurm_request
@@ -415,7 +416,7 @@ REFUSED_URLS = [
 
 @pytest.mark.parametrize("url", REFUSED_URLS, ids=ascii)
 def test_an_index_url_a_run_line_cannot_carry_is_refused(url):
-    options = images.BuildOptions(index_url=url)
+    options = images.BuildOptions(PackageSource(index_url=url))
     for cell in (BUNDLED, Cell("image", CudnnSource("wheel", "9.18.1.3"), NGC)):
         with pytest.raises(InputError, match="is not a plain http") as caught:
             images.render(cell, options)
@@ -434,7 +435,7 @@ ACCEPTED_URLS = [
 def test_an_accepted_index_url_reaches_pip_as_one_argument(tmp_path, url):
     """Every 'RUN /opt/venv/bin/pip' of a wheel cell, run by /bin/sh with pip swapped for a stub."""
     cell = Cell("2.11.0+cu130", CudnnSource("wheel", "9.19.0.56"), "auto", "3.12")
-    text = images.render(cell, images.BuildOptions(index_url=url)).dockerfile
+    text = images.render(cell, images.BuildOptions(PackageSource(index_url=url))).dockerfile
     assert keywords(text) == keywords(images.render(cell, images.BuildOptions()).dockerfile)
     record = tmp_path / "pip-argv"
     pip = stub(tmp_path / "pip", f"open({str(record)!r}, 'a').write(json.dumps(sys.argv[1:]) + '\\n')")
@@ -479,7 +480,7 @@ def test_an_image_torchs_cudnn_download_gets_the_index_url_as_one_argument(tmp_p
         "    open(os.path.join(folder, 'nvidia_cudnn_cu13-9.18.1.3-py3-none-any.whl'), 'w').close()",
     )
     cell = Cell("image", CudnnSource("wheel", "9.18.1.3"), NGC)
-    text = images.render(cell, images.BuildOptions(index_url=url), str(python)).dockerfile
+    text = images.render(cell, images.BuildOptions(PackageSource(index_url=url)), str(python)).dockerfile
     (command,) = [i[len("RUN ") :] for i in instructions(text) if "pip download" in i]
     done = subprocess.run(["sh", "-c", command], cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
@@ -496,7 +497,7 @@ def test_a_reproducers_dockerfiles_keep_their_instructions_and_run_repro_py(tmp_
     for url in ACCEPTED_URLS:
         out = tmp_path / str(ACCEPTED_URLS.index(url))
         (path, *_copied) = repro._write_dockerfile(
-            out, BUNDLED, "candidate", images.BuildOptions(index_url=url)
+            out, BUNDLED, "candidate", images.BuildOptions(PackageSource(index_url=url))
         )
         text = path.read_text()
         plain = images.render(BUNDLED, images.BuildOptions(), final="repro", extra={"side": "candidate"})
@@ -511,7 +512,10 @@ def test_a_reproducers_dockerfiles_keep_their_instructions_and_run_repro_py(tmp_
         ]
     with pytest.raises(InputError, match="plain http"):
         repro._write_dockerfile(
-            tmp_path / "bad", BUNDLED, "baseline", images.BuildOptions(index_url=REFUSED_URLS[1])
+            tmp_path / "bad",
+            BUNDLED,
+            "baseline",
+            images.BuildOptions(PackageSource(index_url=REFUSED_URLS[1])),
         )
     assert not (tmp_path / "bad").exists()
 

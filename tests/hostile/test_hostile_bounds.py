@@ -97,6 +97,7 @@ def _deep_chain(top: Path, depth: int, links_to: Path | None = None) -> None:
         os.close(fd)
 
 
+@pytest.mark.slow
 def test_a_deep_folder_chain_is_listed_and_removed_without_recursion(tmp_path, outside):
     top = tmp_path / "top"
     top.mkdir()
@@ -144,6 +145,7 @@ def test_a_deep_scratch_folder_planted_in_a_results_folder_is_swept_without_recu
         jsonio.remove_tree(results / ".cell-x")
 
 
+@pytest.mark.slow
 def test_a_deep_folder_chain_in_the_cached_suite_copy_is_replaced_without_recursion(tmp_path, monkeypatch):
     from harness import resources
 

@@ -304,6 +304,7 @@ def test_images_never_writes_its_build_logs_through_a_logs_folder_planted_as_a_l
     _untouched(outside)
 
 
+@pytest.mark.slow
 def test_images_creates_nothing_before_the_engine_answers_and_a_log_dir_loop_is_refused(tmp_path):
     matrix = tmp_path / "m.yaml"
     matrix.write_text(

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from harness.backends.docker import dockerfile as images
+from harness.backends.packages import PackageSource
 from harness.errors import InputError
 from harness.results import folder
 from harness.workflows import repro
@@ -107,7 +108,7 @@ def _build_inputs(tmp_path: Path) -> images.BuildOptions:
     (wheelhouse / WHEEL).write_bytes(b"a wheel\n")
     ca_bundle = tmp_path / "ca-given.pem"
     ca_bundle.write_text("a CA bundle\n")
-    return images.BuildOptions(wheelhouse=wheelhouse, ca_bundle=ca_bundle)
+    return images.BuildOptions(PackageSource(wheelhouse=wheelhouse), ca_bundle=ca_bundle)
 
 
 @pytest.mark.parametrize(
@@ -172,6 +173,7 @@ def test_a_long_result_file_name_gets_its_measurement_files_not_a_traceback(tmp_
     assert sorted(p.name for p in results.iterdir()) == before  # nothing written beside the results
 
 
+@pytest.mark.slow
 def test_a_long_result_name_that_is_refused_is_quarantined_not_a_traceback(tmp_path):
     """A refused result is moved into quarantine/ with its problems beside it: a name near the 255-byte
     limit keeps its start and a digest there, so '.problems.txt' and '.N' still fit."""

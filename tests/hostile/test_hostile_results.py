@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness import jsonio
-from tests.conftest import GPU_LOCAL_ROUNDS, GPU_REPORT, HOSTILE_MATRIX, REPO, run_cli
+from tests.conftest import GPU_LOCAL_ROUNDS, GPU_REPORT, HOSTILE_MATRIX, REPO, cli_in_process, run_cli
 
 PAYLOAD = "▼ slower x'onmouseover='alert(1)"  # its last word once became a CSS class, unescaped
 
@@ -201,7 +201,7 @@ def test_a_value_out_of_range_is_refused_before_anything_runs(tmp_path, args, op
         if args[0] != "compare"
         else ()
     )
-    done = run_cli(*args, *extra)
+    done = cli_in_process(*args, *extra)
     assert done.returncode == 2 and f"argument {option}:" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "r").exists()
 
@@ -376,7 +376,7 @@ def test_a_slurm_tasks_file_is_checked_before_a_task_runs_what_it_names(tmp_path
 
 
 def test_a_bad_gpu_list_writes_nothing(tmp_path):
-    done = run_cli(
+    done = cli_in_process(
         "run", "--matrix", str(_local_matrix(tmp_path)), "--out", str(tmp_path / "r"), "--gpus", "0,0"
     )
     assert done.returncode == 2 and "names a GPU twice" in done.stderr and not (tmp_path / "r").exists()

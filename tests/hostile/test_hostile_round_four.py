@@ -39,10 +39,18 @@ from harness.backends.local import cache, cudnn_dirs, cudnn_releases, venvs
 from harness.errors import InputError
 from harness.plan import matrix
 from harness.plan.model import Cell, Plan
-from harness.results import documents, folder
+from harness.results import documents, folder, validity
 from harness.suite.summary import summarize
 from harness.workflows.bisect import bisect
-from tests.conftest import GPU_LOCAL_ROUNDS, HOSTILE_MATRIX, REPO, harness_env, run_cli, untouched
+from tests.conftest import (
+    GPU_LOCAL_ROUNDS,
+    HOSTILE_MATRIX,
+    REPO,
+    cli_in_process,
+    harness_env,
+    run_cli,
+    untouched,
+)
 
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 VERSION = "9.1.0.70"  # the small wheel's release
@@ -301,6 +309,7 @@ def _cells(out: Path) -> dict[str, dict]:
     return {p.name.split(".r")[0]: jsonio.read(p) for p in out.glob("*.r1.json.gz")}
 
 
+@pytest.mark.slow
 def test_a_torch_folder_that_does_not_exist_fails_that_cell_and_the_others_run(tmp_path):
     python = _lying_python(tmp_path, "2.13.0+cpu")
     system = _system_cudnn(tmp_path / "cudnn")
@@ -493,7 +502,7 @@ def reused(tmp_path: Path, plan: Plan, real: dict, forge=None) -> Path:
             doc["cell"] = folder.cell_record(cell)
             doc["run"]["round"] = round_index
             for key in ("started_at", "finished_at"):
-                doc[key] = (documents.instant(doc[key]) + dt.timedelta(minutes=round_index)).isoformat()
+                doc[key] = (validity.instant(doc[key]) + dt.timedelta(minutes=round_index)).isoformat()
             doc["cudnn"]["runtime_version"] = ".".join(str(cell.cudnn.value).split(".")[:3])
             if forge is not None:
                 forge(doc, str(cell.cudnn.value))
@@ -505,6 +514,7 @@ def never_run(plan: Plan, out: Path) -> list:
     raise AssertionError(f"bisect ran {[c.id for c in plan.cells]}: it should have refused its input first")
 
 
+@pytest.mark.slow
 def test_bisect_refuses_rounds_of_another_cpu_model(tmp_path, cpu_result):
     _, plan = search_plan(tmp_path)
 
@@ -519,6 +529,7 @@ def test_bisect_refuses_rounds_of_another_cpu_model(tmp_path, cpu_result):
     assert "Another CPU, another machine" in str(refused_.value.problems[0])
 
 
+@pytest.mark.slow
 def test_bisect_refuses_a_release_whose_every_result_loaded_another_cudnn(tmp_path, cpu_result):
     _, plan = search_plan(tmp_path)
 
@@ -541,7 +552,7 @@ def test_bisect_refuses_a_results_option_that_is_no_results_folder(tmp_path, giv
     if given == "file":
         results.write_text("not a folder\n")
     args = ["--row", "relu:fp32", "--good", RELEASES[0], "--bad", RELEASES[-1]]
-    done = run_cli(
+    done = cli_in_process(
         "bisect", "--matrix", str(path), *args, "--out", str(tmp_path / "o"), "--results", str(results)
     )
     assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
@@ -550,6 +561,7 @@ def test_bisect_refuses_a_results_option_that_is_no_results_folder(tmp_path, giv
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.slow
 def test_bisect_whose_probes_fail_ends_with_the_reason_not_a_traceback(tmp_path):
     path, _ = search_plan(tmp_path)  # wheel cells under a CPU torch: every probe fails at its set-up
     args = ["--row", "relu:fp32", "--good", RELEASES[0], "--bad", RELEASES[-1]]
@@ -602,13 +614,15 @@ def first_windowed(doc: dict) -> tuple[int, dict]:
     return next((i, m) for i, m in enumerate(doc["measurements"]) if m.get("window_medians_s"))
 
 
+@pytest.mark.slow
 def test_a_cpu_run_that_says_it_was_not_busy_under_a_load_above_its_cores_is_refused(tmp_path, cpu_result):
     doc = copy.deepcopy(cpu_result)
-    assert documents.problems(doc, "real") == []
+    assert validity.problems(doc, "real") == []
     doc["host"].update(busy=False, why="", load_start=doc["host"]["cores"] * 8.0)
     assert "host.busy: is false, but the run recorded a load of" in refused(tmp_path, doc)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", ["cpu", "gpu"])
 def test_window_medians_outside_every_sample_are_refused(tmp_path, cpu_result, source):
     doc = copy.deepcopy(cpu_result if source == "cpu" else gpu_result())

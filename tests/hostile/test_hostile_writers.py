@@ -167,6 +167,7 @@ def test_result_text_in_markdown_renders_as_that_text_and_nothing_else(text):
     _check_inline(text)
 
 
+@pytest.mark.slow
 def test_any_mix_of_markdown_punctuation_renders_as_itself():
     alphabet = "#-+=*_`~<>[]()!|\\&;:/.@$^{}\"' \t\n\r1a"
     rng = random.Random(31)

@@ -24,7 +24,7 @@ from harness.backends.docker.containers import Containers
 from harness.backends.docker.images import Build, CellImages, expected_cudnn
 from harness.backends.records import failed_result
 from harness.plan.model import Cell, Plan
-from harness.results import folder, resume
+from harness.results import folder
 from harness.suite.document import GpuAccessMode, Identity, ResultDocument, RunRecord, SuiteResult
 
 with contextlib.suppress(ImportError):  # no docker SDK: docker_engine.connect refuses first
@@ -144,7 +144,7 @@ class DockerBackend:
             doc = failed_result(cell, plan, self.suite_version, "build", build.error, build.log_tail, started)
         else:
             try:
-                run["image"] = self.images.image_facts(build)
+                facts = self.images.image_facts(build)
             except docker.errors.ImageNotFound:  # removed since it was built: build it again, once
                 self.progress(f"image {build.image.reference} is gone from the engine; building it again")
                 del self.images.builds[cell.id]
@@ -155,13 +155,10 @@ class DockerBackend:
                     )
                     run["wall_s"] = time.monotonic() - t0
                     return FinishedRun(doc, run)
-                run["image"] = self.images.image_facts(build)
+                facts = self.images.image_facts(build)
+            run["image"] = dict(facts)
             command = suite_arguments(
-                cell,
-                plan,
-                "/results/result.json",
-                expected_cudnn(cell, build.image, run["image"]),
-                round_index,
+                cell, plan, "/results/result.json", expected_cudnn(cell, build.image, facts), round_index
             )
             doc = self._run_container(cell, plan, build.image_id or "", command, run, log_path, started, gpus)
         run["wall_s"] = time.monotonic() - t0
@@ -217,6 +214,6 @@ def image_identity(suite_version: str, plan: Plan, reference: str) -> Identity:
     """What a kept docker result must have been made with (the Slurm backend asks it without an engine)."""
     return {
         "suite_version": suite_version,
-        "suite_settings_sha256": resume.suite_settings_sha256(plan),
+        "suite_settings_sha256": plan.suite_settings_sha256,
         "image": reference,  # its tag is the hash of its inputs
     }

@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from harness import jsonio
 from harness.backends.base import needs_gpu
@@ -101,65 +101,27 @@ class Containers:
             folder.write_log(log_path, f"{exc}\n")
             return failed_result(cell, plan, self.suite_version, gpu_access.STAGE, str(exc), "", started)
         run["gpu_access"] = attachment.record
-        # HOME: uid 10001 has no home; libraries that cache under ~ (torch's inductor) get the tmpfs
-        environment = {"HOME": "/tmp", **attachment.environment}
-        if any(k["deterministic"] for k in plan.knob_sets):
-            environment["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"  # must be set before CUDA initializes
-        if cell.cudnn.kind == "system":
-            # torch refuses a runtime older than it was built against; the result records that it did
-            # (as the local backend does for its system cells).
-            environment["PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK"] = "1"
+        environment = _environment(cell, plan, attachment)
         run["env_overrides"] = environment
         scratch = folder.scratch(log_path.parent.parent)
         scratch.chmod(0o777)  # the suite runs as uid 10001 and writes its result here
         container = None
         try:
-            container = self.client.containers.create(
-                image_id,
-                command=command,
-                user=CONTAINER_USER,
-                network_mode="none",
-                read_only=True,
-                cap_drop=["ALL"],
-                security_opt=["no-new-privileges:true"],
-                privileged=False,
-                tmpfs={"/tmp": "rw,nosuid,nodev,size=2g"},
-                shm_size="1g",
-                mem_limit=self.memory,
-                memswap_limit=self.memory,
-                volumes={str(scratch): {"bind": "/results", "mode": "rw"}, **attachment.volumes},
-                environment=environment,
-                device_requests=attachment.device_requests,
-                devices=attachment.devices,
-                labels={
-                    f"{dockerfile.LABEL_NS}.cell": cell.id,
-                    RESULTS_LABEL: str(log_path.parent.parent.resolve()),
-                },
-            )
+            container = self._create(cell, image_id, command, environment, attachment, scratch, log_path)
             with self._lock:
                 self._running.add(container)
             t_start = time.monotonic()
             container.start()
             run["container_start_s"] = round(time.monotonic() - t_start, 3)
             container.reload()
-            run["container"] = _security_facts(container.attrs)
+            run["container"] = dict(_security_facts(container.attrs))
             exit_code, timed_out = self._wait(container, log_path)
             if self._stopping.is_set():
                 raise KeyboardInterrupt
             run["exit_code"] = exit_code
             container.reload()
             doc = read_suite_result(scratch / "result.json")
-            reason = None
-            if timed_out:
-                reason = f"timed out after {self.timeout_s:.0f} s; the container was killed"
-            elif container.attrs["State"].get("OOMKilled"):
-                reason = (
-                    f"the container ran out of memory (limit {self.memory}) and was killed by the OOM killer"
-                )
-            elif doc is None:
-                if not docker_engine.alive(self.client):  # the engine stopped the container on its way down
-                    raise docker_engine.lost("the cell was running")
-                reason = f"the suite {_exit_words(exit_code)} and wrote no result"
+            reason = self._why_failed(container, doc, exit_code, timed_out)
             if reason is not None or doc is None:
                 return failed_result(
                     cell, plan, self.suite_version, "run", reason or "no result", "", started
@@ -178,6 +140,55 @@ class Containers:
                 with contextlib.suppress(docker.errors.APIError, requests.exceptions.ConnectionError):
                     container.remove(force=True)
             jsonio.remove_tree(scratch, ignore_errors=True)  # written by the container
+
+    def _create(
+        self,
+        cell: Cell,
+        image_id: str,
+        command: list[str],
+        environment: dict[str, str],
+        attachment: gpu_access.Attachment,
+        scratch: Path,
+        log_path: Path,
+    ) -> Any:
+        """The run's container, created with least privilege (not started): ``scratch`` is its only
+        writable folder besides a small /tmp."""
+        return self.client.containers.create(
+            image_id,
+            command=command,
+            user=CONTAINER_USER,
+            network_mode="none",
+            read_only=True,
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges:true"],
+            privileged=False,
+            tmpfs={"/tmp": "rw,nosuid,nodev,size=2g"},
+            shm_size="1g",
+            mem_limit=self.memory,
+            memswap_limit=self.memory,
+            volumes={str(scratch): {"bind": "/results", "mode": "rw"}, **attachment.volumes},
+            environment=environment,
+            device_requests=attachment.device_requests,
+            devices=attachment.devices,
+            labels={
+                f"{dockerfile.LABEL_NS}.cell": cell.id,
+                RESULTS_LABEL: str(log_path.parent.parent.resolve()),
+            },
+        )
+
+    def _why_failed(
+        self, container: Any, doc: SuiteResult | None, exit_code: int | None, timed_out: bool
+    ) -> str | None:
+        """Why a finished run has no result to keep (None: it has one)."""
+        if timed_out:
+            return f"timed out after {self.timeout_s:.0f} s; the container was killed"
+        if container.attrs["State"].get("OOMKilled"):
+            return f"the container ran out of memory (limit {self.memory}) and was killed by the OOM killer"
+        if doc is None:
+            if not docker_engine.alive(self.client):  # the engine stopped the container on its way down
+                raise docker_engine.lost("the cell was running")
+            return f"the suite {_exit_words(exit_code)} and wrote no result"
+        return None
 
     def attachment(
         self, cell: Cell, plan: Plan, gpus: tuple[str, ...], mode: GpuAccessMode
@@ -217,8 +228,36 @@ class Containers:
         return int(status.get("StatusCode", -1)), False
 
 
-def _security_facts(attrs: dict[str, Any]) -> dict[str, Any]:
-    """The container's settings as the engine reports them, not as we asked."""
+def _environment(cell: Cell, plan: Plan, attachment: gpu_access.Attachment) -> dict[str, str]:
+    """The run's environment variables: its GPU attachment's, and what the cell and the plan ask of CUDA."""
+    # HOME: uid 10001 has no home; libraries that cache under ~ (torch's inductor) get the tmpfs
+    environment = {"HOME": "/tmp", **attachment.environment}
+    if any(k["deterministic"] for k in plan.knob_sets):
+        environment["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"  # must be set before CUDA initializes
+    if cell.cudnn.kind == "system":
+        # torch refuses a runtime older than it was built against; the result records that it did
+        # (as the local backend does for its system cells).
+        environment["PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK"] = "1"
+    return environment
+
+
+class SecurityFacts(TypedDict):
+    """A container's settings as the engine reports them (a result's ``run.container``)."""
+
+    id: str
+    user: str | None
+    read_only_rootfs: bool | None
+    network_mode: str | None
+    cap_drop: list[str] | None
+    security_opt: list[str] | None
+    privileged: bool | None
+    gpus: bool
+    memory_limit_bytes: int | None
+
+
+def _security_facts(attrs: Any) -> SecurityFacts:
+    """The container's settings as the engine reports them (``attrs``: its inspect document), not as we
+    asked."""
     host = attrs.get("HostConfig", {})
     return {
         "id": attrs.get("Id", "")[:12],

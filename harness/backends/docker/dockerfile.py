@@ -10,12 +10,13 @@ import hashlib
 import re
 import shlex
 import string
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import harness
 from harness import jsonio, resources
 from harness.backends import packages
+from harness.backends.packages import PackageSource
 from harness.errors import InputError, Problem
 from harness.plan.axes import CudnnExpectation
 from harness.plan.cuda_bases import CPU_BASE, CUDA_BASES
@@ -43,8 +44,8 @@ PLAIN_CUDNN_FIX = "name the variant, e.g. '2.11.0+cu130', to choose a cuDNN whee
 
 @dataclass(frozen=True)
 class BuildOptions:
-    index_url: str | None = None  # default: PyTorch's index for torch's variant; PyPI for a plain version
-    wheelhouse: Path | None = None  # offline: pip --no-index --find-links
+    # the index (default: PyTorch's for torch's variant; PyPI for a plain version) or, offline, a wheelhouse
+    packages: PackageSource = field(default_factory=PackageSource)
     ca_bundle: Path | None = None  # extra CA bundle for a TLS-intercepting proxy
 
 
@@ -126,8 +127,8 @@ def render(
 
     context: dict[str, Path] = {}
     inputs = ""
-    if options.wheelhouse is not None:
-        for wheel in packages.wheels(options.wheelhouse):  # regular files only: hashed, then copied
+    if options.packages.wheelhouse is not None:
+        for wheel in packages.wheels(options.packages.wheelhouse):  # regular files only: hashed, then copied
             context[f"wheelhouse/{wheel.name}"] = wheel
         inputs += f"COPY wheelhouse/ {BUILD_DIR}/wheelhouse/\n"
     pip_source = _pip_source(variant, options)
@@ -173,11 +174,11 @@ def _pip_source(variant: str, options: BuildOptions) -> str:
     """Where pip finds torch: the wheelhouse alone; else PyTorch's index for ``variant`` with PyPI beside it
     (the dependencies), or for a plain version (no variant) PyPI, whose default build it is. ``index_url``
     replaces either index."""
-    if options.wheelhouse is not None:
+    if options.packages.wheelhouse is not None:
         return f"--no-index --find-links {BUILD_DIR}/wheelhouse"
     if not variant:
-        return f"--index-url {_index_url(options.index_url or PYPI_URL)}"
-    index = _index_url(options.index_url or INDEX_URL.format(variant=variant))
+        return f"--index-url {_index_url(options.packages.index_url or PYPI_URL)}"
+    index = _index_url(options.packages.index_url or INDEX_URL.format(variant=variant))
     return f"--index-url {index} --extra-index-url {PYPI_URL}"
 
 
@@ -225,13 +226,13 @@ def _image_torch_wheel(
     is there. The CUDA major (cu12, cu13) is the image's torch's."""
     context: dict[str, Path] = {}
     wheels = f"{BUILD_DIR}/cudnn-wheel"
-    if options.wheelhouse is not None:
-        found = packages.wheels(options.wheelhouse, f"nvidia_cudnn_cu*-{version}-*.whl")
+    if options.packages.wheelhouse is not None:
+        found = packages.wheels(options.packages.wheelhouse, f"nvidia_cudnn_cu*-{version}-*.whl")
         if not found:
             raise InputError(
                 [
                     Problem(
-                        str(options.wheelhouse),
+                        str(options.packages.wheelhouse),
                         "wheelhouse",
                         f"holds no nvidia_cudnn_cuNN-{version}-*.whl for cudnn {{wheel: {version}}}; "
                         f"add it (pip download --no-deps nvidia-cudnn-cu13=={version} -d DIR)",
@@ -243,7 +244,7 @@ def _image_torch_wheel(
         fetch = f"COPY cudnn-wheel/ {wheels}/\n"
         download = ""
     else:
-        index = f"--index-url {_index_url(options.index_url)} " if options.index_url else ""
+        index = f"--index-url {_index_url(options.packages.index_url)} " if options.packages.index_url else ""
         fetch = ""
         download = (
             f"{image_python} -m pip download --no-cache-dir --disable-pip-version-check --no-deps "

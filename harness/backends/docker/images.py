@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from harness import jsonio
 from harness.backends.docker import dockerfile as images
@@ -29,6 +29,35 @@ with contextlib.suppress(ImportError):  # no docker SDK: docker_engine.connect r
 
 if TYPE_CHECKING:
     from docker import DockerClient
+
+
+class HeldFacts(TypedDict, total=False):
+    """What an image holds, as its build wrote it (``python -m harness.suite facts``, images.FACTS_FILE)."""
+
+    python: str
+    python_version: str
+    torch: str | None
+    torch_dir: str | None
+    torch_cuda: str | None
+    system_cudnn: dict[str, str] | None  # lib_dir, version: the image's own cuDNN (its apt package)
+
+
+class ImageFacts(TypedDict):
+    """A built image's provenance, as a result's ``run.image`` records it."""
+
+    reference: str
+    id: str
+    repo_digests: list[str]
+    size_bytes: int | None
+    cached: bool
+    build_s: float
+    base: str
+    base_id: str | None
+    base_repo_digests: list[str]
+    python: str | None
+    python_version: str | None
+    torch: str | None
+    system_cudnn: dict[str, str] | None
 
 
 @dataclass
@@ -62,7 +91,7 @@ class CellImages:
         self.progress = progress
         self.builds: dict[str, Build] = {}
         self._rendered: dict[str, images.RenderedImage] = {}
-        self._facts: dict[str, dict[str, Any]] = {}
+        self._facts: dict[str, HeldFacts] = {}
 
     def render(self, cell: Cell, plan: Plan) -> images.RenderedImage:
         """The cell's image, rendered once: rendering hashes the whole build context (the wheelhouse too)."""
@@ -122,35 +151,33 @@ class CellImages:
             build.log_tail = log_tail(log_path)
         return build
 
-    def image_facts(self, build: Build) -> dict[str, Any]:
+    def image_facts(self, build: Build) -> ImageFacts:
         """Provenance of a built image: its id and digests, its base's, and the Python and torch in it."""
         image = self.client.images.get(build.image_id or build.image.reference)
-        facts: dict[str, Any] = {
+        base_id, base_digests = None, []
+        try:
+            base = self.client.images.get(build.image.base_image)
+            base_id, base_digests = base.id, base.attrs.get("RepoDigests", [])
+        except docker.errors.ImageNotFound:
+            pass
+        held = self.held(_id(image))
+        return {
             "reference": build.image.reference,
-            "id": image.id,
+            "id": _id(image),
             "repo_digests": image.attrs.get("RepoDigests", []),
             "size_bytes": image.attrs.get("Size"),
             "cached": build.cached,
             "build_s": round(build.seconds, 3),
             "base": build.image.base_image,
-            "base_id": None,
-            "base_repo_digests": [],
+            "base_id": base_id,
+            "base_repo_digests": base_digests,
+            "python": held.get("python"),
+            "python_version": held.get("python_version"),
+            "torch": held.get("torch"),
+            "system_cudnn": held.get("system_cudnn"),
         }
-        try:
-            base = self.client.images.get(build.image.base_image)
-            facts.update(base_id=base.id, base_repo_digests=base.attrs.get("RepoDigests", []))
-        except docker.errors.ImageNotFound:
-            pass
-        held = self.held(_id(image))
-        facts.update(
-            python=held.get("python"),
-            python_version=held.get("python_version"),
-            torch=held.get("torch"),
-            system_cudnn=held.get("system_cudnn"),
-        )
-        return facts
 
-    def held(self, image_id: str) -> dict[str, Any]:
+    def held(self, image_id: str) -> HeldFacts:
         """What the image holds, as its build wrote it (images.FACTS_FILE): copied out of a container that
         is created, never started. Empty for an image built before images carried the file."""
         if image_id not in self._facts:
@@ -164,11 +191,13 @@ class CellImages:
                 held = {}
             finally:
                 container.remove(force=True)
-            self._facts[image_id] = held if isinstance(held, dict) else {}
+            self._facts[image_id] = cast(HeldFacts, held if isinstance(held, dict) else {})
         return self._facts[image_id]
 
 
-def expected_cudnn(cell: Cell, rendered: images.RenderedImage, image: dict[str, Any]) -> CudnnExpectation:
+def expected_cudnn(
+    cell: Cell, rendered: images.RenderedImage, image: HeldFacts | ImageFacts
+) -> CudnnExpectation:
     """The cuDNN the suite must find loaded: as rendered, or, for {system: image}, as the image holds
     it."""
     if cell.cudnn.kind == "disabled":

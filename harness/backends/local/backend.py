@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO, TypedDict, cast
 
 import harness
 from harness import jsonio, resources, suite_listing
@@ -33,12 +33,29 @@ from harness.backends.records import failed_result, read_suite_result
 from harness.errors import BackendUnavailable, InputError, bounded
 from harness.plan.axes import CudnnExpectation
 from harness.plan.model import Cell, Plan
-from harness.results import folder, resume
+from harness.results import folder
 from harness.suite import lifeline
 from harness.suite.document import Identity, RunRecord
 
 POLL_S = 0.2
 _PROBE = Path(__file__).with_name("interpreter_probe.py")
+
+
+class ProbeAnswer(TypedDict):
+    """What an interpreter says of itself (``interpreter_probe``), each value checked."""
+
+    python: str  # its version
+    torch_version: str | None
+    torch_cuda: str | None  # the CUDA torch was built for; None: a CPU build
+    torch_dir: str | None
+    cudnn_wheel: str | None  # the version of the cuDNN wheel beside torch
+
+
+class Interpreter(ProbeAnswer):
+    """An interpreter a cell may run in: its probe's answer and the suite it runs."""
+
+    suite_version: str
+    suite_source: str  # the suite's code, hashed
 
 
 class LocalBackend:
@@ -57,13 +74,13 @@ class LocalBackend:
         self.progress = progress or (lambda line: None)
         self.source = source or packages.PackageSource()
         self.cache_root = cache_root or cache.default_root()
-        self._interpreters: dict[str, dict[str, Any]] = {}
+        self._interpreters: dict[str, Interpreter] = {}
         self._environments: dict[str, venvs.Environment | str] = {}  # spec folder -> env, or why not
         self._interpreter = self._probe_interpreter(self.python)
         self.suite_version: str = self._interpreter["suite_version"]
         self._stopping = threading.Event()
 
-    def _probe_interpreter(self, python: str) -> dict[str, Any]:
+    def _probe_interpreter(self, python: str) -> Interpreter:
         if python in self._interpreters:
             return self._interpreters[python]
         if shutil.which(python) is None and not Path(python).is_file():
@@ -79,18 +96,19 @@ class LocalBackend:
             ).stdout
         except (OSError, subprocess.SubprocessError) as exc:
             raise BackendUnavailable(f"{python} does not run: {exc}") from None
-        info = _probe_answer(python, out)  # no torch is fine where every cell names a torch build
+        answer = _probe_answer(python, out)  # no torch is fine where every cell names a torch build
         try:
             listed = suite_listing.listing(python)
-            info["suite_version"], info["suite_source"] = listed["suite_version"], listed["source_sha256"]
-            if not isinstance(info["suite_version"], str) or not isinstance(info["suite_source"], str):
+            version, source = listed["suite_version"], listed["source_sha256"]
+            if not isinstance(version, str) or not isinstance(source, str):
                 raise TypeError("no suite version")
-            if len(info["suite_version"]) > 64 or len(info["suite_source"]) > 128:
+            if len(version) > 64 or len(source) > 128:
                 raise ValueError("a suite version or source hash longer than any the suite has")
         except subprocess.CalledProcessError as exc:
             raise BackendUnavailable(f"{python} cannot run the suite: {exc.stderr.strip()[-500:]}") from None
         except (ValueError, KeyError, TypeError) as exc:
             raise InputError.one(python, "", f"{_NOT_PYTHON} (its suite listing: {exc})") from None
+        info: Interpreter = {**answer, "suite_version": version, "suite_source": source}
         self._interpreters[python] = info
         return info
 
@@ -124,7 +142,7 @@ class LocalBackend:
         identity: Identity = {
             "suite_version": self.suite_version,
             "suite_source_sha256": self._interpreter["suite_source"],
-            "suite_settings_sha256": resume.suite_settings_sha256(plan),
+            "suite_settings_sha256": plan.suite_settings_sha256,
             "python": self.python,
             "torch": self._interpreter["torch_version"] or "none",  # a result's identity holds text alone
         }
@@ -263,7 +281,7 @@ class LocalBackend:
         env["PYTHONPATH"] = os.pathsep.join(paths + ([existing] if existing else []))
         return env, expect
 
-    def _cudnn_release(self, info: dict[str, Any], version: str) -> cudnn_releases.CudnnRelease:
+    def _cudnn_release(self, info: Interpreter, version: str) -> cudnn_releases.CudnnRelease:
         cuda = info.get("torch_cuda")
         if not cuda:
             raise ValueError(f"torch {info['torch_version']} is a CPU build: it loads no cuDNN to replace")
@@ -311,7 +329,7 @@ _PROBE_FIELDS = ("python", "torch_version", "torch_cuda", "torch_dir", "cudnn_wh
 _PROBE_LIMITS = {"python": 32, "torch_version": 100, "torch_cuda": 32, "torch_dir": 1000, "cudnn_wheel": 64}
 
 
-def _probe_answer(python: str, out: str) -> dict[str, Any]:
+def _probe_answer(python: str, out: str) -> ProbeAnswer:
     """What the probe printed, as the one JSON object it prints; InputError naming ``python`` for
     anything else (a wrapper that prints garbage, a probe cut short)."""
     lines = out.strip().splitlines()
@@ -335,7 +353,7 @@ def _probe_answer(python: str, out: str) -> dict[str, Any]:
                 f"answers a {field} of {len(value)} characters ({bounded(repr(value), 60)}): no Python or "
                 f"torch has one over {limit} or with control characters; name a python executable",
             )
-    return info
+    return cast(ProbeAnswer, info)
 
 
 def _same_build(wanted: str, have: str | None) -> bool:

@@ -70,11 +70,15 @@ def request(
     """The matrix's ``slurm:`` section with the caller's values over it; every value checked here too, as
     plan.json's or a library caller's may not have been."""
     given = plan.slurm
-    asked = {"partition": partition, "account": account, "time": time_limit}
+    asked = {  # each setting: the caller's value, the matrix's
+        "partition": (partition, given.get("partition")),
+        "account": (account, given.get("account")),
+        "time": (time_limit, given.get("time")),
+    }
     chosen: dict[str, str | None] = {}
     problems = []
-    for name, option in asked.items():
-        value = option or given.get(name) or (DEFAULT_TIME if name == "time" else None)
+    for name, (option, in_matrix) in asked.items():
+        value = option or in_matrix or (DEFAULT_TIME if name == "time" else None)
         why = None if value is None else setting_problem(name, value)
         if why:
             where = (

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from harness import jsonio, schemas
 from harness.backends import registry
@@ -16,7 +16,19 @@ from harness.results import folder
 from harness.suite.document import ResultDocument, SlurmRecord
 
 
-def _tasks(tasks_file: Path, index: int, plan: Plan) -> dict[str, Any]:
+class Task(TypedDict):
+    cell: str
+    round: int
+
+
+class TasksFile(registry.SettingsDocument):
+    """``<results>/slurm/tasks-*.json`` (``schemas/slurm-tasks.schema.json``): the backend's settings, and
+    the (cell, round) of each task of the array."""
+
+    tasks: list[Task]
+
+
+def _tasks(tasks_file: Path, index: int, plan: Plan) -> TasksFile:
     """The tasks file, checked before a task runs anything it names: its schema, the index, the plan's
     cells."""
     source = str(tasks_file)
@@ -37,7 +49,7 @@ def _tasks(tasks_file: Path, index: int, plan: Plan) -> dict[str, Any]:
         )
     if found:
         raise InputError(found)
-    checked: dict[str, Any] = settings
+    checked: TasksFile = settings
     return checked
 
 

@@ -16,7 +16,8 @@ from typing import Any
 import pandas as pd
 
 from harness import csvsafe
-from harness.report.analysis import stats
+from harness.report.analysis import row_verdicts, stats
+from harness.report.analysis.row_verdicts import TimingRow
 from harness.suite.catalog import CATALOG
 
 MODEL = "model"
@@ -116,8 +117,8 @@ def summarize(verdicts: pd.DataFrame, compared: str, against: str) -> list[Famil
     if verdicts.empty or not {"workload", "dtype", "verdict"} <= set(verdicts.columns):
         return []
     judged = verdicts[verdicts["verdict"].notna()]
-    keyed: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
-    for row in judged.to_dict("records"):
+    keyed: dict[tuple[str, str, str], list[TimingRow]] = {}
+    for row in row_verdicts.records(judged):
         knobs = row.get("knobs")
         key = (family_of(str(row["workload"])), str(row["dtype"]), knobs if isinstance(knobs, str) else "")
         keyed.setdefault(key, []).append(row)
@@ -125,7 +126,7 @@ def summarize(verdicts: pd.DataFrame, compared: str, against: str) -> list[Famil
     return sorted(lines, key=lambda line: not line.is_model)  # stable: the catalog's order otherwise
 
 
-def _line(compared: str, against: str, key: tuple[str, str, str], rows: list[dict[str, Any]]) -> FamilyLine:
+def _line(compared: str, against: str, key: tuple[str, str, str], rows: list[TimingRow]) -> FamilyLine:
     count = {word: sum(1 for r in rows if r["verdict"] == word) for word in VERDICTS}
     ran = [r.get("what_ran") for r in rows]
     recorded = any(isinstance(value, str) for value in ran)
@@ -146,15 +147,15 @@ def _line(compared: str, against: str, key: tuple[str, str, str], rows: list[dic
     )
 
 
-def _extreme(rows: Iterable[dict[str, Any]], pick: Any) -> Extreme | None:
-    judged = [(float(r["ratio"]), str(r["workload"])) for r in rows if stats.finite(r.get("ratio"))]
+def _extreme(rows: Iterable[TimingRow], pick: Any) -> Extreme | None:
+    judged = [(float(ratio), str(r["workload"])) for r in rows if stats.finite(ratio := r.get("ratio"))]
     if not judged:
         return None
     ratio, workload = pick(judged)
     return Extreme(workload, ratio)
 
 
-def to_json(lines: Iterable[FamilyLine]) -> list[dict[str, Any]]:
+def to_json(lines: Iterable[FamilyLine]) -> list[dict[str, object]]:
     """The lines as verdict.json holds them."""
     return [{**asdict(line), "both_ways": line.both_ways} for line in lines]
 

@@ -41,7 +41,7 @@ def long_form(loaded: LoadedResults) -> pd.DataFrame:
     rows = []
     for doc, file in zip(loaded.documents, loaded.files, strict=True):
         cell = doc["cell"]
-        common: dict[str, Any] = {
+        common: dict[str, object] = {
             "group": cell["id"],
             "cell_id": cell["id"],
             "round": round_of(doc),

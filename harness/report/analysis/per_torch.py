@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import pandas as pd
 
@@ -88,7 +87,7 @@ class PerTorch:
         """The builds with no cell of the baseline's source: their sources are judged against nothing."""
         return tuple(dict.fromkeys(line.torch for line in self.lines if line.baseline is None))
 
-    def to_json(self) -> list[dict[str, Any]]:
+    def to_json(self) -> list[dict[str, object]]:
         """verdict.json's ``per_torch``: a source under a build, its counts and its model rows."""
         return [
             {

@@ -8,12 +8,55 @@ row; a row whose sides were timed differently, or on a busy host, is inconclusiv
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TypedDict, cast
 
 import pandas as pd
 
 from harness.report.analysis import ran_changes, stats
 from harness.report.analysis.frames import KEYS, by_key, keys_of, ran_name
+
+
+class TimingRow(TypedDict, total=False):
+    """A row of the timing table: one (group, workload, dtype, knobs) against the baseline. A row with no
+    comparison (a side measured nothing) holds the first part and its reason; read back from the table,
+    a value it does not hold is NaN or None."""
+
+    group: str
+    workload: str
+    dtype: str
+    knobs: str
+    threshold_pct: float
+    rounds_baseline: int
+    rounds_candidate: int
+    baseline_files: list[str]
+    candidate_files: list[str]
+    verdict: str | None
+    reason: str
+    median_baseline_s: float
+    median_candidate_s: float
+    center: str  # the statistic the ratio divides: what the test compares
+    baseline_s: float | None
+    candidate_s: float | None
+    test: str
+    interval_level: float
+    ratio: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    basis: str
+    what_ran: str | None
+    ran_change: str | None
+    ran_baseline: str | None
+    ran_candidate: str | None
+    timer_baseline: str
+    timer_candidate: str
+    clock: str | None
+    spoiled: str | None
+
+
+def records(table: pd.DataFrame) -> list[TimingRow]:
+    """The rows of a timing table (``timing``'s), each as a TimingRow."""
+    return cast("list[TimingRow]", table.to_dict("records"))  # its columns are TimingRow's keys
 
 
 def timing(
@@ -87,32 +130,22 @@ def _one(
     pct: float,
     alpha: float,
     samples: dict[tuple[str, str, str, str], list[float]],
-) -> dict[str, Any]:
+) -> TimingRow:
     base_ok, mine_ok = base[base["status"] == "ok"], mine[mine["status"] == "ok"]
-    row: dict[str, Any] = {
+    workload, dtype, knobs = key
+    row: TimingRow = {
         "group": group,
-        **dict(zip(KEYS, key, strict=True)),
+        "workload": workload,
+        "dtype": dtype,
+        "knobs": knobs,
         "threshold_pct": pct,
         "rounds_baseline": len(base_ok),
         "rounds_candidate": len(mine_ok),
         "baseline_files": list(base_ok["file"]),
         "candidate_files": list(mine_ok["file"]),
     }
-    if base_ok.empty and mine_ok.empty:
-        if set(base["status"]) | set(mine["status"]) <= {"unsupported"}:
-            return {**row, "verdict": None}  # not defined here on either side: not a comparison
-        return {**row, "verdict": "missing", "reason": "measured on neither side: " + _errors(base, mine)}
-    if base_ok.empty:
-        why = _errors(base, base.iloc[0:0]) if not base.empty else "the baseline has no such measurement"
-        return {**row, "verdict": "missing", "reason": f"no baseline to compare with: {why}"}
-    if mine_ok.empty:
-        if mine.empty:
-            return {**row, "verdict": "missing", "reason": "the candidate has no such measurement"}
-        return {
-            **row,
-            "verdict": "failed",
-            "reason": "ran in the baseline, not here: " + _errors(mine, mine.iloc[0:0]),
-        }
+    if base_ok.empty or mine_ok.empty:
+        return _not_compared(row, base, mine, base_ok.empty, mine_ok.empty)
     if len(base_ok) >= 2 and len(mine_ok) >= 2:
         result = stats.judge(list(base_ok["median_s"]), list(mine_ok["median_s"]), pct, alpha, "rounds")
     else:  # one process on a side: its raw samples stand in, process-to-process noise is not covered
@@ -157,6 +190,26 @@ def _one(
         "clock": _clock(base_ok, mine_ok),
         "spoiled": spoiled,
         "reason": reason,
+    }
+
+
+def _not_compared(
+    row: TimingRow, base: pd.DataFrame, mine: pd.DataFrame, base_unmeasured: bool, mine_unmeasured: bool
+) -> TimingRow:
+    """The row where a side has no ok measurement: missing, failed, or (unsupported on both) no verdict."""
+    if base_unmeasured and mine_unmeasured:
+        if set(base["status"]) | set(mine["status"]) <= {"unsupported"}:
+            return {**row, "verdict": None}  # not defined here on either side: not a comparison
+        return {**row, "verdict": "missing", "reason": "measured on neither side: " + _errors(base, mine)}
+    if base_unmeasured:
+        why = _errors(base, base.iloc[0:0]) if not base.empty else "the baseline has no such measurement"
+        return {**row, "verdict": "missing", "reason": f"no baseline to compare with: {why}"}
+    if mine.empty:
+        return {**row, "verdict": "missing", "reason": "the candidate has no such measurement"}
+    return {
+        **row,
+        "verdict": "failed",
+        "reason": "ran in the baseline, not here: " + _errors(mine, mine.iloc[0:0]),
     }
 
 

@@ -59,7 +59,7 @@ class Series:
     def labels(self) -> list[str]:
         return [r.label for r in self.axis.releases]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """The series and its change points, for verdict.json."""
         return {
             "axis": self.axis.axis,
@@ -117,7 +117,7 @@ def build(
     }
     table = []
     for key in rows:
-        entry: dict[str, Any] = dict(zip(KEYS, key, strict=True))
+        entry: dict[str, object] = dict(zip(KEYS, key, strict=True))
         for release in axis.releases:
             entry[release.label] = (
                 1.0 if release.cell_id == baseline else ratio_of.get((release.cell_id, *key))

@@ -10,8 +10,9 @@ from typing import Any
 import pandas as pd
 
 from harness.plan.axes import AXIS_NAMES
-from harness.report.analysis import stats
+from harness.report.analysis import row_verdicts, stats
 from harness.report.analysis.model import Analysis, View
+from harness.report.analysis.row_verdicts import TimingRow
 from harness.report.sections.context import SectionContext, listed
 from harness.report.writers import markdown
 from harness.report.writers.document import Section, Value
@@ -229,7 +230,7 @@ def scorecard(view: View, analysis: Analysis) -> Section | None:
             continue
         counts = mine["verdict"].value_counts()
         geomean = stats.geomean(mine["ratio"])
-        worst = _largest(mine[mine["verdict"].isin(["slower", "faster"])].to_dict("records"))
+        worst = _largest(row_verdicts.records(mine[mine["verdict"].isin(["slower", "faster"])]))
         numerics = analysis.numerics
         worse = (
             int(((numerics["group"] == group) & (numerics["numerics"] == "worse")).sum())
@@ -274,7 +275,7 @@ def scorecard(view: View, analysis: Analysis) -> Section | None:
     )
 
 
-def _largest(rows: Iterable[dict[str, Any]]) -> Value | str:
+def _largest(rows: Iterable[TimingRow]) -> Value | str:
     best = max(rows, key=lambda r: stats.change_size(r.get("ratio")), default=None)
     if best is None or stats.change_size(best.get("ratio")) < 0:
         return ""

@@ -78,7 +78,7 @@ def cells(view: View, analysis: Analysis, out_dir: Path, letters: dict[str, str]
         entries = analysis.docs.get(group, [])
         ok = [(d, f) for d, f in entries if d["status"] == "ok"]
         doc = ok[0][0] if ok else (entries[0][0] if entries else None)
-        cudnn: dict[str, Any] = dict(doc["cudnn"]) if doc and "cudnn" in doc else {}
+        cudnn = doc.get("cudnn") if doc else None
         by_round = sorted(entries, key=lambda entry: round_of(entry[0]))  # r2 before r10, as numbers
         files = [table_values.link(f"r{round_of(d)}", f, out_dir) for d, f in by_round]
         rows.append(
@@ -88,9 +88,9 @@ def cells(view: View, analysis: Analysis, out_dir: Path, letters: dict[str, str]
                 view.labels.get(group, group),
                 f"{len(ok)}/{len(entries)} ok" + (f", {view.rounds} asked" if view.rounds else ""),
                 doc.get("device", "") if doc else "",
-                cudnn.get("runtime_version") or ("none" if doc else ""),
-                "\n".join(cudnn.get("loaded_dirs", [])),
-                cudnn.get("verification", ""),
+                (cudnn.get("runtime_version") if cudnn else None) or ("none" if doc else ""),
+                "\n".join(cudnn.get("loaded_dirs", []) if cudnn else []),
+                cudnn.get("verification", "") if cudnn else "",
                 files,
             )
         )
@@ -168,15 +168,15 @@ def _environment(view: View, analysis: Analysis, letters: dict[str, str]) -> Sec
             if not env:
                 continue
             gpu = env["gpu"] or {}
-            cudnn: dict[str, Any] = dict(doc["cudnn"]) if "cudnn" in doc else {}
+            cudnn = doc.get("cudnn")
             rounds.setdefault(
                 (
                     letters[group],
                     env["torch"]["version"],
                     env["torch"].get("cuda") or "none",
-                    f"{cudnn.get('runtime_version') or 'none'} (built for "
-                    f"{cudnn.get('compile_version') or 'none'})",
-                    "\n".join(cudnn.get("loaded_libraries", [])) or "none",
+                    f"{(cudnn.get('runtime_version') if cudnn else None) or 'none'} (built for "
+                    f"{(cudnn.get('compile_version') if cudnn else None) or 'none'})",
+                    "\n".join(cudnn.get("loaded_libraries", []) if cudnn else []) or "none",
                     gpu.get("name", "none (CPU)"),
                     str(gpu.get("uuid") or "")[:8],
                     gpu.get("driver_version") or "",

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 from tabulate import tabulate
 
 from harness import csvsafe
 from harness.report.analysis import stats
+from harness.report.analysis.row_verdicts import TimingRow
 from harness.report.writers import markdown
 from harness.report.writers.choices import Format, Sort
 
@@ -58,7 +59,7 @@ def comparison(
         return json.dumps(records, indent=1)
     if fmt == "csv":
         return csvsafe.to_csv(pd.DataFrame(records, columns=COLUMNS))
-    table = [_row(r) for r in records]
+    table = [_row(cast(TimingRow, r)) for r in records]  # COLUMNS are TimingRow's
     if fmt == "md":  # result text in a Markdown table goes through the one escape every report uses
         return markdown.table([list(row) for row in table], list(HEADERS))
     shown: str = tabulate(table, headers=HEADERS, disable_numparse=True, tablefmt="simple")
@@ -74,7 +75,7 @@ def duration(seconds: float | None) -> str:
     return f"{seconds / 1e-9:.1f} ns"
 
 
-def _row(r: dict[str, Any]) -> list[str]:
+def _row(r: TimingRow) -> list[str]:
     interval = stats.interval_text(r["ci_low"], r["ci_high"])
     return [
         r["workload"],
@@ -85,7 +86,7 @@ def _row(r: dict[str, Any]) -> list[str]:
         interval,
         format(r["p_value"], ".2g") if stats.finite(r["p_value"]) else "",
         stats.rounds_text(r["rounds_baseline"], r["rounds_candidate"], r["test"]),
-        r["verdict"],
+        str(r["verdict"]),  # judged rows only: every one has a verdict
     ]
 
 

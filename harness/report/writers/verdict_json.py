@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import pandas as pd
 
@@ -14,7 +13,7 @@ from harness.report.analysis.model import Analysis, View
 VERDICT_SCHEMA_VERSION = 1
 
 
-def document(view: View, analysis: Analysis) -> dict[str, Any]:
+def document(view: View, analysis: Analysis) -> dict[str, object]:
     """The machine-readable verdict (schemas/verdict.schema.json) of ``analysis``: the gate, every judged
     row, and where the analysis has them the release axis (``series``), each candidate against the
     baseline summed up by family (``families``), and each torch build's cuDNN sources against that build's
@@ -62,7 +61,7 @@ def document(view: View, analysis: Analysis) -> dict[str, Any]:
     }
 
 
-def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+def _records(frame: pd.DataFrame) -> list[dict[str, object]]:
     records = frame.to_dict(orient="records")
     return [
         {str(k): (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()}
