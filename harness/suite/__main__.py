@@ -14,7 +14,7 @@ import traceback
 from typing import Any
 
 from harness.suite import RESULT_SCHEMA_VERSION, SUITE_VERSION, host, lifeline, source_sha256, windows
-from harness.suite.catalog import CATALOG, for_profile
+from harness.suite.catalog import CATALOG, rows_of
 from harness.suite.numerics_pass import numerics_pass
 from harness.suite.phases import Phases
 from harness.suite.rows import CudaContextLost, measure_windows, stranded_growth, windows_measured
@@ -71,8 +71,7 @@ def _run(args: argparse.Namespace) -> int:
     if settings.rows:
         rows = [(w, d) for w, _, d in (pair.partition(":") for pair in settings.rows)]
     else:
-        workloads = list(settings.workloads) or for_profile(settings.profile)
-        rows = list(itertools.product(workloads, settings.dtypes))
+        rows = rows_of(settings.workloads, settings.profile, settings.dtypes)
     unknown = list(dict.fromkeys(w for w, _ in rows if w not in CATALOG))
     if unknown:
         print(

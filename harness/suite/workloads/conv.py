@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from harness.suite.contract import ATLAS_PROFILES, EVERY_PROFILE, LARGER_PROFILES, Built, WorkloadSpec, pick
-from harness.suite.workloads.layers import NETWORKS, RESNET50
+from harness.suite.workloads.layers import DEFAULT, NETWORKS, RESNET50
 
 if TYPE_CHECKING:
     import torch
@@ -72,19 +72,24 @@ def _specs() -> Iterator[WorkloadSpec]:
                 "layer": layer.name,
             }
             earlier = network is RESNET50 and layer.name in EARLIER
+            default = (network.key, layer.name) in DEFAULT.convs
             for passes, what in PASSES.items():
                 suffix = "" if passes == "fwd" else f"_{passes}"
                 for layout, shown in LAYOUTS.items():
-                    profiles = ATLAS_PROFILES
+                    profiles, narrowed = ATLAS_PROFILES, ()
                     if earlier:
                         smoke = passes == "fwd" and layout == "nchw"
                         profiles = (*(EVERY_PROFILE if smoke else LARGER_PROFILES), "atlas")
+                    elif default:
+                        profiles = ("default", *ATLAS_PROFILES)
+                        narrowed = tuple(d for d, paired in DEFAULT.conv_pairs if paired == layout)
                     yield WorkloadSpec(
                         f"conv2d_{network.key}_{layer.name}{suffix}" + (".cl" if layout == "cl" else ""),
                         "conv",
                         f"Conv2d {what} {layer.cin}->{layer.cout} {layer.k}x{layer.k} stride "
                         f"{layer.stride} at {layer.hw}x{layer.hw}, {network.title} {layer.name} ({shown})",
                         profiles=profiles,
+                        default_dtypes=narrowed,
                         params={**base, "pass": passes, "layout": layout},
                         group=f"conv {what} {shown}",
                     )
