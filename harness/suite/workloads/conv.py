@@ -76,7 +76,8 @@ def _specs() -> Iterator[WorkloadSpec]:
             for passes, what in PASSES.items():
                 suffix = "" if passes == "fwd" else f"_{passes}"
                 for layout, shown in LAYOUTS.items():
-                    profiles, narrowed = ATLAS_PROFILES, ()
+                    profiles: tuple[str, ...] = ATLAS_PROFILES
+                    narrowed: tuple[str, ...] = ()
                     if earlier:
                         smoke = passes == "fwd" and layout == "nchw"
                         profiles = (*(EVERY_PROFILE if smoke else LARGER_PROFILES), "atlas")

@@ -32,7 +32,9 @@ LAYERS = (
         "adaptive_avgpool2d_r50_head",
         "elementwise",
         "AdaptiveAvgPool2d to 1x1, 2048 channels at 7x7, ResNet-50 head",
-        profiles=("default", *ATLAS_PROFILES) if "adaptive_avgpool2d_r50_head" in DEFAULT.pools else ATLAS_PROFILES,
+        profiles=("default", *ATLAS_PROFILES)
+        if "adaptive_avgpool2d_r50_head" in DEFAULT.pools
+        else ATLAS_PROFILES,
         default_dtypes=DEFAULT.dtypes if "adaptive_avgpool2d_r50_head" in DEFAULT.pools else (),
         params={"op": "adaptive_avgpool2d", "shape": [RESNET50.batch, 2048, 7, 7]},
         group="pooling",

@@ -141,7 +141,9 @@ class DefaultLayers(NamedTuple):
     conv_pairs: tuple[tuple[str, str], ...]  # (dtype, layout)
     batchnorms: tuple[tuple[str, int, int], ...]  # (network key, channels, hw)
     pools: tuple[str, ...]  # workload ids
-    dtypes: tuple[str, ...]  # the transformer block's attention, matrix products and layer norms, norms, pools
+    dtypes: tuple[
+        str, ...
+    ]  # the transformer block's attention, matrix products and layer norms, norms, pools
 
 
 # ResNet-50's 3x3 of each deeper stage (its stride-2 first among them), two of its deep 1x1s, and U-Net's
