@@ -74,7 +74,7 @@ def test_the_document_is_the_one_plan_json_always_held():
         "dtypes": ["fp32", "bf16"],
         "time_budget_s": 1.0,
         "min_time_s": 0.5,
-        "timed_share": 0.35,
+        "timed_share": 0.3,
     }
     section = {"workloads": ["relu"], "dtypes": ["fp32"], "time_budget_s": 3, "numerics": False}
     assert SuiteSettings.from_json(section).to_json() == {**SuiteSettings().to_json(), **section}
@@ -93,7 +93,7 @@ def test_the_resume_key_is_the_hash_of_the_same_document():
             "dtypes": ["fp32", "bf16"],
             "time_budget_s": 1.0,
             "min_time_s": 0.5,
-            "timed_share": 0.35,
+            "timed_share": 0.3,
             **section,
         },
         "knob_sets": list(knobs),

@@ -32,7 +32,7 @@ class SuiteSettings:
     dtypes: tuple[str, ...] = ("fp32", "bf16")
     time_budget_s: float = 1.0  # an upper bound on sampling time per measurement
     min_time_s: float = 0.5  # measured time before the noise target may stop sampling
-    timed_share: float = 0.35  # on a GPU, the share of the process's wall time timed work should fill
+    timed_share: float = 0.3  # on a GPU, the share of the process's wall time timed work should fill
     workloads: tuple[str, ...] = ()  # none: the profile's
     rows: tuple[str, ...] = ()  # workload:dtype pairs, exactly these (none: every workload x dtype)
     numerics: bool = True  # check each measurement against an fp64 reference
