@@ -1,9 +1,10 @@
 """Issue 45's three goals side by side, from one lease's files (``reports/aa-h100/device-lease.sh``).
 
     python -m benchmarks.aa_profile LEASE --out DIR [--trials 300] [--worst 12]
-        LEASE: the folder the lease's tarballs were extracted into (aa/, progress.txt, validation/,
-        validation-aa/); DIR gets processes.csv, medians.csv and validation.csv
-        (``benchmarks.quiet_cheap export``), and the figures are printed from them
+        LEASE: the folder the lease's tarballs were extracted into (aa/ with suite 0.15's round 1,
+        aa-018/ with suite 0.18's two rounds, progress.txt, validation/, validation-aa/); DIR gets
+        processes.csv, medians.csv and validation.csv (``benchmarks.quiet_cheap export``), and the
+        figures are printed from them
     python -m benchmarks.aa_profile --tables DIR [--trials 300] [--worst 12]
         the figures from tables made before (what the repository keeps)
 
@@ -30,7 +31,8 @@ from typing import NamedTuple
 from benchmarks.quiet_cheap import AA_GOAL, _pct, _read, _seconds, export, report_cost, report_validation
 
 REFERENCE, FIRST, SECOND = "R1-0.15", "R1-0.18", "R2-0.18"
-FILES = {REFERENCE: "suite-0.15.r1", FIRST: "suite-0.18.r1", SECOND: "suite-0.18.r2"}
+# where each process's result file lies in the lease's folder
+FILES = {REFERENCE: "aa/suite-0.15.r1.json.gz", FIRST: "aa-018/*.r1.json.gz", SECOND: "aa-018/*.r2.json.gz"}
 LONG_US = 100.0  # the rows of 100 us or more: issue 34's second split
 
 
@@ -38,9 +40,8 @@ def export_lease(lease: Path, out: Path) -> None:
     """The lease's result files and validation folders as the three tables ``quiet_cheap`` reads."""
     progress = lease / "progress.txt"
     processes = []
-    for name, stem in FILES.items():
-        path = lease / "aa" / f"{stem}.json.gz"
-        if path.exists():
+    for name, pattern in FILES.items():
+        for path in sorted(lease.glob(pattern))[:1]:
             processes.append(f"{name}={path}" + (f",{progress}" if progress.exists() else ""))
     validation = [lease / m for m in ("validation", "validation-aa") if (lease / m).is_dir()]
     export(processes, validation, out, [])

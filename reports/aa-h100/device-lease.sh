@@ -16,20 +16,22 @@
 # wall each part is expected to take on an H100 (lease H's figures; docs/method.md):
 #   suite-0.15.r1   suite 0.15 round 1, numerics on, its plan defaults (time budget 1 s, min time
 #                   0.5 s, timed share 0.5), its default profile (256 rows)            about 250 s
-#   suite-0.18.r1   suite 0.18 round 1, numerics on, its defaults, the new default profile
-#                   (319 rows)                                                          about 250 s
-#   suite-0.18.r2   the same without numerics (as qualify runs later rounds)            about 220 s
+#   aa              matrix-aa.yaml through `harness run` (schema-valid result files): suite 0.18 round 1,
+#                   numerics on, its defaults, the new default profile (319 rows)      estimate 225-265 s
+#                   and round 2 without numerics (as harness run and qualify run later
+#                   rounds)                                                             about 25 s less
 #   validation      matrix-validation.yaml: bundled vs cuDNN disabled, 7 rounds each   about 330-400 s
 #   validation-aa   matrix-validation-aa.yaml: 7 more rounds of the baseline           about 170-200 s
-# In all about 20-21 minutes after the machine starts. To fall back on suite 0.18's earlier ways for its
-# two processes, start with extra suite words, e.g.
-#   AA_ARGS="--timed-share 0.5 --windows-max 3" bash reports/aa-h100/device-lease.sh start 570
-# (the validation's matrices take suite 0.18's defaults; a `suite:` key there changes them).
-# AA_ROWS and AA_VALIDATION change what is measured, for a dry run of this driver on a CPU:
-#   OUT=/tmp/out AA_ROWS="--profile smoke --device cpu --dtypes fp32 --workloads relu,gemm" AA_VALIDATION= \
-#     bash reports/aa-h100/device-lease.sh start 600
+# In all about 20-21 minutes after the machine starts. Suite 0.18's settings are its defaults; AA_SUITE
+# adds `suite:` keys to its three matrices (the A/A and both validations), e.g. to run 0.17's way:
+#   AA_SUITE="windows_max=3 timed_share=0.5" bash reports/aa-h100/device-lease.sh start 570
+# AA_ROWS (suite 0.15's rows), AA_SUITE and AA_VALIDATION change what is measured, for a dry run of this
+# driver on a CPU:
+#   OUT=/tmp/out AA_ROWS="--profile smoke --device cpu --dtypes fp32 --workloads relu,gemm" \
+#     AA_SUITE="workloads=[relu,gemm] dtypes=[fp32]" AA_VALIDATION= bash reports/aa-h100/device-lease.sh start 600
 # Results stay under /var/tmp/aa (while the machine is held); each call tars them to $OUT:
-# aa.tar (result files .json.gz, logs, progress.txt, gpu.txt), validation.tar, validation-aa.tar.
+# aa.tar (suite 0.15's result file .json.gz, its log, progress.txt, gpu.txt), aa-018.tar (the A/A pair,
+# plan.json, harness run's output), validation.tar, validation-aa.tar.
 # After the lease: python -m benchmarks.aa_profile <folder the tarballs were extracted into>.
 set -uo pipefail
 step=$1; seconds=${2:-570}
@@ -41,7 +43,10 @@ if [ "$step" = start ]; then
   rm -rf "$res" "$w"; mkdir -p "$res/aa" "$w/orch"
   cp -r .dev/suite-0.15 "$w/"
   cp -r harness schemas images "$w/orch/"
-  cp reports/aa-h100/matrix-validation*.yaml "$w/"
+  cp reports/aa-h100/matrix-aa.yaml reports/aa-h100/matrix-validation*.yaml "$w/"
+  for pair in ${AA_SUITE:-}; do  # key=value: a line of each matrix's `suite:`, its last block
+    for m in "$w"/matrix-*.yaml; do echo "  ${pair%%=*}: ${pair#*=}" >> "$m"; done
+  done
   nvidia-smi --query-gpu=name,uuid,driver_version,power.limit,clocks.sm,clocks.mem,temperature.gpu --format=csv \
     > "$res/gpu.txt" 2>&1
   cat > "$res/driver.sh" <<DRIVER
@@ -61,13 +66,11 @@ one() {  # name, suite folder, arguments
 }
 old="--time-budget-s 1.0 --min-time-s 0.5 --timed-share 0.5"  # suite 0.15's plan defaults, as lease H ran it
 one suite-0.15.r1 suite-0.15 \$old
-one suite-0.18.r1 orch ${AA_ARGS:-}
-one suite-0.18.r2 orch ${AA_ARGS:-} --no-numerics
 cd $w/orch
-for m in $checks; do
+for m in aa $checks; do
   t0=\$(date +%s)
   PYTHONPATH=/tmp/site:$w/orch HARNESS_CACHE=/var/tmp/hc python3 -m harness run \
-    --matrix $w/matrix-\$m.yaml --out $res/\$m > $res/\$m-output.txt 2>&1
+    --matrix $w/matrix-\$m.yaml --out $res/\${m/#aa/aa-018} > $res/\$m-output.txt 2>&1
   echo "\$m exit \$? wall_s \$(( \$(date +%s) - t0 ))" >> $res/progress.txt
 done
 echo done >> $res/progress.txt
@@ -79,7 +82,8 @@ end=$(( $(date +%s) + seconds ))
 while [ ! -f "$res/DONE" ] && [ "$(date +%s)" -lt "$end" ]; do sleep 5; done
 cat "$res/progress.txt" 2>/dev/null; tail -n 2 "$res"/aa/*.log 2>/dev/null | tail -12
 tar -C "$res" -cf "$OUT/aa.tar" --exclude='*.json' aa gpu.txt progress.txt driver.log 2>/dev/null
-for m in validation validation-aa; do
-  [ -d "$res/$m" ] && tar -C "$res" -cf "$OUT/$m.tar" --exclude='*.part' "$m" "$m-output.txt" 2>/dev/null
+for m in aa validation validation-aa; do
+  d=${m/#aa/aa-018}
+  [ -d "$res/$d" ] && tar -C "$res" -cf "$OUT/$d.tar" --exclude='*.part' "$d" "$m-output.txt" 2>/dev/null
 done
 ls -la "$OUT"
