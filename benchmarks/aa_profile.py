@@ -10,7 +10,8 @@
 
 1. A/A: suite 0.18's round 1 (numerics on) and round 2 (numerics off), two processes of the bundled cell
    over the whole default profile: |median ratio - 1| p50, p95 and max over every row measured in both,
-   over the rows of 100 us or more, over suite 0.15's rows and over the layer rows the profile added;
+   over the rows of 100 us or more, over suite 0.15's rows and over those it did not measure (the
+   layer rows the profile added);
    how many windows the rows took, the A/A by that count, and the rows worst in A/A (goal: p95 <= 0.5 %).
 2. Seconds: suite 0.18's round 1 against suite 0.15's, both with numerics, in the same lease (goal:
    no longer), and each one's seconds a row.
@@ -96,7 +97,7 @@ def report_aa(medians: list[dict[str, str]], worst: int) -> None:
     print(pair.line(f"rows of {LONG_US:.0f} us or more", lambda r: min(r.a, r.b) >= LONG_US))
     print(pair.line(f"rows under {LONG_US:.0f} us", lambda r: min(r.a, r.b) < LONG_US))
     print(pair.line("suite 0.15's rows", lambda r: r.old))
-    print(pair.line("the layer rows added", lambda r: not r.old))
+    print(pair.line("rows suite 0.15 did not measure", lambda r: not r.old))
     counts: dict[int, list[float]] = defaultdict(list)
     for r in pair.rows:
         counts[max(r.windows)].append(r.dev)
@@ -109,7 +110,7 @@ def report_aa(medians: list[dict[str, str]], worst: int) -> None:
     print(f"the {worst} rows worst in A/A (median us {FIRST} / {SECOND}, windows, round 1's stop):")
     for row, a, b, d, windows, old in sorted(pair.rows, key=lambda r: -r.dev)[:worst]:
         knobs = "" if row["knobs"] == "c0d0t0" else f" {row['knobs']}"
-        where = "" if old else " (layer row)"
+        where = "" if old else " (not in suite 0.15's)"
         print(
             f"  {d:7.3%}  {row['workload']} {row['dtype']}{knobs}{where}: {a:.3f} / {b:.3f} us, "
             f"windows {windows[0]}/{windows[1]}, {row[f'{FIRST}:stop']}"

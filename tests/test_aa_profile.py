@@ -75,14 +75,16 @@ def test_the_three_goals_are_read_from_the_tables(tmp_path, capsys, validation):
     out = " ".join(capsys.readouterr().out.split())  # words, whatever the columns' widths
     assert "A/A p95 <= 0.5 % over all paired rows: 1.000% (NOT met, 2.00x the goal)" in out
     assert "rows of 100 us or more 1 rows: p50 1.000%" in out
-    assert "the layer rows added 1 rows: p50 0.200%" in out
+    assert "rows suite 0.15 did not measure 1 rows: p50 0.200%" in out
     assert "suite 0.15's rows 2 rows: p50 0.550%" in out
     assert "windows a row: mean 3.67 (least 3, most 6)" in out and "3: 2 rows 0.20%, 6: 1 rows 1.00%" in out
     worst = out.split("round 1's stop):")[1]
     assert worst.startswith(
         " 1.000% gemm fp32: 200.000 / 202.000 us, windows 4/6, tf 0.200% conv2d_r50_c4_3x3"
     )
-    assert "(layer row)" in worst and "relu" not in worst.split("goal 2")[0]  # the two worst only
+    assert (
+        "conv2d_r50_c4_3x3 fp32 (not in suite 0.15's)" in worst and "relu" not in worst.split("goal 2")[0]
+    )  # the two worst only
     assert "suite 0.18 240.0 s against suite 0.15 250.0 s: 0.960" in out and "(goal <= 1: met)" in out
     if validation:  # a 20 % slower candidate, 7 + 7 rounds: every trial says slower, as the 7+7 verdict
         assert "sequential 3..7 agrees with the 7+7 verdict in 100.0%" in out and "planted x1.05" in out
