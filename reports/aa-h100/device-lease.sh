@@ -72,6 +72,8 @@ for m in aa $checks; do
   PYTHONPATH=/tmp/site:$w/orch HARNESS_CACHE=/var/tmp/hc python3 -m harness run \
     --matrix $w/matrix-\$m.yaml --out $res/\${m/#aa/aa-018} > $res/\$m-output.txt 2>&1
   echo "\$m exit \$? wall_s \$(( \$(date +%s) - t0 ))" >> $res/progress.txt
+  nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader 2>&1 \
+    | sed "s/^/\$m after: /" >> $res/gpu.txt
 done
 echo done >> $res/progress.txt
 touch $res/DONE
@@ -80,7 +82,7 @@ DRIVER
 fi
 end=$(( $(date +%s) + seconds ))
 while [ ! -f "$res/DONE" ] && [ "$(date +%s)" -lt "$end" ]; do sleep 5; done
-cat "$res/progress.txt" 2>/dev/null; tail -n 2 "$res"/aa/*.log 2>/dev/null | tail -12
+cat "$res/progress.txt" 2>/dev/null; tail -n 2 "$res"/aa/*.log "$res"/*-output.txt 2>/dev/null | tail -16
 tar -C "$res" -cf "$OUT/aa.tar" --exclude='*.json' aa gpu.txt progress.txt driver.log 2>/dev/null
 for m in aa validation validation-aa; do
   d=${m/#aa/aa-018}
