@@ -24,8 +24,10 @@ from pathlib import Path
 
 import docker
 
-from harness import images
+import harness
 from harness.backends import registry
+from harness.backends.docker import dockerfile as images
+from harness.backends.packages import PackageSource
 from harness.plan import matrix
 
 MATRIX = """
@@ -85,7 +87,9 @@ def main() -> None:
     matrix_path = work / "matrix.yaml"
     matrix_path.write_text(MATRIX)
     plan = matrix.load(matrix_path, cell_rules=registry.cell_problems)
-    rendered = [images.render(c, images.BuildOptions(wheelhouse=args.wheelhouse)) for c in plan.cells]
+    rendered = [
+        images.render(c, images.BuildOptions(PackageSource(wheelhouse=args.wheelhouse))) for c in plan.cells
+    ]
 
     for image in client.images.list(name=images.IMAGE_REPO):
         if any("torch2.13.0-cpu_cudnn-" in t for t in image.tags):
@@ -96,7 +100,7 @@ def main() -> None:
     print(f"cold build, 2 cells:            {cold:7.1f} s")
     print(f"warm rebuild, nothing changed:  {warm:7.1f} s   (cold / warm = {cold / warm:.0f}x)")
 
-    env_dir = str(Path(images.__file__).resolve().parent.parent)
+    env_dir = str(Path(harness.__file__).resolve().parent.parent)
     local, container = [], []
     for _ in range(args.repeat):
         start = time.monotonic()

@@ -4,8 +4,8 @@
     python -m benchmarks.early_verdicts [--trials 300] [--timed-prefix 0.5] [--today DIR]
 
 Today a row's verdict needs 7 rounds (processes) per side: the exact Mann-Whitney U test on per-round
-medians cannot reach p < 0.002 with fewer. ``harness.report.stats.judge`` now judges fewer rounds (3 or
-more per side) by Welch's t on the logs of the round medians (slower/faster: significant and beyond the
+medians cannot reach p < 0.002 with fewer. ``harness.report.analysis.stats.judge`` now judges fewer rounds
+(3 or more per side) by Welch's t on the logs of the round medians (slower/faster: significant and beyond the
 threshold) and an equivalence test (TOST: same when the 1 - 2 alpha interval of the ratio lies inside
 the threshold); ``qualify`` runs 3 rounds per side and adds rounds, up to 7, for the rows still
 undecided. This resamples that rule, called exactly as the report calls it.
@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.report import frames, stats
+from harness.report.analysis import frames, stats
 from harness.results import documents
 
 REPO = Path(__file__).resolve().parent.parent

@@ -39,7 +39,7 @@ import numpy as np
 
 from benchmarks.early_verdicts import ALPHA, THRESHOLD, rounds, sequential
 from harness import jsonio
-from harness.report import stats
+from harness.report.analysis import stats
 
 AA_GOAL, AGREE_GOAL, FALSE_GOAL, PLANTED_GOAL = 0.005, 0.99, 0.01, 0.95
 STOPS = {"noise_target": "nt", "time_budget": "tb", "timed_floor": "tf", "short_loop": "sl"}

@@ -1,3 +1,3 @@
-from harness.cli import main
+from harness.cli.main import main
 
 raise SystemExit(main(prog="python -m harness"))

@@ -7,13 +7,28 @@ import json
 import os
 import subprocess
 import sys
-from typing import Any
+from typing import TypedDict
 
 from harness import resources
 
 
+class ListedWorkload(TypedDict):
+    id: str
+    description: str
+    dtypes: list[str]
+    gpus: str  # "one"; "all": a process per GPU of its own (its cell needs every GPU, alone)
+
+
+class Listing(TypedDict):
+    """``python -m harness.suite list --json``: the suite's version, its code's hash, its workloads."""
+
+    suite_version: str
+    source_sha256: str
+    workloads: list[ListedWorkload]
+
+
 @functools.cache  # one run asks several times (workloads, multi-GPU ones, the version): one subprocess
-def listing(python: str | None = None) -> dict[str, Any]:
+def listing(python: str | None = None) -> Listing:
     """``python -m harness.suite list --json`` of ``python`` (default: this interpreter)."""
     existing = os.environ.get("PYTHONPATH")
     env = {
@@ -28,7 +43,7 @@ def listing(python: str | None = None) -> dict[str, Any]:
         env=env,
         check=True,
     )
-    result: dict[str, Any] = json.loads(done.stdout)
+    result: Listing = json.loads(done.stdout)
     return result
 
 

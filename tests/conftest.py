@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
 import subprocess
@@ -74,6 +76,28 @@ def run_cli(
     )
 
 
+def cli_in_process(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m harness ARGS`` run in this process (``cli.main``), its output captured, for a refusal
+    that only the parser or a command's first checks make (exit code 2 and why): what ``run_cli`` answers,
+    without a new interpreter's start. ``cwd``: where relative paths are read from (default: REPO)."""
+    from harness.cli import main as cli
+
+    out, err = io.StringIO(), io.StringIO()
+    here = Path.cwd()
+    os.chdir(cwd or REPO)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = cli.main(list(args), prog="python -m harness")
+            except SystemExit as exc:  # argparse refused a value, or answered --help
+                code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 2
+    finally:
+        os.chdir(here)
+    return subprocess.CompletedProcess(
+        ["python", "-m", "harness", *args], code, out.getvalue(), err.getvalue()
+    )
+
+
 def start_cli(
     *args: str,
     env: Mapping[str, str] | None = None,
@@ -93,6 +117,33 @@ def start_cli(
     )
 
 
+CHROMEDRIVER = shutil.which("chromedriver")
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    """Debian's headless Chromium, driven through chromedriver (selenium), one per test module; its console
+    kept (``get_log("browser")``). Skipped where either is missing, but CI must have both."""
+    if not (CHROMEDRIVER and CHROMIUM):
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI needs chromium and chromedriver (apt-get install chromium chromium-driver)")
+        pytest.skip("no chromium/chromedriver here (apt-get install chromium chromium-driver)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
 @pytest.fixture
 def write_matrix(tmp_path: Path):
     def write(text: str, name: str = "matrix.yaml") -> Path:
@@ -110,6 +161,23 @@ def outside(tmp_path: Path) -> Path:
     victim.mkdir()
     (victim / "precious.txt").write_text("keep me\n")
     return victim
+
+
+def timed_on_a_busy_host(path: Path, load_start: float = 2.9, load_end: float = 3.1, why: str = "") -> None:
+    """Rewrite the result at ``path`` as a run a busy host timed: that load on 2 cores (``why``: the
+    reason the suite gives, default ``load <load_end>``)."""
+    from harness import jsonio
+
+    doc = jsonio.read(path)
+    doc["host"] = {
+        "cores": 2,
+        "threads": 1,
+        "load_start": load_start,
+        "load_end": load_end,
+        "busy": True,
+        "why": why or f"load {load_end:g}",
+    }
+    jsonio.write_atomic(path, doc)
 
 
 def untouched(victim: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import jsonio
-from harness.results.documents import _summary
+from harness.results.validity import _summary
 from tests.conftest import REPO
 
 BASE = REPO / "reports/release-atlas/results/torch-installed_cudnn-bundled_2ecb882014.r1.json.gz"

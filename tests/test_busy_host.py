@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from harness import jsonio
-from harness.report import run_sections
+from harness.report.sections import run_sections
 from harness.suite import host
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO, run_cli, timed_on_a_busy_host
 
 CPU_AXIS = REPO / "reports" / "torch-axis-cpu" / "results"
 
@@ -35,17 +35,7 @@ def test_samples_quantized_at_the_scheduler_tick_are_a_stalled_measurement():
 def test_a_busy_host_is_recorded_and_its_rows_are_never_a_verdict(tmp_path):
     results = tmp_path / "results"
     shutil.copytree(CPU_AXIS, results)
-    first = sorted(results.glob("*.json.gz"))[0]
-    doc = jsonio.read(first)
-    doc["host"] = {
-        "cores": 2,
-        "threads": 1,
-        "load_start": 3.7,
-        "load_end": 4.1,
-        "busy": True,
-        "why": "load 4.1 on 2 cores",
-    }
-    jsonio.write_atomic(first, doc)
+    timed_on_a_busy_host(sorted(results.glob("*.json.gz"))[0], 3.7, 4.1, "load 4.1 on 2 cores")
     out = tmp_path / "report"
     done = run_cli("report", "--results", str(results), "--out", str(out))
     assert done.returncode == 0, done.stdout + done.stderr

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from harness.plan import starter
-from tests.conftest import GPU_REPORT, REPO, run_cli
+from tests.conftest import GPU_REPORT, REPO, cli_in_process, run_cli
 
 
 def test_init_writes_a_commented_starter_that_plans_as_the_repositorys_matrix(tmp_path):
@@ -30,7 +30,7 @@ def test_init_writes_a_commented_starter_that_plans_as_the_repositorys_matrix(tm
 def test_init_never_overwrites_a_matrix_unless_forced(tmp_path):
     mine = tmp_path / "sweep.yaml"
     mine.write_text("name: mine\n")
-    done = run_cli("init", "--matrix", str(mine))
+    done = cli_in_process("init", "--matrix", str(mine))
     assert done.returncode == 2 and "already exists; pass --force" in done.stderr, done.stderr
     assert mine.read_text() == "name: mine\n"
     done = run_cli("init", "--matrix", str(mine), "--force")
@@ -39,15 +39,15 @@ def test_init_never_overwrites_a_matrix_unless_forced(tmp_path):
 
 
 def test_init_refuses_a_folder_and_replaces_a_link_not_what_it_points_at(tmp_path):
-    done = run_cli("init", "--matrix", str(tmp_path))
+    done = cli_in_process("init", "--matrix", str(tmp_path))
     assert done.returncode == 2 and "already exists" in done.stderr
-    done = run_cli("init", "--matrix", str(tmp_path), "--force")
+    done = cli_in_process("init", "--matrix", str(tmp_path), "--force")
     assert done.returncode == 2 and "is a folder" in done.stderr and "Traceback" not in done.stderr
     target = tmp_path / "elsewhere.txt"
     target.write_text("keep me\n")
     link = tmp_path / "matrix.yaml"
     link.symlink_to(target)
-    assert run_cli("init", cwd=tmp_path).returncode == 2  # a link is something already there
+    assert cli_in_process("init", cwd=tmp_path).returncode == 2  # a link is something already there
     assert run_cli("init", "--force", cwd=tmp_path).returncode == 0
     assert target.read_text() == "keep me\n" and not link.is_symlink()
     assert link.read_text() == starter.STARTER
@@ -72,7 +72,7 @@ def test_init_refuses_a_folder_and_replaces_a_link_not_what_it_points_at(tmp_pat
 )
 def test_repro_of_a_mistyped_row_suggests_the_nearest_instead_of_listing_every_row(tmp_path, row, says):
     out = tmp_path / "repro"
-    done = run_cli("repro", "--results", str(GPU_REPORT / "results"), *row, "--out", str(out))
+    done = cli_in_process("repro", "--results", str(GPU_REPORT / "results"), *row, "--out", str(out))
     assert done.returncode == 2 and says in done.stderr, done.stderr
     assert len(done.stderr.splitlines()) == 1 and "torch2.11.0" not in done.stderr  # no list of rows
     assert not out.exists() or not [p for p in out.iterdir() if p.name != ".lock"]  # .lock: held while it ran
@@ -92,7 +92,7 @@ suite: {workloads: [relu, conv2d_r50_3x33], dtypes: [fp32]}
 rounds: 0
 baseline: {cudnn: bundled}
 """)
-    done = run_cli("plan", "--matrix", str(path))
+    done = cli_in_process("plan", "--matrix", str(path))
     assert done.returncode == 2
     lines = errors(done)
     assert len(lines) == 3, done.stderr
@@ -111,7 +111,7 @@ suite: {workloads: [rleu], dtypes: [fp32]}
 thresholds: {per_workload: {sdpaa: 10}, regression_pct: -1}
 baseline: {cudnn: bundled}
 """)
-    done = run_cli("plan", "--matrix", str(path))
+    done = cli_in_process("plan", "--matrix", str(path))
     lines = errors(done)
     assert done.returncode == 2 and len(lines) == 4, done.stderr
     assert "axes.cudnn[0]: 'bundeld' is not allowed; did you mean 'bundled'?" in lines[0]
@@ -133,7 +133,7 @@ suite: {time_budget_s: .inf}
 baseline: {cudnn: bundled}
 baseline: {cudnn: disabled}
 """)
-    done = run_cli("plan", "--matrix", str(path))
+    done = cli_in_process("plan", "--matrix", str(path))
     lines = errors(done)
     assert done.returncode == 2 and len(lines) == 4, done.stderr
     assert f"{path}:3: invalid YAML: duplicate key 'name' (first defined on line 2)" in lines[0]
@@ -151,7 +151,7 @@ axes: {{torch: [installed], cudnn: [bundled]}}
 suite: {{workloads: [{names}]}}
 baseline: {{cudnn: bundled}}
 """)
-    done = run_cli("plan", "--matrix", str(path))
+    done = cli_in_process("plan", "--matrix", str(path))
     lines = errors(done)
     assert done.returncode == 2 and len(lines) == 21, done.stderr[-500:]
     assert lines[-1].endswith("and 980 more problems, not listed")

@@ -17,7 +17,9 @@ from tests.conftest import REPO, run_cli
 pytestmark = pytest.mark.slow  # every test here takes seconds (docs/development.md: the fast tests)
 
 SHARDS = sorted((REPO / "reports" / "gpu-verdicts").glob("results-shard*"))  # one matrix: 3 cells each
-SWEEP = REPO / "reports" / "cudnn-releases-h100"  # 'results' (10 cells) and 'upper' (its bundled cell)
+LAYER_PATH = REPO / "reports" / "release-atlas" / "layer-path"  # 14 cells
+T215 = REPO / "reports" / "torch-axis-h100" / "t215" / "results"  # 4 cells, one lease with RESNET_LAYERS
+RESNET_LAYERS = REPO / "reports" / "release-atlas" / "resnet-layers"  # 3 cells
 TORCH_AXIS = REPO / "reports" / "torch-axis-h100" / "results"  # 7 cells
 BUNDLED, DISABLED = (
     "torch2.11.0-cu130_cudnn-bundled_fd7979a52b",
@@ -28,11 +30,11 @@ CELLS = sorted({p.name.split(".r")[0] for p in SHARDS[0].glob("*.json.gz")})
 
 def test_folders_whose_cells_differ_are_refused_naming_each_sides_cells_and_how_to_pick(tmp_path):
     out = tmp_path / "report"
-    done = run_cli("compare", str(SWEEP / "results"), str(TORCH_AXIS), "--out", str(out))
+    done = run_cli("compare", str(LAYER_PATH), str(TORCH_AXIS), "--out", str(out))
     assert done.returncode == 2, done.stdout + done.stderr
     lines = done.stderr.splitlines()
-    assert any(": A: holds 10 cells: torch-installed_cudnn-bundled_2ecb882014, " in ln for ln in lines)
-    assert any(ln.endswith("and 2 more") for ln in lines)  # 8 named, the rest counted
+    assert any(": A: holds 14 cells: torch-installed_cudnn-bundled_2ecb882014, " in ln for ln in lines)
+    assert any(ln.endswith("and 6 more") for ln in lines)  # 8 named, the rest counted
     assert any(": B: holds 7 cells: " in ln and "torch2.14.1_cudnn-wheel-9.28.1.4" in ln for ln in lines), (
         done.stderr
     )
@@ -89,17 +91,17 @@ def test_folders_holding_the_same_cells_are_compared_cell_by_cell(tmp_path):
 
 def test_sides_from_different_matrices_are_named_on_stderr_and_read_first_in_the_report(tmp_path):
     out = tmp_path / "report"
-    done = run_cli(
-        "compare", str(SWEEP / "results"), str(SWEEP / "upper"), "--cell", "bundled", "--out", str(out)
-    )
+    # torch 2.11.0's bundled cell in two matrices of one lease: the torch axis's and the layers'
+    cell = "torch-installed_cudnn-bundled"
+    done = run_cli("compare", str(T215), str(RESNET_LAYERS), "--cell", cell, "--out", str(out))
     assert done.returncode == 0, done.stderr
     (note,) = [line for line in done.stderr.splitlines() if line.startswith("note: ")]
     assert "A and B come from different matrices" in note
-    assert "'cudnn-releases-h100' (matrix sha256 22afeed4b92f)" in note  # A's rounds: two edits of its matrix
-    assert "B: 'cudnn-releases-h100-upper' (matrix sha256 3f7d32a025a9)" in note
+    assert "A: 'torch-axis-h100-t215' (matrix sha256 ab1dc20ef300)" in note
+    assert "B: 'release-atlas-resnet-layers' (matrix sha256 e628718941fb)" in note
     text = (out / "report.md").read_text()
     first = text.split("## Read this first")[1].split("\n## ")[0]
-    assert "A and B come from different matrices" in first and "cudnn-releases-h100-upper" in first
+    assert "A and B come from different matrices" in first and "release-atlas-resnet-layers" in first
 
 
 def test_sides_run_with_different_suite_settings_are_named(tmp_path):

@@ -25,6 +25,7 @@ import docker
 import pytest
 
 from harness import jsonio
+from harness.backends.packages import PackageSource
 from harness.results import documents
 from tests.conftest import harness_env, run_cli, start_cli
 from tests.docker_engine import BASE, MATRIX, run_matrix
@@ -265,8 +266,8 @@ def test_no_ca_bundle_or_wheel_in_any_layer_or_the_history(engine, base_image, w
 def test_gpu_cells_a_host_cannot_serve_fail_with_what_to_install(ran, mode, says):
     """This engine has no GPU runtime, no CDI and the host no /dev/nvidia*: each mode says what is missing."""
     root, _ = ran
-    from harness.backends.docker import DockerBackend
-    from harness.images import BuildOptions
+    from harness.backends.docker.backend import DockerBackend
+    from harness.backends.docker.dockerfile import BuildOptions
     from harness.plan.model import Cell, CudnnSource, Plan
 
     doc = jsonio.read(next((root / "results").glob("torch*bundled*.json.gz")))
@@ -356,8 +357,8 @@ def test_runs_go_concurrently_one_gpu_id_each_and_ctrl_c_removes_every_container
 @pytest.mark.slow
 def test_a_gpu_run_asks_the_engine_for_exactly_its_gpu_ids(ran):
     root, _ = ran
-    from harness.backends.docker import DockerBackend
-    from harness.images import BuildOptions
+    from harness.backends.docker.backend import DockerBackend
+    from harness.backends.docker.dockerfile import BuildOptions
     from harness.plan.model import Cell, CudnnSource, Plan
 
     plan = Plan.from_json(json.loads((root / "results" / "plan.json").read_text()))
@@ -396,11 +397,12 @@ def test_torch_from_the_image_builds_no_torch_layer_and_records_what_the_image_h
     """torch: image on a base that already holds torch (the bundled cell image stands in for an NGC
     PyTorch container); {system: image} on a base without NVIDIA's cuDNN fails its build saying so;
     with GPU access the host cannot serve, nothing can run: exit 3."""
-    from harness.images import BuildOptions, render
+    from harness.backends.docker.dockerfile import BuildOptions, render
     from harness.plan.model import Cell, CudnnSource
 
     base = render(
-        Cell("2.13.0+cpu", CudnnSource("bundled"), BASE, "3.11"), BuildOptions(wheelhouse=wheelhouse)
+        Cell("2.13.0+cpu", CudnnSource("bundled"), BASE, "3.11"),
+        BuildOptions(PackageSource(wheelhouse=wheelhouse)),
     )
     matrix = tmp_path / "image.yaml"
     text = f"""

@@ -1,5 +1,6 @@
 """The committed evidence of issue 40's later leases: what their READMEs claim holds, re-derived from the
-results (reports/release-atlas resnet-layers; reports/torch-axis-h100/t215; reports/torch-build-docker)."""
+results (reports/release-atlas resnet-layers, layer-path, variants, variants-path and stem-bf16;
+reports/torch-axis-h100/t215; reports/torch-build-docker)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import pytest
 
 from harness.results import documents
 from tests.conftest import REPO, run_cli
+
+pytestmark = pytest.mark.slow  # each renders or reloads committed GPU results: seconds each
 
 ATLAS = REPO / "reports" / "release-atlas"
 T215 = REPO / "reports" / "torch-axis-h100" / "t215"
@@ -131,3 +134,82 @@ def test_the_docker_cell_built_its_torch_from_the_wheelhouse_and_agrees_with_loc
     done = run_cli("compare", str(DOCKER / "local"), str(DOCKER / "docker"))
     assert done.returncode == 0, done.stderr
     assert "0 slower, 0 faster, 14 same, 1 inconclusive" in done.stdout
+
+
+# Leases 8 to 11: the dtype and layout pairs lease 1 left out, and where every change of the layer rows began.
+THE_TWO_STEPS = {("9.20.0.48", "9.21.0.82"), ("9.26.1.1", "9.27.0.42")}
+
+
+def _changes(name: str, tmp_path_factory) -> pd.DataFrame:
+    out = tmp_path_factory.mktemp(name)
+    done = run_cli("report", "--results", str(ATLAS / name), "--out", str(out))
+    assert done.returncode in (0, 1), done.stderr
+    return pd.read_csv(out / "changes.csv")
+
+
+@pytest.fixture(scope="module")
+def layer_path(tmp_path_factory) -> pd.DataFrame:
+    return _changes("layer-path", tmp_path_factory)
+
+
+def test_the_layer_rows_changed_at_9_21_0_82_came_back_at_9_26_1_1_to_9_27_0_42(layer_path):
+    # lease 9: every release from 9.21.0.82 to 9.28.0.42 against bundled; each row's first step is
+    # bundled -> 9.21.0.82 (lease 7 put it at 9.20.0.48 -> 9.21.0.82), its next one at 9.26.1.1 -> 9.27.0.42
+    slower_then_back = (
+        "train_resnet50",
+        "conv2d_r50_c2_expand_bwd_weight",
+        "conv2d_r50_c3_reduce1_bwd_weight",
+        "conv2d_r50_c3_3x3_bwd_data",
+    )
+    for row in slower_then_back:
+        assert steps(layer_path, row, "fp32") == [
+            ("9.19.0 (bundled)", "9.21.0.82", "slower"),
+            ("9.26.1.1", "9.27.0.42", "faster"),
+        ], row
+    judged = layer_path[layer_path["verdict"].isin(["slower", "faster"])]
+    later = judged[judged["before"] != "9.19.0 (bundled)"]
+    pairs = set(zip(later["before"], later["after"], strict=True))
+    assert pairs == {("9.26.1.1", "9.27.0.42"), ("9.27.0.42", "9.28.0.42")}  # nothing between
+    # the 90th change: conv2d_unet_e4a fp32, slower at 9.26.1.1 -> 9.27.0.42
+    assert ("9.26.1.1", "9.27.0.42", "slower") in steps(layer_path, "conv2d_unet_e4a", "fp32")
+    # conv2d_unet_mid_b fp32: other kernels at 9.23.2.1 -> 9.24.0.43, its time unchanged
+    mid_b = layer_path[(layer_path["workload"] == "conv2d_unet_mid_b") & (layer_path["before"] == "9.23.2.1")]
+    assert list(mid_b["after"]) == ["9.24.0.43"] and list(mid_b["verdict"]) == ["same"]
+    assert mid_b["what_ran"].iloc[0].startswith("largest kernel:")
+
+
+@pytest.fixture(scope="module")
+def variants(tmp_path_factory) -> pd.DataFrame:
+    return _changes("variants", tmp_path_factory)
+
+
+def test_the_other_dtype_and_layout_pairs_moved_both_ways_at_9_28_1_4(variants):
+    # lease 8: 148 forward rows in TF32 NCHW, bf16 NCHW, fp32 NHWC and fp16 NHWC, bundled against 9.28.1.4
+    counts = variants["verdict"].value_counts().to_dict()
+    assert counts.get("slower") == 20 and counts.get("faster") == 14
+    fp32_nhwc = variants[(variants["dtype"] == "fp32") & variants["workload"].str.endswith(".cl")]
+    assert (fp32_nhwc["verdict"] == "slower").sum() == 18 and (fp32_nhwc["verdict"] == "faster").sum() == 5
+    fp16 = variants[variants["dtype"] == "fp16"]
+    assert not fp16["verdict"].isin(["slower", "faster"]).any()
+
+
+@pytest.fixture(scope="module")
+def variants_path(tmp_path_factory) -> pd.DataFrame:
+    return _changes("variants-path", tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def stem(tmp_path_factory) -> pd.DataFrame:
+    return _changes("stem-bf16", tmp_path_factory)
+
+
+def test_every_change_of_the_other_pairs_lies_between_two_adjacent_releases(variants_path, stem):
+    # lease 10: the 34 rows lease 8 judged, at the ends of the two steps and next to the atlas's ends
+    judged = variants_path[variants_path["verdict"].isin(["slower", "faster"])]
+    assert len(judged) == 44  # 18 at 9.21.0.82, 25 at 9.27.0.42, one between
+    pairs = set(zip(judged["before"], judged["after"], strict=True))
+    assert pairs == THE_TWO_STEPS | {("9.21.0.82", "9.26.1.1")}  # nothing at 9.19.1.2, 9.20.0.48 or 9.28
+    assert steps(variants_path, "conv2d_r50_7x7s2", "bf16") == [("9.21.0.82", "9.26.1.1", "faster")]
+    # lease 11: that one, the stem in bf16, at every release between: 9.25.1.1 -> 9.26.0.51, as its NHWC twin
+    for row in ("conv2d_r50_7x7s2", "conv2d_r50_7x7s2.cl"):
+        assert steps(stem, row, "bf16") == [("9.25.1.1", "9.26.0.51", "faster")], row

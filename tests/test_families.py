@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from harness import schemas
-from harness.report import families
+from harness.report.analysis import families
 from harness.suite.catalog import CATALOG, for_profile
 from harness.suite.workloads import layers
 from tests.conftest import REPO, run_cli

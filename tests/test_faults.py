@@ -20,6 +20,7 @@ import docker
 import pytest
 
 from harness import jsonio
+from harness.backends.packages import PackageSource
 from harness.results import documents
 from tests.conftest import run_cli, start_cli
 from tests.docker_engine import MATRIX, run_matrix
@@ -111,12 +112,12 @@ def test_an_image_removed_after_its_build_is_built_again(engine, base_image, whe
             "baseline: {cudnn: bundled}", "baseline: {cudnn: disabled}"
         )
     )
-    from harness.backends.docker import DockerBackend
-    from harness.images import BuildOptions
+    from harness.backends.docker.backend import DockerBackend
+    from harness.backends.docker.dockerfile import BuildOptions
     from harness.plan.matrix import load
 
     plan = load(matrix)
-    backend = DockerBackend(BuildOptions(wheelhouse=wheelhouse))
+    backend = DockerBackend(BuildOptions(PackageSource(wheelhouse=wheelhouse)))
     cell = plan.cells[0]
     build = backend.build(cell, plan, tmp_path / "build.log")
     assert build.error is None

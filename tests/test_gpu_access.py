@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.backends import gpu_access
+from harness.backends.docker import gpu_access
 
 
 def test_toolkit_and_cdi_ask_the_engine_for_exactly_the_given_gpus():

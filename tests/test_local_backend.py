@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from harness import jsonio
-from harness.backends import cudnn_dirs
-from harness.backends.local import LocalBackend
+from harness.backends.local import cudnn_dirs
+from harness.backends.local.backend import LocalBackend
 from harness.errors import BackendUnavailable
 from harness.plan import matrix
 from harness.results import documents, folder

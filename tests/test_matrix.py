@@ -10,7 +10,7 @@ from harness.backends import registry
 from harness.errors import InputError
 from harness.plan import matrix
 from harness.plan.model import Cell, Plan
-from tests.conftest import run_cli
+from tests.conftest import cli_in_process, run_cli
 
 VALID = """
 schema_version: 1
@@ -226,7 +226,7 @@ def test_cli_exits_2_with_one_line_per_problem_and_no_traceback(write_matrix, tm
         VALID.replace("name: demo", "name: demo\nextra: 1")
         + f'suite: !!python/object/apply:os.system ["touch {marker}"]\n'
     )
-    done = run_cli("plan", "--matrix", str(path))
+    done = cli_in_process("plan", "--matrix", str(path))
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     lines = done.stderr.strip().splitlines()
@@ -248,7 +248,7 @@ def test_cli_plan_prints_cells_and_json(write_matrix):
 
 
 def test_missing_matrix_file_is_a_clear_error(tmp_path: Path):
-    done = run_cli("plan", "--matrix", str(tmp_path / "nope.yaml"))
+    done = cli_in_process("plan", "--matrix", str(tmp_path / "nope.yaml"))
     assert done.returncode == 2
     assert "cannot read" in done.stderr and "Traceback" not in done.stderr
 

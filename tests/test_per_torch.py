@@ -20,9 +20,14 @@ from harness import jsonio, schemas
 from harness.backends import registry
 from harness.plan import matrix
 from harness.plan.model import Cell, Plan
-from harness.report import families, markdown, per_torch, per_torch_sections
-from harness.report.model import Analysis, Document, View
+from harness.report.analysis import families, per_torch
+from harness.report.analysis.model import Analysis, View
+from harness.report.sections import per_torch_sections
+from harness.report.sections.context import SectionContext
+from harness.report.writers import markdown
+from harness.report.writers.document import Document
 from harness.results import documents, folder
+from harness.results.documents import LoadedResults
 from harness.suite.summary import summarize
 from tests.conftest import REPO, run_cli
 
@@ -290,7 +295,9 @@ def test_the_section_and_its_csv_stay_inert_whatever_the_names_hold():
     view = View("n", "b", ("b", "a", "c"), {"b": HOSTILE}, 5.0, 0.002, 3, "")
     empty = pd.DataFrame()
     analysis = Analysis(empty, empty, empty, empty, empty, None, {}, {}, per_torch=found)
-    sections = per_torch_sections.per_torch(view, analysis)
+    loaded = LoadedResults((), (), ())
+    ctx = SectionContext(view, analysis, loaded, Path("."), ())
+    sections = tuple(per_torch_sections.per_torch(ctx))
     assert [s.title for s in sections] == ["Per torch build", "Families that changed, per torch build"]
     tokens = MarkdownIt("commonmark").enable(["table"]).parse(markdown.page(Document("t", "h", sections)))
     kinds = Counter(t.type for t in tokens if t.nesting == 1)

@@ -5,16 +5,17 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
-from pathlib import Path
 
-from harness import jsonio, qualify
-from harness.backends import gpu_access
+import pytest
+
+from harness.backends.docker import gpu_access
 from harness.executors.runs import CellOutcome
 from harness.plan.axes import CudnnSource
 from harness.plan.model import Cell, Plan
-from harness.report.folders import Undecided
+from harness.report.pipeline import Undecided
 from harness.suite.settings import SuiteSettings
-from tests.conftest import REPO
+from harness.workflows import qualify
+from tests.conftest import REPO, timed_on_a_busy_host
 
 BASE, OTHER = Cell("installed", CudnnSource("bundled")), Cell("installed", CudnnSource("disabled"))
 PLAN = Plan("p", "local", (BASE, OTHER), BASE.id, ({},), SuiteSettings(workloads=("relu", "gemm")), 5.0)
@@ -56,6 +57,7 @@ def test_a_later_round_runs_exactly_the_undecided_rows_in_their_cells():
     assert narrowed.suite.time_budget_s == PLAN.suite.time_budget_s  # every other setting as it was
 
 
+@pytest.mark.slow
 def test_rows_a_busy_host_spoiled_are_not_run_again_and_then_the_rounds_stop(tmp_path):
     # the committed CPU rounds of two cells, one run of round 1 on a busy host: every row of both cells
     # is spoiled by it for good (a spoiled round stays in the folder), so no later round runs, and on a
@@ -64,7 +66,7 @@ def test_rows_a_busy_host_spoiled_are_not_run_again_and_then_the_rounds_stop(tmp
     shutil.copytree(REPO / "reports" / "torch-axis-cpu" / "results", results)
     plan = dataclasses.replace(Plan.from_json(json.loads((results / "plan.json").read_text())), rounds=11)
     busy = sorted(results.glob("*.r1.json.gz"))[0]
-    _timed_on_a_busy_host(busy)
+    timed_on_a_busy_host(busy)
     asked, said = [], []
 
     def run(plan, rounds):
@@ -84,7 +86,7 @@ def test_rows_a_busy_host_spoiled_are_not_run_again_and_then_the_rounds_stop(tmp
     for later in [*results.glob("*.r2.json.gz"), *results.glob("*.r3.json.gz")]:
         later.rename(held / later.name)
     second = sorted(held.glob("*.r2.json.gz"))[0]
-    _timed_on_a_busy_host(second)
+    timed_on_a_busy_host(second)
 
     def run_later(plan, rounds):
         for r in rounds:
@@ -96,17 +98,3 @@ def test_rows_a_busy_host_spoiled_are_not_run_again_and_then_the_rounds_stop(tmp
     done = qualify.run_rounds(plan, results, False, run_later, said.append)
     assert asked == [range(1, 2), range(2, 4)] and done.first == done.last == 3
     assert said == [f"stopped after 3 rounds: {done.busy}"] and "load 3.1" in done.busy
-
-
-def _timed_on_a_busy_host(path: Path) -> None:
-    """Rewrite the result at ``path`` as a run a busy host (load 3.1 on 2 cores) timed."""
-    doc = jsonio.read(path)
-    doc["host"] = {
-        "cores": 2,
-        "threads": 1,
-        "load_start": 2.9,
-        "load_end": 3.1,
-        "busy": True,
-        "why": "load 3.1",
-    }
-    jsonio.write_atomic(path, doc)

@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
-from harness import bisect as bisect_module
-from harness import images, jsonio, schemas
-from harness.argument_values import flagged
-from harness.backends import cudnn_dirs, registry
-from harness.bisect import bisect, run_with
-from harness.environments import cache, packages, venvs
+from harness import jsonio, schemas
+from harness.backends import packages, registry
+from harness.backends.docker import dockerfile
+from harness.backends.local import cache, cudnn_dirs, venvs
+from harness.backends.packages import PackageSource
+from harness.cli.requests import flagged
 from harness.errors import InputError
 from harness.executors import launch
 from harness.plan import matrix
@@ -31,7 +31,9 @@ from harness.plan.releases import release_axis
 from harness.results import documents, folder, resume
 from harness.suite.catalog import CATALOG
 from harness.suite.summary import summarize
-from tests.conftest import REPO, run_cli
+from harness.workflows import bisect as bisect_module
+from harness.workflows.bisect import bisect, run_with
+from tests.conftest import REPO, cli_in_process, run_cli
 
 TORCH = "2.13.0"  # the CPU build /etc/pip.conf's find-links holds: torch 2.13.0+cpu
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -478,7 +480,7 @@ def by_release(plan: Plan, version: str) -> Cell:
 def test_bisect_refuses_bad_input_before_anything_runs(sweep, tmp_path, args, expected):
     path, _ = sweep
     out = tmp_path / "bisect-out"
-    done = run_cli("bisect", "--matrix", str(path), *args, "--out", str(out), cwd=tmp_path)
+    done = cli_in_process("bisect", "--matrix", str(path), *args, "--out", str(out), cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
@@ -510,7 +512,7 @@ axes: {torch: [installed], cudnn: [bundled, disabled, {system: "9.14.0.64"}]}
 suite: {device: cpu, workloads: [relu], dtypes: [fp32]}
 baseline: {cudnn: bundled}
 """)
-    done = run_cli(
+    done = cli_in_process(
         "bisect",
         "--matrix",
         str(path),
@@ -671,7 +673,7 @@ def test_bisect_names_the_likeliest_step_when_the_ends_are_undecided(
 
 
 def test_a_bisects_progress_leaves_kept_runs_to_verbose():
-    from harness.bisect import _Quiet
+    from harness.workflows.bisect import _Quiet
 
     said: list[str] = []
     verbose: list[str] = []
@@ -796,7 +798,9 @@ def test_an_image_torch_takes_a_cudnn_wheel_from_the_wheelhouse(tmp_path):
     for name in (CUDNN_WHEEL, "nvidia_cudnn_cu13-9.19.0.56-py3-none-manylinux_2_27_x86_64.whl"):
         (wheels / name).write_bytes(b"PK not read by render")
     (wheels / "torch-2.11.0+cu130-cp312-cp312-linux_x86_64.whl").write_bytes(b"PK")
-    rendered = images.render(image_wheel_cell(), images.BuildOptions(wheelhouse=wheels))
+    rendered = dockerfile.render(
+        image_wheel_cell(), dockerfile.BuildOptions(PackageSource(wheelhouse=wheels))
+    )
     copied = {k: v for k, v in rendered.context.items() if not k.startswith("harness/")}
     assert copied == {f"cudnn-wheel/{CUDNN_WHEEL}": wheels / CUDNN_WHEEL}
     text = rendered.dockerfile
@@ -806,10 +810,12 @@ def test_an_image_torch_takes_a_cudnn_wheel_from_the_wheelhouse(tmp_path):
     removed = text.index('rm -rf "$site/nvidia/cudnn" "$site"/nvidia_cudnn_cu*.dist-info')
     assert removed < text.index('-m zipfile -e "$wheel" "$site"')
     assert "nvidia_cudnn_cu$cu-9.18.1.3-*.whl" in text
-    assert rendered.expect_cudnn == {"source": "wheel", "version": "9.18.1.3"}
+    assert rendered.expect_cudnn.to_json() == {"source": "wheel", "version": "9.18.1.3"}
 
     with pytest.raises(InputError) as caught:
-        images.render(image_wheel_cell("9.17.0.1"), images.BuildOptions(wheelhouse=wheels))
+        dockerfile.render(
+            image_wheel_cell("9.17.0.1"), dockerfile.BuildOptions(PackageSource(wheelhouse=wheels))
+        )
     (problem,) = caught.value.problems
     # the library names the setting; the command line says it as --wheelhouse (argument_values.flagged)
     assert problem.field == problem.setting == "wheelhouse" and "9.17.0.1" in problem.message
@@ -817,7 +823,7 @@ def test_an_image_torch_takes_a_cudnn_wheel_from_the_wheelhouse(tmp_path):
 
 
 def test_an_image_torch_without_a_wheelhouse_downloads_the_release_with_the_images_pip():
-    rendered = images.render(image_wheel_cell(), images.BuildOptions())
+    rendered = dockerfile.render(image_wheel_cell(), dockerfile.BuildOptions())
     text = rendered.dockerfile
     assert (
         "/usr/bin/python3 -m pip download --no-cache-dir --disable-pip-version-check --no-deps "
@@ -827,17 +833,17 @@ def test_an_image_torch_without_a_wheelhouse_downloads_the_release_with_the_imag
     assert text.index("pip download") < text.index('rm -rf "$site/nvidia/cudnn"')
     assert text.index('rm -rf "$site/nvidia/cudnn"') < text.index("-m zipfile -e")
     assert not [k for k in rendered.context if not k.startswith("harness/")]
-    assert rendered.expect_cudnn == {"source": "wheel", "version": "9.18.1.3"}
+    assert rendered.expect_cudnn.to_json() == {"source": "wheel", "version": "9.18.1.3"}
 
 
 def test_an_index_url_other_cells_refuse_is_refused_for_an_image_torch_wheel_too():
     """--index-url reaches a RUN line unquoted: a value with a line break would end that line. A
     concrete torch's image refuses it; torch: image with {wheel: X} must too."""
-    options = images.BuildOptions(index_url="https://pypi.example/simple\n")
+    options = dockerfile.BuildOptions(PackageSource(index_url="https://pypi.example/simple\n"))
     with pytest.raises(InputError, match="is not a plain http"):
-        images.render(Cell("2.11.0+cu130", CudnnSource("bundled"), "auto", "3.12"), options)
+        dockerfile.render(Cell("2.11.0+cu130", CudnnSource("bundled"), "auto", "3.12"), options)
     with pytest.raises(InputError, match="is not a plain http"):
-        images.render(image_wheel_cell(), options)
+        dockerfile.render(image_wheel_cell(), options)
 
 
 IMAGE_MATRIX = f"""

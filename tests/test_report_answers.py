@@ -18,7 +18,6 @@ from tests.conftest import GPU_LOCAL_ROUNDS, REPO, run_cli
 
 VERDICT_SHARDS = [REPO / "reports" / "gpu-verdicts" / f"results-shard{i}" for i in (1, 2, 3)]  # 7 rounds
 CPU_AXIS = REPO / "reports" / "torch-axis-cpu" / "results"  # 3 rounds, every row inconclusive
-SWEEP = REPO / "reports" / "cudnn-releases-h100"
 UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
@@ -133,8 +132,8 @@ def test_inconclusive_rows_get_the_command_that_decides_them_and_its_cost(tmp_pa
 
 @pytest.mark.slow
 def test_an_a_a_comparison_says_to_keep_the_baseline(tmp_path):
-    args = ("--only", "bundled", "--out", str(tmp_path / "aa"))
-    done = run_cli("compare", str(SWEEP / "results"), str(SWEEP / "upper"), *args)
+    args = ("--cell", "bundled", "--out", str(tmp_path / "aa"))  # one cell of two shards of one matrix
+    done = run_cli("compare", str(VERDICT_SHARDS[0]), str(VERDICT_SHARDS[1]), *args)
     assert done.returncode == 0, done.stderr
     steps = _section((tmp_path / "aa" / "report.md").read_text(), "What to do next")
     assert "No cell is shown better" in steps and "would regress" not in steps

@@ -16,9 +16,15 @@ from tests.conftest import GPU_REPORT, run_cli
 GPU_RESULTS = sorted((GPU_REPORT / "results").glob("torch*.json.gz"))
 
 
-@pytest.fixture
-def good() -> dict:
+@pytest.fixture(scope="module")
+def committed() -> dict:
+    """One committed GPU result, read once for every case of the module."""
     return jsonio.read(GPU_RESULTS[0])
+
+
+@pytest.fixture
+def good(committed) -> dict:
+    return copy.deepcopy(committed)  # each case mutates its own
 
 
 def write(tmp_path: Path, doc: dict, name: str = "cell.json") -> Path:

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from harness.results import documents
-from tests.conftest import run_cli, start_cli
+from tests.conftest import cli_in_process, run_cli, start_cli
 
 
 def _matrix(tmp_path: Path, workloads: list[str], budget: float, rounds: int = 2) -> Path:
@@ -136,7 +136,7 @@ def _suite_processes(out: Path) -> list[str]:
 )
 def test_bad_gpu_lists_are_refused_before_anything_runs(tmp_path, gpus, message):
     out = tmp_path / "out"
-    done = run_cli(
+    done = cli_in_process(
         "run", "--matrix", str(_matrix(tmp_path, ["gemm"], 0.1)), "--out", str(out), "--gpus", gpus
     )
     assert done.returncode == 2 and "--gpus" in done.stderr and message in done.stderr, done.stderr

@@ -4,7 +4,6 @@ hold; only what a new run touches rebuilt; and the site in a real browser (Debia
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -19,8 +18,6 @@ from tests.history_docs import make, write
 pytestmark = pytest.mark.slow  # the real CLI, on real documents: each test takes 2 s or more
 
 HOSTILE = "<script>alert(1)</script>&amp;\x01\ud800]]>'\""
-CHROMEDRIVER = shutil.which("chromedriver")
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 MB = 1024 * 1024
 
 
@@ -127,27 +124,6 @@ def test_the_output_folder_is_never_written_through_a_link(history, tmp_path, ou
 # --- the site in a real browser ---------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def browser():
-    if not (CHROMEDRIVER and CHROMIUM):
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI needs chromium and chromedriver (apt-get install chromium chromium-driver)")
-        pytest.skip("no chromium/chromedriver here (apt-get install chromium chromium-driver)")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    try:
-        yield driver
-    finally:
-        driver.quit()
-
-
 def _visit(driver, url: str) -> None:
     driver.get(url)
     errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
@@ -171,41 +147,41 @@ def _resolves(href: str) -> bool:
     return Path(unquote(urlparse(href).path)).is_file()
 
 
-def test_index_to_row_to_release_to_run_in_chromium(site, browser):
+def test_index_to_row_to_release_to_run_in_chromium(site, chromium):
     from selenium.webdriver.common.by import By
 
-    _visit(browser, (site / "index.html").as_uri())
-    assert all(_resolves(h) for h in _links(browser))
-    search = browser.find_element(By.CSS_SELECTOR, "input.filter")
+    _visit(chromium, (site / "index.html").as_uri())
+    assert all(_resolves(h) for h in _links(chromium))
+    search = chromium.find_element(By.CSS_SELECTOR, "input.filter")
     assert search.is_displayed()  # the script shows it; without the script the table is whole
-    row_link = browser.find_element(By.CSS_SELECTOR, "#rows tbody tr a")
+    row_link = chromium.find_element(By.CSS_SELECTOR, "#rows tbody tr a")
     name = row_link.text
     search.send_keys(name)
-    shown = [tr for tr in browser.find_elements(By.CSS_SELECTOR, "#rows tbody tr") if tr.is_displayed()]
+    shown = [tr for tr in chromium.find_elements(By.CSS_SELECTOR, "#rows tbody tr") if tr.is_displayed()]
     assert shown and all(name in tr.text for tr in shown)
     row_link.click()
-    assert "/rows/" in browser.current_url
-    _visit(browser, browser.current_url)
+    assert "/rows/" in chromium.current_url
+    _visit(chromium, chromium.current_url)
     shard = json.loads(
-        Path(browser.current_url.removeprefix("file://").replace(".html", ".json")).read_text()
+        Path(chromium.current_url.removeprefix("file://").replace(".html", ".json")).read_text()
     )
-    charts = browser.find_elements(By.CSS_SELECTOR, "svg.chart")
+    charts = chromium.find_elements(By.CSS_SELECTOR, "svg.chart")
     assert len(charts) == len(shard["contexts"]) == 2
     for i, chart in enumerate(charts):
         expected = shard["points"]["context"].count(i)
         assert len(chart.find_elements(By.CSS_SELECTOR, ".pt")) == expected
-    assert all(_resolves(h) for h in _links(browser))
-    point = browser.find_element(By.CSS_SELECTOR, "svg .pt")
+    assert all(_resolves(h) for h in _links(chromium))
+    point = chromium.find_element(By.CSS_SELECTOR, "svg .pt")
     from selenium.webdriver import ActionChains
 
-    ActionChains(browser).move_to_element(point).perform()
-    tip = browser.find_element(By.ID, "tip")
+    ActionChains(chromium).move_to_element(point).perform()
+    tip = chromium.find_element(By.ID, "tip")
     assert tip.is_displayed() and "torch" in tip.text and "round" in tip.text
-    browser.find_element(By.PARTIAL_LINK_TEXT, "cuDNN 9.28.0").click()
-    assert "/releases/" in browser.current_url
-    _visit(browser, browser.current_url)
-    assert all(_resolves(h) for h in _links(browser))
-    browser.find_element(By.CSS_SELECTOR, "a[href*='/runs/']").click()
-    assert "/runs/" in browser.current_url
-    _visit(browser, browser.current_url)
-    assert all(_resolves(h) for h in _links(browser))
+    chromium.find_element(By.PARTIAL_LINK_TEXT, "cuDNN 9.28.0").click()
+    assert "/releases/" in chromium.current_url
+    _visit(chromium, chromium.current_url)
+    assert all(_resolves(h) for h in _links(chromium))
+    chromium.find_element(By.CSS_SELECTOR, "a[href*='/runs/']").click()
+    assert "/runs/" in chromium.current_url
+    _visit(chromium, chromium.current_url)
+    assert all(_resolves(h) for h in _links(chromium))

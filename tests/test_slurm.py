@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from harness.results import documents
-from tests.conftest import require_slurm, run_cli, start_cli
+from tests.conftest import cli_in_process, require_slurm, run_cli, start_cli
 
 
 @pytest.fixture(scope="module")
@@ -158,7 +158,7 @@ def test_ctrl_c_cancels_the_array(cluster, tmp_path):
 def test_bad_slurm_settings_are_refused_before_anything_is_submitted(tmp_path, args, slurm, field):
     out = tmp_path / "results"
     matrix = _matrix(tmp_path, **slurm)
-    done = run_cli("run", "--backend", "slurm", "--matrix", str(matrix), "--out", str(out), *args)
+    done = cli_in_process("run", "--backend", "slurm", "--matrix", str(matrix), "--out", str(out), *args)
     assert done.returncode == 2 and field in done.stderr, done.stderr
     assert not out.exists()
 
@@ -187,7 +187,7 @@ def test_an_array_left_by_a_killed_run_is_not_swept_from_under_it(cluster, tmp_p
 
 def test_a_slurm_controller_that_does_not_answer_stops_the_run_with_a_message(tmp_path, monkeypatch):
     from harness.errors import BackendUnavailable
-    from harness.executors import slurm
+    from harness.executors.slurm import array as slurm
 
     hanging = tmp_path / "bin" / "squeue"  # a real process that never answers, first on PATH
     hanging.parent.mkdir()

@@ -263,6 +263,7 @@ def test_suite_lists_its_catalog_without_torch_import():
     assert "| torch" not in done.stderr  # importtime lists every module imported
 
 
+@pytest.mark.slow
 def test_the_digest_needs_no_numpy_and_matches_the_raw_bytes():
     t = torch.arange(12, dtype=torch.float32).reshape(3, 4)
     expected = hashlib.sha256(b"torch.float32" + b"(3, 4)" + struct.pack("<12f", *range(12))).hexdigest()
@@ -392,6 +393,7 @@ def test_a_workload_that_cannot_run_here_is_recorded_unsupported_not_as_an_error
     assert by_id["train_small_cnn"]["status"] == "ok" and "numerics" not in by_id["train_small_cnn"]
 
 
+@pytest.mark.slow
 def test_rows_measure_exactly_those_pairs_not_every_workload_by_dtype(tmp_path):
     # a late round of qualify runs its undecided rows only: relu fp32 and gemm bf16, not the 4 of the product
     rows = "relu:fp32,gemm:bf16"
@@ -579,6 +581,7 @@ def test_a_measurement_is_held_to_the_tolerance_of_the_precision_it_ran_in():
     assert nan["nan_count"] == 1 and not nan["within_tolerance"]
 
 
+@pytest.mark.slow
 def test_a_profiler_that_refuses_costs_the_record_of_what_ran_not_the_timing(tmp_path):
     # a container may deny the profiler (CUPTI); made to refuse here by a sitecustomize that the
     # suite's interpreter runs first

@@ -101,6 +101,7 @@ def test_a_verification_stays_within_the_schemas_bound():
     assert verified is False and "and 26 more" in said and len(said) < 4000
 
 
+@pytest.mark.slow
 def test_a_cell_asking_for_another_torch_fails_its_check_and_measures_nothing(tmp_path):
     out = tmp_path / "result.json"
     cell = {"id": "torch2.9.0_cudnn-bundled_x", "torch": "2.9.0", "cudnn": "bundled"}
@@ -145,9 +146,10 @@ def test_plan_says_a_bare_torch_version_is_a_cuda_build_on_a_host_without_a_gpu(
         assert "torch: ['2.12.0+cpu']" in done.stdout and "download.pytorch.org/whl/cpu" in done.stdout
 
 
+@pytest.mark.slow
 def test_an_installer_that_runs_for_minutes_says_so_as_it_goes(tmp_path, monkeypatch):
     # issue 41 item 5: building an environment of torch and its CUDA wheels printed nothing for minutes
-    from harness.environments import packages
+    from harness.backends import packages
 
     monkeypatch.setattr(packages, "HEARTBEAT_S", 0.3)
     # nothing printed after the line the heartbeats quote: a heartbeat between a later line and the exit would
@@ -171,7 +173,7 @@ def test_an_installer_that_runs_for_minutes_says_so_as_it_goes(tmp_path, monkeyp
 
 def test_an_installer_never_outlives_the_harness(tmp_path, monkeypatch):
     # Ctrl-C (or a console gone) while an installer runs: it is killed, not left writing into the cache
-    from harness.environments import packages
+    from harness.backends import packages
 
     monkeypatch.setattr(packages, "HEARTBEAT_S", 0.2)
     pid_file = tmp_path / "pid"

@@ -6,12 +6,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness import cli_output, schemas
-from harness.report import frames, stats, verdicts
-from harness.report.frames import KEYS
+from harness import schemas
+from harness.cli import output
+from harness.report.analysis import frames, numerics_verdicts, ran_changes, release_gate, row_verdicts, stats
+from harness.report.analysis.frames import KEYS
+from harness.report.analysis.model import Analysis, View
+from harness.report.writers import verdict_json
 
 ROUNDS = 7
-POLICY = verdicts.Policy(cli_output.GATE_EXIT)
+POLICY = release_gate.Policy(output.GATE_EXIT)
 
 
 def round_medians(
@@ -114,9 +117,9 @@ def test_a_workload_that_stops_running_in_the_candidate_is_a_failed_regression()
     rows = timing_rows(
         round_medians(rng, 1.0), [None] * ROUNDS, status="error", error="CUDNN_STATUS_BAD_PARAM"
     )
-    result = verdicts.timing(rows, "A", ("A", "B"), lambda _: 5.0, 0.002, {})
+    result = row_verdicts.timing(rows, "A", ("A", "B"), lambda _: 5.0, 0.002, {})
     assert list(result["verdict"]) == ["failed"] and "CUDNN_STATUS_BAD_PARAM" in result["reason"][0]
-    gate = verdicts.gate(result, pd.DataFrame(), [], POLICY)
+    gate = release_gate.gate(result, pd.DataFrame(), [], POLICY)
     assert gate.outcome == "regression" and gate.exit_code == 1
 
 
@@ -124,18 +127,18 @@ def test_a_measurement_timed_by_graph_replay_on_one_side_only_is_not_a_verdict()
     rng = np.random.default_rng(4)
     rows = timing_rows(round_medians(rng, 1.0), round_medians(rng, 1.2), timer="cuda_event")
     rows["timer"] = rows["timer"].fillna("cuda_graph")  # the baseline's rounds were replayed graphs
-    result = verdicts.timing(rows, "A", ("A", "B"), lambda _: 5.0, 0.002, {})
+    result = row_verdicts.timing(rows, "A", ("A", "B"), lambda _: 5.0, 0.002, {})
     assert list(result["verdict"]) == ["inconclusive"]
     assert "timed differently (baseline cuda_graph, candidate cuda_event)" in result["reason"][0]
     assert (result["timer_baseline"][0], result["timer_candidate"][0]) == ("cuda_graph", "cuda_event")
     assert result["ratio"][0] == pytest.approx(1.2, rel=0.01)  # the ratio is still shown
     rows["timer"] = "cuda_graph"  # the same data timed alike on both sides is a regression
-    assert list(verdicts.timing(rows, "A", ("A", "B"), lambda _: 5.0, 0.002, {})["verdict"]) == ["slower"]
+    assert list(row_verdicts.timing(rows, "A", ("A", "B"), lambda _: 5.0, 0.002, {})["verdict"]) == ["slower"]
 
 
 def test_the_gate_keeps_regressions_and_infrastructure_failures_apart_and_the_cli_gives_their_exit_codes():
     rng = np.random.default_rng(2)
-    slower = verdicts.timing(
+    slower = row_verdicts.timing(
         timing_rows(round_medians(rng, 1.0), round_medians(rng, 1.2)),
         "A",
         ("A", "B"),
@@ -143,7 +146,7 @@ def test_the_gate_keeps_regressions_and_infrastructure_failures_apart_and_the_cl
         0.002,
         {},
     )
-    same = verdicts.timing(
+    same = row_verdicts.timing(
         timing_rows(round_medians(rng, 1.0), round_medians(rng, 1.0)),
         "A",
         ("A", "B"),
@@ -151,7 +154,7 @@ def test_the_gate_keeps_regressions_and_infrastructure_failures_apart_and_the_cl
         0.002,
         {},
     )
-    unsure = verdicts.timing(
+    unsure = row_verdicts.timing(
         timing_rows(round_medians(rng, 1.0, 2), round_medians(rng, 1.2, 2)),
         "A",
         ("A", "B"),
@@ -162,22 +165,24 @@ def test_the_gate_keeps_regressions_and_infrastructure_failures_apart_and_the_cl
     none = pd.DataFrame()
     killed = ["C round 1: container killed"]
     assert (
-        verdicts.gate(same, none, [], POLICY).outcome,
-        verdicts.gate(same, none, [], POLICY).exit_code,
+        release_gate.gate(same, none, [], POLICY).outcome,
+        release_gate.gate(same, none, [], POLICY).exit_code,
     ) == ("pass", 0)
-    assert verdicts.gate(slower, none, [], POLICY).exit_code == 1
-    assert verdicts.gate(same, none, killed, POLICY).outcome == "infrastructure-failure"
-    assert verdicts.gate(same, none, killed, POLICY).exit_code == 3
-    assert verdicts.gate(slower, none, killed, POLICY).outcome == "regression"  # re-running won't clear it
-    gate = verdicts.gate(unsure, none, [], POLICY)
+    assert release_gate.gate(slower, none, [], POLICY).exit_code == 1
+    assert release_gate.gate(same, none, killed, POLICY).outcome == "infrastructure-failure"
+    assert release_gate.gate(same, none, killed, POLICY).exit_code == 3
+    assert (
+        release_gate.gate(slower, none, killed, POLICY).outcome == "regression"
+    )  # re-running won't clear it
+    gate = release_gate.gate(unsure, none, [], POLICY)
     assert gate.exit_code == 0 and gate.outcome == "pass-with-inconclusive"
     assert any("NOT evidence of no change" in line for line in gate.lines)
-    strict = verdicts.gate(unsure, none, [], verdicts.Policy(cli_output.GATE_EXIT, strict=True))
+    strict = release_gate.gate(unsure, none, [], release_gate.Policy(output.GATE_EXIT, strict=True))
     assert (strict.outcome, strict.exit_code) == ("regression", 1)
     # the library records the code the CLI chose for each outcome; it chooses none itself
-    assert set(cli_output.GATE_EXIT) == set(verdicts.OUTCOMES)
-    other = verdicts.Policy(dict.fromkeys(verdicts.OUTCOMES, 7))
-    assert verdicts.gate(slower, none, [], other).exit_code == 7
+    assert set(output.GATE_EXIT) == set(release_gate.OUTCOMES)
+    other = release_gate.Policy(dict.fromkeys(release_gate.OUTCOMES, 7))
+    assert release_gate.gate(slower, none, [], other).exit_code == 7
 
 
 def numerics_rows(dtype: str, base_rmse: float, cand_rmse: float, cand_nan: int = 0) -> pd.DataFrame:
@@ -209,10 +214,10 @@ def numerics_rows(dtype: str, base_rmse: float, cand_rmse: float, cand_nan: int 
     ],
 )
 def test_the_numerics_gate_uses_the_dynamo_rule(dtype, base, cand, nan, expected):
-    result = verdicts.numerics(numerics_rows(dtype, base, cand, nan), "A", ("A", "B"))
+    result = numerics_verdicts.numerics(numerics_rows(dtype, base, cand, nan), "A", ("A", "B"))
     assert list(result["numerics"]) == [expected]
     assert not result["same_digest"][0]
-    assert verdicts.gate(pd.DataFrame(columns=["verdict", *KEYS]), result, [], POLICY).exit_code == (
+    assert release_gate.gate(pd.DataFrame(columns=["verdict", *KEYS]), result, [], POLICY).exit_code == (
         1 if expected == "worse" else 0
     )
 
@@ -234,12 +239,12 @@ def test_a_measurement_beyond_its_tolerance_fails_the_gate_only_where_the_switch
     rows["tolerance"] = 1e-5
     rows["within_tolerance"] = list(within)
     rows["inf_count"] = 0
-    result = verdicts.numerics(rows, "A", ("A", "B"))
+    result = numerics_verdicts.numerics(rows, "A", ("A", "B"))
     assert list(result["numerics"]) == [expected] and list(result["beyond_tolerance"]) == [sides]
-    beyond = verdicts.beyond_tolerance(rows, ("A", "B"))
+    beyond = numerics_verdicts.beyond_tolerance(rows, ("A", "B"))
     assert list(beyond["group"]) == [g for g, ok in zip("AB", within, strict=True) if not ok]
     assert all(beyond["tolerance"] == 1e-5) and all(beyond["rel_rmse"] > 1e-5)
-    gate = verdicts.gate(pd.DataFrame(columns=["verdict", *KEYS]), result, [], POLICY, beyond)
+    gate = release_gate.gate(pd.DataFrame(columns=["verdict", *KEYS]), result, [], POLICY, beyond)
     assert gate.exit_code == (1 if expected == "worse" else 0)
     assert sum("BEYOND TOLERANCE" in line for line in gate.lines) == len(beyond)
     if sides == "both":
@@ -262,45 +267,45 @@ def test_every_verdict_row_says_whether_the_same_kernels_ran_and_what_changed():
     rows = timing_rows(round_medians(rng, 1.0), round_medians(rng, 1.5))
     for column in ("ran", "top_kernel", "attention_backend", "cudnn_used"):
         rows[column] = None
-    unknown = verdicts.timing(rows, "A", ("A", "B"), lambda _: 5.0, 0.002, {})
+    unknown = row_verdicts.timing(rows, "A", ("A", "B"), lambda _: 5.0, 0.002, {})
     assert unknown["what_ran"].isna().all()  # results recorded before what_ran say nothing
 
     cudnn_sdpa = "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16"
     flash = "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128>>(Flash_fwd_params)"
     _ran(rows, "A", [cudnn_sdpa], "cudnn")
     _ran(rows, "B", [cudnn_sdpa], "cudnn")
-    same = verdicts.timing(rows, "A", ("A", "B"), lambda _: 5.0, 0.002, {})
+    same = row_verdicts.timing(rows, "A", ("A", "B"), lambda _: 5.0, 0.002, {})
     assert (same["verdict"][0], same["what_ran"][0], same["ran_change"][0]) == ("slower", "same", None)
     assert same["ran_baseline"][0] == same["ran_candidate"][0] == cudnn_sdpa  # each side names what it ran
 
     _ran(rows, "B", [flash], "flash", cudnn=False)
-    changed = verdicts.timing(rows, "A", ("A", "B"), lambda _: 5.0, 0.002, {})
+    changed = row_verdicts.timing(rows, "A", ("A", "B"), lambda _: 5.0, 0.002, {})
     assert changed["what_ran"][0] == "changed"
     assert changed["ran_change"][0] == "attention backend cudnn -> flash"  # a dispatch change, said so
     assert changed["ran_candidate"][0] == "pytorch_flash::flash_fwd_kernel"
 
     _ran(rows, "B", ["sm90_xmma_fprop_implicit_gemm_bf16 (x)"], "cudnn")
-    assert verdicts.timing(rows, "A", ("A", "B"), lambda _: 5.0, 0.002, {})["ran_change"][0] == (
+    assert row_verdicts.timing(rows, "A", ("A", "B"), lambda _: 5.0, 0.002, {})["ran_change"][0] == (
         f"largest kernel: {cudnn_sdpa} -> sm90_xmma_fprop_implicit_gemm_bf16"
     )
     # cuDNN off: no side ran attention, which pandas records as NaN on both; the change is cuDNN's
     _ran(rows, "A", ["sm90_xmma_fprop_implicit_gemm_bf16 (x)"], float("nan"))
     _ran(rows, "B", ["void at::native::im2col_kernel<c10::BFloat16>(long)"], float("nan"), cudnn=False)
-    assert verdicts.timing(rows, "A", ("A", "B"), lambda _: 5.0, 0.002, {})["ran_change"][0] == (
+    assert row_verdicts.timing(rows, "A", ("A", "B"), lambda _: 5.0, 0.002, {})["ran_change"][0] == (
         "cuDNN -> no cuDNN, largest kernel: sm90_xmma_fprop_implicit_gemm_bf16 -> at::native::im2col_kernel"
     )
     rows.loc[rows.index[-1], "ran"] = "another algorithm, picked by autotuning in one process"
-    varies = verdicts.timing(rows, "A", ("A", "B"), lambda _: 5.0, 0.002, {})
+    varies = row_verdicts.timing(rows, "A", ("A", "B"), lambda _: 5.0, 0.002, {})
     assert varies["what_ran"][0] == "varies" and "rounds of the candidate" in varies["ran_change"][0]
     assert schemas.problems("verdict", _document(varies), "verdict.json") == []
 
 
 def test_rows_group_by_the_kind_of_change_they_name():
-    assert verdicts.change_kind("cuDNN -> no cuDNN, largest kernel: a -> b") == "cuDNN -> no cuDNN"
-    assert verdicts.change_kind("largest kernel: a -> b") == "largest kernel"
-    assert verdicts.change_kind("other kernels: 1 new, 0 gone") == "other kernels"
+    assert ran_changes.change_kind("cuDNN -> no cuDNN, largest kernel: a -> b") == "cuDNN -> no cuDNN"
+    assert ran_changes.change_kind("largest kernel: a -> b") == "largest kernel"
+    assert ran_changes.change_kind("other kernels: 1 new, 0 gone") == "other kernels"
     both = "attention backend cudnn,flash -> flash"  # one side ran two backends: its list stays whole
-    assert verdicts.change_kind(both) == both
+    assert ran_changes.change_kind(both) == both
 
 
 def test_a_kernel_is_named_without_its_template_arguments_and_parameters():
@@ -310,25 +315,14 @@ def test_a_kernel_is_named_without_its_template_arguments_and_parameters():
 
 
 def _document(timing: pd.DataFrame) -> dict:
-    gate = verdicts.gate(timing, pd.DataFrame(), [], POLICY)
-    return verdicts.document(
-        name="t",
-        baseline="A",
-        groups=("A", "B"),
-        labels={},
-        alpha=0.002,
-        default_pct=5.0,
-        timing_rows=timing,
-        numerics_rows=pd.DataFrame(),
-        beyond_tolerance=pd.DataFrame(),
-        autotuning=pd.DataFrame(),
-        result=gate,
-        rounds={"A": 7, "B": 7},
-    )
+    gate = release_gate.gate(timing, pd.DataFrame(), [], POLICY)
+    view = View("t", "A", ("A", "B"), {}, 5.0, 0.002, 7, "")
+    empty = pd.DataFrame()
+    return verdict_json.document(view, Analysis(empty, timing, empty, empty, empty, gate, {}, {}))
 
 
 def test_noisy_measurements_and_rows_are_counted_for_the_warning_at_the_top():
-    from harness.report import answer
+    from harness.report.sections import answer
 
     rows = timing_rows([1.0, 1.01, 0.99], [1.0, 1.3, 0.8])  # B's rounds vary by ~24 %: a noisy row
     rows["rel_iqr"] = [0.01, 0.02, 0.01, 0.25, 0.01, 0.01]  # one of B's runs spread 25 % within itself
@@ -342,7 +336,7 @@ def test_noisy_measurements_and_rows_are_counted_for_the_warning_at_the_top():
 def test_measurements_that_could_not_record_what_ran_are_said_at_the_top():
     from types import SimpleNamespace
 
-    from harness.report import answer
+    from harness.report.sections import answer
 
     rows = timing_rows([1.0, 1.0], [1.0, 1.0])
     rows["what_ran_error"] = [None, None, "RuntimeError: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES", None]

@@ -52,6 +52,7 @@ def test_a_window_that_failed_is_the_row():
     assert windows.merge([_window([1e-5] * 5), failed, _window([1e-5] * 5)]) == failed
 
 
+@pytest.mark.slow
 def test_the_cpu_suite_times_each_row_in_windows(tmp_path):
     done, doc = run_suite(
         tmp_path, "--device", "cpu", "--workloads", "relu,gemm", "--dtypes", "fp32", "--time-budget-s", "0.06"

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from harness.plan.axes import CudnnExpectation
 from harness.plan.model import Cell, Plan
 from harness.suite.document import Identity, RunRecord, SuiteResult
 
@@ -70,7 +70,7 @@ def needs_gpu(cell: Cell, plan: Plan) -> bool:
 
 
 def suite_arguments(
-    cell: Cell, plan: Plan, out: str, expect: Mapping[str, object], round_index: int = 1
+    cell: Cell, plan: Plan, out: str, expect: CudnnExpectation, round_index: int = 1
 ) -> list[str]:
     """``python -m harness.suite`` arguments that run ``plan``'s suite for ``cell`` into ``out``.
 
@@ -84,7 +84,7 @@ def suite_arguments(
         "--cell",
         json.dumps({"id": cell.id, **cell.to_json()}),
         "--expect-cudnn",
-        json.dumps(expect),
+        json.dumps(expect.to_json()),
         "--knobs",
         json.dumps(list(plan.knob_sets)),
         *settings.to_argv(),

@@ -12,17 +12,40 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from harness import suite_listing
 from harness.backends import rules
 from harness.backends.base import Backend
-from harness.images import BuildOptions
+from harness.backends.docker.dockerfile import BuildOptions
+from harness.backends.packages import PackageSource
 from harness.plan.model import Cell, CellProblem, Plan
 from harness.suite.document import Identity
 
 Progress = Callable[[str], None]
 IdentityOf = Callable[[Cell], Identity]  # a backend's identity function for a plan
+
+
+class BuildDocument(TypedDict, total=False):
+    """Where a backend's packages come from, and a CA bundle for the docker backend's builds."""
+
+    index_url: str | None
+    wheelhouse: str | None  # a path, resolved
+    ca_bundle: str | None
+
+
+class _Required(TypedDict):
+    backend: str
+    timeout_s: float
+
+
+class SettingsDocument(_Required, total=False):
+    """``Settings`` as a document (the settings part of ``schemas/slurm-tasks.schema.json``)."""
+
+    python: str  # local
+    memory: str | None  # docker
+    gpu_access: str | None  # docker
+    build: BuildDocument
 
 
 @dataclass(frozen=True)
@@ -38,29 +61,30 @@ class Settings:
     gpus: str = "all"  # docker: the GPUs a container gets where a run names none
     build: BuildOptions = field(default_factory=BuildOptions)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> SettingsDocument:
         """The settings as the Slurm tasks file holds them (``schemas/slurm-tasks.schema.json``)."""
-        paths = {
-            name: str(p.resolve()) if p else None
-            for name, p in (("wheelhouse", self.build.wheelhouse), ("ca_bundle", self.build.ca_bundle))
-        }
+        index_url, wheelhouse = self.build.packages.index_url, _resolved(self.build.packages.wheelhouse)
         if self.backend == "local":  # the interpreter by name, so every node runs the one asked for
             return {
                 "backend": "local",
                 "python": self.python or sys.executable,
                 "timeout_s": self.timeout_s,
-                "build": {"index_url": self.build.index_url, "wheelhouse": paths["wheelhouse"]},
+                "build": {"index_url": index_url, "wheelhouse": wheelhouse},
             }
         return {
             "backend": self.backend,
             "timeout_s": self.timeout_s,
             "memory": self.memory,
             "gpu_access": self.gpu_access,
-            "build": {"index_url": self.build.index_url, **paths},
+            "build": {
+                "index_url": index_url,
+                "wheelhouse": wheelhouse,
+                "ca_bundle": _resolved(self.build.ca_bundle),
+            },
         }
 
     @classmethod
-    def from_json(cls, raw: dict[str, Any]) -> Settings:
+    def from_json(cls, raw: SettingsDocument) -> Settings:
         """Settings from a document the schema checked."""
         build = raw.get("build") or {}
         return cls(
@@ -70,11 +94,21 @@ class Settings:
             memory=raw.get("memory"),
             gpu_access=raw.get("gpu_access"),
             build=BuildOptions(
-                index_url=build.get("index_url"),
-                wheelhouse=Path(build["wheelhouse"]) if build.get("wheelhouse") else None,
-                ca_bundle=Path(build["ca_bundle"]) if build.get("ca_bundle") else None,
+                PackageSource(
+                    index_url=build.get("index_url"),
+                    wheelhouse=_path(build.get("wheelhouse")),
+                ),
+                ca_bundle=_path(build.get("ca_bundle")),
             ),
         )
+
+
+def _resolved(path: Path | None) -> str | None:
+    return str(path.resolve()) if path else None
+
+
+def _path(text: str | None) -> Path | None:
+    return Path(text) if text else None
 
 
 @dataclass(frozen=True)
@@ -87,10 +121,9 @@ class Kind:
 
 
 def _local(settings: Settings, progress: Progress | None) -> Backend:
-    from harness.backends.local import LocalBackend
-    from harness.environments.packages import PackageSource
+    from harness.backends.local.backend import LocalBackend
 
-    source = PackageSource(settings.build.index_url, settings.build.wheelhouse)
+    source = settings.build.packages
     return LocalBackend(settings.python, timeout_s=settings.timeout_s, progress=progress, source=source)
 
 
@@ -100,7 +133,7 @@ def _local_identity(settings: Settings, plan: Plan) -> IdentityOf:
 
 
 def _docker(settings: Settings, progress: Progress | None) -> Backend:
-    from harness.backends.docker import DockerBackend
+    from harness.backends.docker.backend import DockerBackend
 
     return DockerBackend(
         settings.build,
@@ -113,8 +146,8 @@ def _docker(settings: Settings, progress: Progress | None) -> Backend:
 
 
 def _docker_identity(settings: Settings, plan: Plan) -> IdentityOf:
-    from harness import images
-    from harness.backends.docker import image_identity
+    from harness.backends.docker import dockerfile as images
+    from harness.backends.docker.backend import image_identity
 
     version = suite_listing.listing()["suite_version"]
     return lambda cell: image_identity(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.images import PLAIN_CUDNN_FIX
+from harness.backends.docker.dockerfile import PLAIN_CUDNN_FIX
 from harness.plan.cuda_bases import CUDA_BASES
 from harness.plan.model import Cell, CellProblem
 

@@ -64,18 +64,8 @@ def run(
     if gpus:
         how = "each run gets all of them (a multi-GPU workload)" if exclusive else "one run per GPU at a time"
         say(f"GPUs {', '.join(gpus)}: {how}")
-    outcomes = pool.run(
-        plan,
-        backend,
-        request.out,
-        say,
-        cells=cells,
-        mode=request.mode,
-        gpus=gpus,
-        exclusive=exclusive,
-        tick=tick,
-        rounds=rounds,
-    )
+    chosen = pool.Chosen(cells, rounds, request.mode)
+    outcomes = pool.run(plan, backend, request.out, say, chosen, pool.Gpus(gpus, exclusive), tick)
     _say_kept(outcomes, request.out, say)
     return outcomes
 
@@ -106,7 +96,8 @@ def _submit(
     plan: Plan, request: RunRequest, say: Callable[[str], None], rounds: range | None
 ) -> list[CellOutcome]:
     """Submit the runs to Slurm as one array job; each task runs the matrix's backend on its node."""
-    from harness.executors import slurm, slurm_request
+    from harness.executors.slurm import array as slurm
+    from harness.executors.slurm import request as slurm_request
 
     assert request.slurm is not None
     if request.gpus is not None:

@@ -12,6 +12,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.backends.base import Backend
@@ -21,34 +22,56 @@ from harness.plan.model import Cell, Plan
 from harness.results import folder, resume
 
 
+@dataclass(frozen=True)
+class Gpus:
+    """The GPUs a pool runs on: ``ids``, one per concurrent run (none: whatever the backend sees, one run
+    at a time); ``exclusive``: every run needs all of them at once (a multi-GPU workload)."""
+
+    ids: tuple[str, ...] = ()
+    exclusive: bool = False
+
+
+NO_GPUS = Gpus()
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """Which runs a pool makes: ``cells`` of the plan (None: every cell), ``rounds`` (None: every round),
+    and whether valid earlier results are kept (``mode``)."""
+
+    cells: tuple[Cell, ...] | None = None
+    rounds: range | None = None
+    mode: resume.Mode = resume.Mode.RESUME
+
+
+EVERY_RUN = Chosen()
+
+
 def run(
     plan: Plan,
     backend: Backend,
     results_dir: Path,
     say: Callable[[str], None],
-    cells: tuple[Cell, ...] | None = None,
-    mode: resume.Mode = resume.Mode.RESUME,
-    gpus: tuple[str, ...] = (),
-    exclusive: bool = False,
+    chosen: Chosen = EVERY_RUN,
+    gpus: Gpus = NO_GPUS,
     tick: Callable[[int, int], None] | None = None,
-    rounds: range | None = None,
 ) -> list[CellOutcome]:
-    """Run ``rounds`` (default: every round) of the plan's cells (or ``cells`` of them); a failed run is
-    recorded and the next one runs.
+    """Run the ``chosen`` runs (``Chosen``: default, every round of every cell); a failed run is recorded
+    and the next one runs.
 
-    ``gpus``: the GPU ids to use, one per concurrent run (empty: whatever the backend sees, one run at
-    a time). ``exclusive``: every run needs all of ``gpus`` at once. ``tick``: told (finished, to run)
+    ``gpus``: the GPUs to run on (``Gpus``). ``tick``: told (finished, to run)
     when the runs are decided and after each one.
 
     Runs with a valid result of the same identity are kept, not repeated (see ``resume``), so an
     interrupted run continues where it stopped. ``plan.json`` always describes the whole matrix, so a
     report can place any subset run into it.
     """
-    with prepared(plan, results_dir, say, rounds, fresh=mode is resume.Mode.FRESH):
+    rounds, fresh = chosen.rounds, chosen.mode is resume.Mode.FRESH
+    with prepared(plan, results_dir, say, rounds, fresh=fresh):
         for line in backend.sweep(results_dir):
             say(line)
-        chosen = plan.cells if cells is None else cells
-        return _Rounds(plan, backend, results_dir, say, gpus, exclusive, tick).run(chosen, mode, rounds)
+        cells = plan.cells if chosen.cells is None else chosen.cells
+        return _Rounds(plan, backend, results_dir, say, gpus, tick).run(cells, chosen.mode, rounds)
 
 
 class _Rounds:
@@ -60,15 +83,14 @@ class _Rounds:
         backend: Backend,
         results_dir: Path,
         say: Callable[[str], None],
-        gpus: tuple[str, ...],
-        exclusive: bool,
+        gpus: Gpus,
         tick: Callable[[int, int], None] | None = None,
     ) -> None:
         self.plan, self.backend, self.results_dir, self.say = plan, backend, results_dir, say
         self.tick = tick or (lambda done, total: None)
         # one slot per concurrent run: a GPU id, all of them (exclusive), or none (the backend's default)
         slots: list[tuple[str, ...]] = (
-            [tuple(gpus)] if exclusive or len(gpus) < 2 else [(gpu,) for gpu in gpus]
+            [tuple(gpus.ids)] if gpus.exclusive or len(gpus.ids) < 2 else [(gpu,) for gpu in gpus.ids]
         )
         self.free: queue.Queue[tuple[str, ...]] = queue.Queue()
         for slot in slots or [()]:

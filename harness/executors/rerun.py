@@ -32,7 +32,7 @@ def rerun(
             ]
         )
     plan = folder.stored_plan(result.parent)
-    from harness.backends.docker import DockerBackend
+    from harness.backends.docker.backend import DockerBackend
 
     backend = registry.create(settings, say)
     assert isinstance(backend, DockerBackend)

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.backends import gpu_access
+from harness.backends.docker import gpu_access
 from harness.errors import one_line
 from harness.plan.model import Cell, Plan
 from harness.results import folder, resume

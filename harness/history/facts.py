@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from harness.report.frames import (
+from harness.report.analysis.frames import (
     IMPLEMENTATION_PREFIXES,
     cell_label,
     comparability_key,
@@ -68,9 +68,10 @@ class MeasurementFacts:
 
 
 @dataclass(frozen=True)
-class RunFacts:
+class Run:
+    """A run as the index keeps it (a line of its runs table): its cell, round, times, outcome and build."""
+
     sha256: str
-    file: str  # relative to the history
     cell_id: str
     cell_label: str
     round: int
@@ -82,6 +83,13 @@ class RunFacts:
     torch: str
     cudnn: str
     context: Context
+
+
+@dataclass(frozen=True)
+class RunFacts(Run):
+    """A run to add to the index: the run, the file it came from and its measurements."""
+
+    file: str  # relative to the history
     measurements: tuple[MeasurementFacts, ...]
 
 

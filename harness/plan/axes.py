@@ -37,6 +37,26 @@ class CudnnSource:
         return self.kind if self.value is None else f"{self.kind}:{self.value}"
 
 
+@dataclass(frozen=True)
+class CudnnExpectation:
+    """The cuDNN the suite must find loaded in a cell, as a backend realized it: the source's kind, and
+    where the backend knows them, the folder every cuDNN library must load from and the version torch must
+    report. The suite checks it (``--expect-cudnn``) and records it as the probe's ``requested``."""
+
+    source: CudnnKind
+    lib_dir: str | None = None
+    version: str | None = None
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, str]) -> CudnnExpectation:
+        return cls(raw["source"], raw.get("lib_dir"), raw.get("version"))  # type: ignore[arg-type]
+
+    def to_json(self) -> dict[str, str]:
+        """As the suite reads it: ``source``, then what is known of ``lib_dir`` and ``version``."""
+        known = {"lib_dir": self.lib_dir, "version": self.version}
+        return {"source": self.source, **{k: v for k, v in known.items() if v is not None}}
+
+
 def _same(value: Any) -> Any:
     return value
 

@@ -11,8 +11,9 @@ import hashlib
 import itertools
 import math
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from harness import schemas
 from harness.errors import InputError, Problem
@@ -25,7 +26,10 @@ from harness.plan.model import (
     KNOBS,
     Cell,
     CellProblem,
+    DockerSection,
     Plan,
+    SlurmSection,
+    checked_section,
 )
 from harness.suite.settings import SuiteSettings
 
@@ -33,6 +37,36 @@ from harness.suite.settings import SuiteSettings
 # already more GPU time than any qualification we run (each cell is an image and rounds of the suite).
 MAX_CELLS = 1024
 CellRules = Callable[[str, Sequence[Cell]], list[CellProblem]]
+AxisValue = str | dict[str, str]  # an axis value as a matrix writes it (``axes.AXES``: how each reads)
+
+
+class Rules(TypedDict, total=False):
+    exclude: list[dict[str, AxisValue]]  # selectors: a cell matching one is left out
+    include: list[dict[str, AxisValue]]  # cells added to the axes' product
+
+
+class ThresholdsSection(TypedDict, total=False):
+    """A matrix's ``thresholds:`` (plan.json holds every one, with its default)."""
+
+    regression_pct: float
+    per_workload: dict[str, float]
+    alpha: float
+
+
+class MatrixDocument(TypedDict, total=False):
+    """``matrix.yaml`` as its schema checked it (``schemas/matrix.schema.json``)."""
+
+    name: str
+    backend: str
+    axes: dict[str, list[AxisValue]]
+    rules: Rules
+    baseline: dict[str, AxisValue]
+    knobs: dict[str, list[bool]]
+    suite: dict[str, Any]  # SuiteSettings.from_json reads it
+    thresholds: ThresholdsSection
+    rounds: int
+    slurm: SlurmSection
+    docker: DockerSection
 
 
 def load(
@@ -51,68 +85,15 @@ def load(
     found = schemas.problems("matrix", data, source, line_of)
     if not isinstance(data, dict) or any(p.field == "" for p in found):  # nothing more can be read safely
         raise InputError(found)
-
-    def sound(*parts: str) -> bool:
-        """Whether the later checks may read these parts ("axes", "suite.workloads"): no schema problem
-        in them or in what holds them. A problem elsewhere is told with theirs, so that a matrix's every
-        independent mistake is reported in one pass."""
-        return not any(
-            bad == part or bad.startswith((f"{part}.", f"{part}[")) or part.startswith(f"{bad}.")
-            for part in parts
-            for bad in (p.field for p in found)
-        )
-
-    def problem(json_path: list[Any], message: str) -> Problem:
-        return Problem(source, schemas.field_name(json_path), message, line_of(json_path))
-
-    cells = _cells(data, problem, found) if "axes" in data and sound("axes", "rules") else None
+    document = cast(MatrixDocument, data)  # what the schema checked; each part read below only if sound
+    matrix = _Matrix(document, source, line_of, found)
+    cells = (
+        _cells(document, matrix.problem, found) if "axes" in data and matrix.sound("axes", "rules") else None
+    )
     if cells is not None:
-        if backend or sound("backend"):
-            for unrealizable in (
-                cell_rules(backend or data.get("backend", "local"), cells) if cell_rules else ()
-            ):
-                where: list[Any] = ["axes", unrealizable.axis] if unrealizable.axis else ["axes"]
-                found.append(problem(where, unrealizable.message))
-        if "baseline" in data and sound("baseline"):
-            baseline = [c for c in cells if c.matches(data["baseline"])]
-            if len(baseline) != 1:
-                which = ", ".join(c.id for c in baseline[:5]) if baseline else "none"
-                which += f" and {len(baseline) - 5} more" if len(baseline) > 5 else ""
-                found.append(problem(["baseline"], f"must match exactly one cell; matches {which}"))
-
+        matrix.check_cells(cells, cell_rules, backend)
     if known_workloads is not None:
-        known = set(known_workloads)
-        if sound("suite.workloads"):
-            for i, name in enumerate(data.get("suite", {}).get("workloads", [])):
-                if name not in known:
-                    found.append(
-                        problem(
-                            ["suite", "workloads", i],
-                            f"unknown workload {name!r}; {_meant(name, known)}known: "
-                            + ", ".join(sorted(known)),
-                        )
-                    )
-        if sound("suite.rows"):
-            for i, row in enumerate(data.get("suite", {}).get("rows", [])):
-                name = row.rsplit(":", 1)[0]
-                if name not in known:
-                    found.append(
-                        problem(
-                            ["suite", "rows", i],
-                            f"unknown workload {name!r} in {row!r}; {_meant(name, known)}see 'python -m "
-                            "harness.suite list'",
-                        )
-                    )
-        if sound("thresholds.per_workload"):
-            for name in data.get("thresholds", {}).get("per_workload", {}):
-                if name not in known:
-                    found.append(
-                        problem(
-                            ["thresholds", "per_workload", name],
-                            f"unknown workload {name!r}; {_meant(name, known)}see 'python -m harness.suite "
-                            "list'",
-                        )
-                    )
+        matrix.check_workloads(set(known_workloads))
     if found:
         found = sorted(found, key=lambda p: p.line or 0)
         if len(found) > schemas.MAX_PROBLEMS:  # a hostile matrix's thousand faults are told as the first few
@@ -120,10 +101,78 @@ def load(
             found = [*found[: schemas.MAX_PROBLEMS], more]
         raise InputError(found)
     assert cells is not None  # no problem: the axes and rules were sound
-    baseline_id = next(c.id for c in cells if c.matches(data["baseline"]))
-    thresholds = data.get("thresholds", {})
-    backend = backend or data.get("backend", "local")
+    return _plan(document, cells, backend or document.get("backend", "local"), path)
 
+
+@dataclass
+class _Matrix:
+    """A matrix being checked: its data, where each value stands, and the problems found so far (which
+    grow as the checks go)."""
+
+    data: MatrixDocument
+    source: str
+    line_of: yamlfile.Locator
+    found: list[Problem]
+
+    def sound(self, *parts: str) -> bool:
+        """Whether the later checks may read these parts ("axes", "suite.workloads"): no schema problem
+        in them or in what holds them. A problem elsewhere is told with theirs, so that a matrix's every
+        independent mistake is reported in one pass."""
+        return not any(
+            bad == part or bad.startswith((f"{part}.", f"{part}[")) or part.startswith(f"{bad}.")
+            for part in parts
+            for bad in (p.field for p in self.found)
+        )
+
+    def problem(self, json_path: list[Any], message: str) -> Problem:
+        return Problem(self.source, schemas.field_name(json_path), message, self.line_of(json_path))
+
+    def check_cells(self, cells: list[Cell], cell_rules: CellRules | None, backend: str | None) -> None:
+        """What the backend cannot realize, and a baseline that is not exactly one cell."""
+        data, found = self.data, self.found
+        if backend or self.sound("backend"):
+            for unrealizable in (
+                cell_rules(backend or data.get("backend", "local"), cells) if cell_rules else ()
+            ):
+                where: list[Any] = ["axes", unrealizable.axis] if unrealizable.axis else ["axes"]
+                found.append(self.problem(where, unrealizable.message))
+        if "baseline" in data and self.sound("baseline"):
+            baseline = [c for c in cells if c.matches(data["baseline"])]
+            if len(baseline) != 1:
+                which = ", ".join(c.id for c in baseline[:5]) if baseline else "none"
+                which += f" and {len(baseline) - 5} more" if len(baseline) > 5 else ""
+                found.append(self.problem(["baseline"], f"must match exactly one cell; matches {which}"))
+
+    def check_workloads(self, known: set[str]) -> None:
+        """Every workload the suite settings and the thresholds name is one the suite knows."""
+        suite, found = self.data.get("suite", {}), self.found
+        see = "see 'python -m harness.suite list'"
+        if self.sound("suite.workloads"):
+            for i, name in enumerate(suite.get("workloads", [])):
+                if name not in known:
+                    found.append(
+                        self.problem(
+                            ["suite", "workloads", i],
+                            f"unknown workload {name!r}; {_meant(name, known)}known: "
+                            + ", ".join(sorted(known)),
+                        )
+                    )
+        if self.sound("suite.rows"):
+            for i, row in enumerate(suite.get("rows", [])):
+                name = row.rsplit(":", 1)[0]
+                if name not in known:
+                    message = f"unknown workload {name!r} in {row!r}; {_meant(name, known)}{see}"
+                    found.append(self.problem(["suite", "rows", i], message))
+        if self.sound("thresholds.per_workload"):
+            for name in self.data.get("thresholds", {}).get("per_workload", {}):
+                if name not in known:
+                    message = f"unknown workload {name!r}; {_meant(name, known)}{see}"
+                    found.append(self.problem(["thresholds", "per_workload", name], message))
+
+
+def _plan(data: MatrixDocument, cells: list[Cell], backend: str, path: Path) -> Plan:
+    """The plan of a matrix found sound."""
+    thresholds = data.get("thresholds", {})
     knobs = data.get("knobs", {})
     knob_sets = tuple(
         dict(zip(KNOBS, values, strict=True))
@@ -133,22 +182,22 @@ def load(
         name=data["name"],
         backend=backend,
         cells=tuple(cells),
-        baseline_id=baseline_id,
+        baseline_id=next(c.id for c in cells if c.matches(data["baseline"])),
         knob_sets=knob_sets,
         suite=SuiteSettings.from_json(data.get("suite", {})),
         regression_pct=float(thresholds.get("regression_pct", DEFAULT_REGRESSION_PCT)),
         per_workload_pct={k: float(v) for k, v in thresholds.get("per_workload", {}).items()},
         matrix_sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
-        source=source,
+        source=str(path),
         rounds=int(data.get("rounds", DEFAULT_ROUNDS)),
         alpha=float(thresholds.get("alpha", DEFAULT_ALPHA)),
-        slurm=dict(data.get("slurm", {})),
-        docker=dict(data.get("docker", {})),
+        slurm=checked_section(data, "slurm"),
+        docker=checked_section(data, "docker"),
     )
 
 
 def _cells(
-    data: dict[str, Any], problem: Callable[[list[Any], str], Problem], found: list[Problem]
+    data: MatrixDocument, problem: Callable[[list[Any], str], Problem], found: list[Problem]
 ) -> list[Cell] | None:
     """The axes' product with the rules applied; None where it would be too large to make (said in
     ``found``, as is every rule that does nothing)."""

@@ -11,7 +11,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from harness.plan.axes import AXES, BY_NAME, Axis, CudnnSource
 from harness.suite.settings import SuiteSettings
@@ -36,7 +36,7 @@ class Cell:
     def from_json(cls, raw: Mapping[str, Any]) -> Cell:
         return cls(**{a.name: a.read(raw.get(a.name, a.default)) for a in AXES})
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> AxisValues:
         return {a.name: a.write(getattr(self, a.name)) for a in AXES}
 
     def text(self, axis: Axis) -> str:
@@ -59,6 +59,56 @@ class Cell:
         return all(BY_NAME[axis].matches(getattr(self, axis), wanted) for axis, wanted in selector.items())
 
 
+AxisValues = dict[str, str | dict[str, str]]  # a cell's value on each axis, as JSON holds it (``Axis.write``)
+
+
+class SlurmSection(TypedDict, total=False):
+    """A matrix's ``slurm:`` section: how ``run --backend slurm`` asks for each task of its array job."""
+
+    partition: str
+    account: str
+    time: str  # Slurm's format: minutes, MM:SS, HH:MM:SS or D-HH:MM:SS
+    gpus: int
+    cpus_per_task: int
+
+
+class DockerSection(TypedDict, total=False):
+    """A matrix's ``docker:`` section: how the docker backend runs cells."""
+
+    gpu_access: str  # toolkit, cdi or devices
+    driver_dir: str
+    image_python: str
+
+
+class Thresholds(TypedDict):
+    regression_pct: float
+    per_workload: dict[str, float]
+    alpha: float
+
+
+class PlanSections(TypedDict, total=False):
+    """What of a matrix only some backends read, in plan.json only where the matrix gave it."""
+
+    slurm: SlurmSection
+    docker: DockerSection
+
+
+class PlanDocument(PlanSections):
+    """``plan.json``: a Plan as a document (``schemas/plan.schema.json``)."""
+
+    schema_version: int
+    name: str
+    backend: str
+    source: str
+    matrix_sha256: str
+    cells: list[AxisValues]
+    baseline: str
+    knob_sets: list[dict[str, bool]]
+    suite: dict[str, Any]
+    thresholds: Thresholds
+    rounds: int
+
+
 @dataclass(frozen=True)
 class Plan:
     """Everything a run needs, derived from one matrix file; stored as ``plan.json`` with the results."""
@@ -75,8 +125,8 @@ class Plan:
     source: str = ""
     rounds: int = DEFAULT_ROUNDS
     alpha: float = DEFAULT_ALPHA
-    slurm: dict[str, Any] = field(default_factory=dict)  # how 'run --backend slurm' asks for each task
-    docker: dict[str, Any] = field(default_factory=dict)  # gpu_access, driver_dir, image_python
+    slurm: SlurmSection = field(default_factory=lambda: SlurmSection())
+    docker: DockerSection = field(default_factory=lambda: DockerSection())
 
     @property
     def gpu_access(self) -> str:
@@ -86,10 +136,21 @@ class Plan:
     def image_python(self) -> str:
         return str(self.docker.get("image_python", DEFAULT_IMAGE_PYTHON))
 
-    def to_json(self) -> dict[str, Any]:
+    @property
+    def suite_settings_sha256(self) -> str:
+        """What of the matrix shapes a cell's measurements, as a hash a result's identity holds: the suite
+        section and the knob sets."""
+        settings = {"suite": self.suite.to_json(), "knob_sets": list(self.knob_sets)}
+        return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()
+
+    def to_json(self) -> PlanDocument:
+        sections = PlanSections()
+        if self.slurm:
+            sections["slurm"] = self.slurm
+        if self.docker:
+            sections["docker"] = self.docker
         return {
-            **({"slurm": self.slurm} if self.slurm else {}),
-            **({"docker": self.docker} if self.docker else {}),
+            **sections,
             "schema_version": 1,
             "name": self.name,
             "backend": self.backend,
@@ -122,8 +183,8 @@ class Plan:
             source=raw.get("source", ""),
             rounds=int(raw.get("rounds", DEFAULT_ROUNDS)),
             alpha=float(raw["thresholds"].get("alpha", DEFAULT_ALPHA)),
-            slurm=dict(raw.get("slurm", {})),
-            docker=dict(raw.get("docker", {})),
+            slurm=checked_section(raw, "slurm"),
+            docker=checked_section(raw, "docker"),
         )
 
     def threshold_pct(self, workload: str) -> float:
@@ -131,6 +192,12 @@ class Plan:
 
     def cell(self, cell_id: str) -> Cell:
         return next(c for c in self.cells if c.id == cell_id)
+
+
+def checked_section(document: Mapping[str, Any], name: str) -> Any:
+    """A copy of the section ``name`` (empty where it is left out) of a document its schema checked, which
+    gave the section its type (``SlurmSection``, ``DockerSection``)."""
+    return dict(document.get(name, {}))
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.report import answer, family_sections, markdown, next_steps, stats
-from harness.report.model import Analysis, View
+from harness.report.analysis import stats
+from harness.report.analysis.model import Analysis, View
+from harness.report.sections import answer, family_sections, next_steps
+from harness.report.writers import markdown
 
 SUMMARY_LIMIT = 64 * 1024  # GitHub's step summary takes up to 1 MiB; a PR comment is best far smaller
 ROOM = 200  # bytes kept free under SUMMARY_LIMIT

@@ -10,19 +10,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness import jsonio, schemas
-from harness.report import (
-    csvsafe,
-    digest,
-    families,
-    html,
-    markdown,
-    plots,
-    sections,
-    table_values,
-    verdict_json,
-)
-from harness.report.model import Analysis, Rendered, View
+from harness import csvsafe, jsonio, schemas
+from harness.report import digest
+from harness.report.analysis import families
+from harness.report.analysis.model import Analysis, View
+from harness.report.sections import contents, table_values
+from harness.report.sections.context import SectionContext
+from harness.report.writers import html, markdown, plots, verdict_json
+from harness.report.writers.document import Rendered
 from harness.results import folder as results_folder
 from harness.results.documents import LoadedResults
 
@@ -33,7 +28,7 @@ def render(
     """Write report.md, report.html, results.csv, verdicts.csv and verdict.json into ``out_dir`` (and
     series.csv, changes.csv, families.csv and per_torch.csv where the analysis has them)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    document = sections.document(view, analysis, loaded, out_dir, sources)
+    document = contents.document(SectionContext(view, analysis, loaded, out_dir, tuple(sources)))
     _write_extracts(out_dir, document.extracts, loaded)
     markdown_file = out_dir / "report.md"
     jsonio.write_text_atomic(markdown_file, markdown.page(document))
@@ -52,23 +47,7 @@ def render(
         jsonio.write_text_atomic(out_dir / "per_torch.csv", analysis.per_torch.to_csv())
     jsonio.write_text_atomic(out_dir / "summary.md", digest.summary(view, analysis, sources))
     jsonio.write_text_atomic(out_dir / "junit.xml", digest.junit(view, analysis))
-    verdict = verdict_json.document(
-        name=view.name,
-        baseline=view.baseline,
-        groups=view.groups,
-        labels=view.labels,
-        alpha=view.alpha,
-        default_pct=view.default_pct,
-        timing_rows=analysis.timing,
-        numerics_rows=analysis.numerics,
-        beyond_tolerance=analysis.beyond_tolerance,
-        autotuning=analysis.autotuning,
-        result=analysis.gate,
-        rounds={g: sum(d["status"] == "ok" for d, _ in e) for g, e in analysis.docs.items()},
-        series=analysis.series.to_json() if analysis.series is not None else None,
-        families=families.to_json(analysis.families),
-        per_torch=analysis.per_torch.to_json() if analysis.per_torch is not None else None,
-    )
+    verdict = verdict_json.document(view, analysis)
     problems = schemas.problems("verdict", verdict, "verdict.json")
     if problems:  # our own output must hold to our own schema; a bug here must not pass silently
         raise ValueError(

@@ -4,20 +4,23 @@ cells cell by cell), and from which matrices and suite settings, so that a compa
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import NoReturn
 
 from harness.errors import InputError, Problem
 from harness.plan.model import DEFAULT_ALPHA, DEFAULT_REGRESSION_PCT, Plan
 from harness.results import folder
 from harness.suite.document import ResultDocument
+from harness.suite.settings import SuiteSettings
 
 SIDES = ("A", "B")
-# the suite's options that change how a row is measured (harness.backends.base.suite_arguments); which
-# rows run (workloads, dtypes, knobs) and where results go are not settings of the measurement
-SETTINGS = ("--profile", "--device", "--time-budget-s", "--min-time-s", "--timed-share")
+# the suite's settings (``SuiteSettings``) that change how a row is measured; which rows run (workloads,
+# dtypes, rows, knobs), the checks beside the timing and where results go are not settings of the measurement
+MEASUREMENT = ("profile", "device", "time_budget_s", "min_time_s", "timed_share")
 LISTED = 8  # cells named per side in a refusal (a line of the terminal each)
 
 
@@ -101,8 +104,8 @@ def differences(entries: Mapping[str, Entry], paths: Mapping[str, Path]) -> list
             )
             named[entry.side].setdefault(sha or f"name {name}", told)
         if doc["status"] == "ok":
-            for option, value in _settings(doc["run"].get("command", [])).items():
-                settings[entry.side].setdefault(option, set()).add(value)
+            for name, value in _settings(doc["run"].get("command", [])).items():
+                settings[entry.side].setdefault(name, set()).add(value)
     found = []
     # the matrix file's sha256 says which matrix where the runs recorded it, its plan's name otherwise
     if named["A"] and named["B"] and set(named["A"]) != set(named["B"]):
@@ -112,12 +115,10 @@ def differences(entries: Mapping[str, Entry], paths: Mapping[str, Path]) -> list
             "compared"
         )
     differ = [
-        f"{option.removeprefix('--')} {' / '.join(sorted(settings['A'][option]))} on A, "
-        f"{' / '.join(sorted(settings['B'][option]))} on B"
-        for option in SETTINGS
-        if option in settings["A"]
-        and option in settings["B"]
-        and settings["A"][option] != settings["B"][option]
+        f"{name.replace('_', '-')} {' / '.join(sorted(settings['A'][name]))} on A, "
+        f"{' / '.join(sorted(settings['B'][name]))} on B"
+        for name in MEASUREMENT
+        if name in settings["A"] and name in settings["B"] and settings["A"][name] != settings["B"][name]
     ]
     if differ:
         found.append(
@@ -129,14 +130,36 @@ def differences(entries: Mapping[str, Entry], paths: Mapping[str, Path]) -> list
 
 
 def _settings(command: list[str]) -> dict[str, str]:
-    """The measurement's settings a run's suite command gave (an option it left out: the suite's
-    default); none where the command is not the suite's run."""
+    """The measurement's settings a run's suite command gave, read as the suite reads them
+    (``SuiteSettings``), each told as text; a setting the command left out is ``(suite default)`` (the
+    default of the suite that ran, which may not be today's). Empty where the command is not the suite's
+    run, or not one the suite can read."""
     if "run" not in command:
         return {}
-    return {
-        option: command[command.index(option) + 1] if option in command[:-1] else "(suite default)"
-        for option in SETTINGS
-    }
+    try:
+        given = vars(_SUITE_RUN.parse_known_args(command[command.index("run") + 1 :])[0])
+    except ValueError:
+        return {}
+    return {name: "(suite default)" if given[name] is None else str(given[name]) for name in MEASUREMENT}
+
+
+class _Refusing(argparse.ArgumentParser):
+    """A parser that raises (ValueError) where argparse would print and exit."""
+
+    def error(self, message: str) -> NoReturn:
+        raise ValueError(message)
+
+
+def _suite_run() -> argparse.ArgumentParser:
+    """The suite's options for its settings, each defaulting to None: what a command leaves out reads as
+    None, not as today's default."""
+    parser = _Refusing(add_help=False, allow_abbrev=False)
+    SuiteSettings.add_arguments(parser)
+    parser.set_defaults(**dict.fromkeys((f.name for f in fields(SuiteSettings)), None))
+    return parser
+
+
+_SUITE_RUN = _suite_run()
 
 
 def thresholds(

@@ -30,6 +30,7 @@ from typing import IO, Any, cast
 from harness import jsonio, schemas
 from harness.errors import BackendUnavailable, InputError, Problem
 from harness.plan.model import Cell, Plan
+from harness.results import validity
 from harness.suite.document import CellRecord, ResultDocument, RunRecord, SuiteResult
 
 MAX_BYTES = 64 * 1024 * 1024  # the largest document read from a folder (untrusted input)
@@ -138,9 +139,7 @@ def _agreeing(result: ResultDocument, source: str, refuse: bool) -> ResultDocume
     own ``validate`` refuses (a later run would quarantine it and write another, without end). Where even
     that is invalid (the run record itself is), or ``refuse`` (a result gathered, not run), InputError
     naming the fields, and nothing written."""
-    from harness.results import documents  # it reads folders through this module
-
-    found = documents.problems(result, source)
+    found = validity.problems(result, source)
     if not found:
         return result
     if refuse:
@@ -163,7 +162,7 @@ def _agreeing(result: ResultDocument, source: str, refuse: bool) -> ResultDocume
             "measurements": [],
         },
     )
-    again = documents.problems(failed, source)
+    again = validity.problems(failed, source)
     if again:
         why = "what ran this cell recorded values no result may hold (above); nothing was written for it"
         raise InputError([*again, Problem(source, "run", why)])

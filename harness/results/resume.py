@@ -11,14 +11,11 @@ A fresh run keeps nothing: before it runs, everything earlier runs left in the f
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
 from harness import jsonio
-from harness.plan.model import Plan
 from harness.results import documents, folder
 from harness.suite.document import Identity, ResultDocument
 
@@ -34,12 +31,6 @@ class Decision:
     run: bool
     note: str  # why, for the progress line; empty when a run simply has no result yet
     kept: ResultDocument | None = None  # the valid document a run that is not repeated keeps
-
-
-def suite_settings_sha256(plan: Plan) -> str:
-    """What of the matrix shapes a cell's measurements: the suite section and the knob sets."""
-    settings = {"suite": plan.suite.to_json(), "knob_sets": list(plan.knob_sets)}
-    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()
 
 
 def decide(result_path: Path, identity: Identity, mode: Mode) -> Decision:

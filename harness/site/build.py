@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from harness import jsonio
 from harness.history import index
@@ -22,11 +22,23 @@ from harness.history.add import ensure_index
 from harness.history.facts import Row
 from harness.history.layout import open_history
 from harness.site import data, feed, index_page, machine, names, release_page, row_page, run_page, steps
-from harness.site.data import Catalog, RunInfo
+from harness.site.data import Catalog, StoredRun
 from harness.site.markup import CSS, SCRIPT
 
 GENERATOR = "1"  # the pages' form: a build by another generator rebuilds every page
 MANIFEST = ".site-manifest.json"
+
+
+class Manifest(TypedDict):
+    """``.site-manifest.json``: what the last build made, for the next one to keep what has not changed."""
+
+    generator: str  # GENERATOR of the build that wrote it
+    runs: str  # the fingerprint of the runs it was made from (``_fingerprint``)
+    count: int  # how many runs
+    rows: dict[str, str]  # row slug -> which runs measured it (``RowInfo.digest``)
+    files: dict[str, str]  # file -> its digest
+
+
 SHARD_BYTES = 8 * 1024 * 1024
 FOLDERS = ("assets", "rows", "runs", "releases")
 
@@ -79,9 +91,9 @@ def build(history_root: Path, out: Path, full: bool = False) -> Built:
         jsonio.real_folder(out / folder)
     with index.reading(history) as db:
         catalog = data.catalog(db)
-        manifest = {} if full else _manifest(out, catalog)
-        writer = _Writer(out, manifest.get("files", {}))
-        row_digests: dict[str, str] = manifest.get("rows", {})
+        previous = None if full else _manifest(out, catalog)
+        writer = _Writer(out, previous["files"] if previous else {})
+        row_digests = previous["rows"] if previous else {}
         found: dict[Row, list[steps.Step]] = {}
         rebuilt = 0
         for info in catalog.rows:
@@ -99,7 +111,7 @@ def build(history_root: Path, out: Path, full: bool = False) -> Built:
                 model = run_page.RunPage(run, tuple(data.measurements(db, run.id)))
                 writer.write(name, run_page.render(model))
     _summaries(catalog, found, writer)
-    manifest = {
+    manifest: Manifest = {
         "generator": GENERATOR,
         "runs": _fingerprint(catalog, len(catalog.runs)),
         "count": len(catalog.runs),
@@ -147,25 +159,25 @@ def _shard_steps(out: Path, row: Row) -> list[steps.Step] | None:
         return None
 
 
-def _manifest(out: Path, catalog: Catalog) -> dict[str, Any]:
+def _manifest(out: Path, catalog: Catalog) -> Manifest | None:
     """The last build's manifest, where it was made by this generator from the runs the index still
-    numbers as it did; else nothing (a full build)."""
+    numbers as it did; else None (a full build)."""
     try:
         manifest = jsonio.parse(jsonio.read_bytes(out / MANIFEST, SHARD_BYTES, follow=False))
     except (OSError, ValueError, RecursionError):
-        return {}
+        return None
     if not isinstance(manifest, dict) or manifest.get("generator") != GENERATOR:
-        return {}
+        return None
     count = manifest.get("count")
     if (
         not isinstance(count, int)
         or count > len(catalog.runs)
         or manifest.get("runs") != _fingerprint(catalog, count)
     ):
-        return {}
+        return None
     if not isinstance(manifest.get("files"), dict) or not isinstance(manifest.get("rows"), dict):
-        return {}
-    return manifest
+        return None
+    return cast(Manifest, manifest)  # its parts checked above
 
 
 def _fingerprint(catalog: Catalog, count: int) -> str:
@@ -195,7 +207,7 @@ def _summaries(catalog: Catalog, found: Mapping[Row, list[steps.Step]], writer: 
 
 
 def _releases(
-    catalog: Catalog, runs: list[RunInfo], found: Mapping[Row, list[steps.Step]]
+    catalog: Catalog, runs: list[StoredRun], found: Mapping[Row, list[steps.Step]]
 ) -> dict[tuple[str, str], release_page.ReleasePage]:
     into: dict[tuple[str, str, str], dict[str, list[tuple[Row, steps.Step]]]] = {}
     for row, row_steps in found.items():

@@ -3,27 +3,20 @@
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
-from harness.history.facts import Context, Row
+from harness.history.facts import Context, Row, Run
+
+# the runs table's columns of a Run's fields (all but its context, which is a line of the contexts table)
+RUN_COLUMNS = tuple(f.name for f in fields(Run) if f.name != "context")
 
 
 @dataclass(frozen=True)
-class RunInfo:
+class StoredRun(Run):
+    """A run as the index holds it, with the id the index gave it."""
+
     id: int
-    sha256: str
-    cell_id: str
-    cell_label: str
-    round: int
-    started_at: str
-    finished_at: str
-    status: str
-    failure: str | None
-    backend: str
-    torch: str
-    cudnn: str
-    context: Context
 
 
 @dataclass(frozen=True)
@@ -38,7 +31,7 @@ class RowInfo:
 class Point:
     """One measurement of one row: a run's round."""
 
-    run: RunInfo
+    run: StoredRun
     status: str
     median_s: float | None
     q1_s: float | None
@@ -48,7 +41,7 @@ class Point:
 
 @dataclass(frozen=True)
 class Catalog:
-    runs: dict[int, RunInfo]
+    runs: dict[int, StoredRun]
     rows: tuple[RowInfo, ...]
     contexts: tuple[Context, ...]
 
@@ -58,11 +51,8 @@ def catalog(db: sqlite3.Connection) -> Catalog:
         int(r[0]): Context(*r[1:]) for r in db.execute("SELECT id, gpu, driver, suite, profile FROM contexts")
     }
     runs = {
-        int(r[0]): _run(r, contexts[r[12]])
-        for r in db.execute(
-            "SELECT id, sha256, cell_id, cell_label, round, started_at, finished_at, status, failure, "
-            "backend, torch, cudnn, context_id FROM runs ORDER BY id"
-        )
+        int(r[0]): _run(r, contexts[r[-1]])
+        for r in db.execute(f"SELECT id, {', '.join(RUN_COLUMNS)}, context_id FROM runs ORDER BY id")
     }
     rows = tuple(
         RowInfo(int(r[0]), Row(r[1], r[2], r[3]), int(r[4]), f"{r[4]}:{r[5]}:{r[6]}")
@@ -75,8 +65,9 @@ def catalog(db: sqlite3.Connection) -> Catalog:
     return Catalog(runs, rows, tuple(sorted(contexts.values(), key=lambda c: c.label)))
 
 
-def _run(r: tuple[Any, ...], context: Context) -> RunInfo:
-    return RunInfo(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], context)
+def _run(r: tuple[Any, ...], context: Context) -> StoredRun:
+    """A line of the runs table as ``catalog`` selects it: the id, RUN_COLUMNS, the context's id."""
+    return StoredRun(**dict(zip(RUN_COLUMNS, r[1:-1], strict=True)), context=context, id=r[0])
 
 
 def points(db: sqlite3.Connection, catalog: Catalog, row_id: int) -> list[Point]:

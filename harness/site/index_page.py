@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 from harness.history.facts import Context, Row
 from harness.history.versions import version_key
-from harness.report.families import family_of
+from harness.report.analysis.families import family_of
 from harness.site import names
-from harness.site.data import RunInfo
+from harness.site.data import StoredRun
 from harness.site.markup import link, page, ratio, table, text
 from harness.site.steps import Step
 
@@ -20,7 +20,7 @@ NEWEST = 30
 @dataclass(frozen=True)
 class IndexPage:
     contexts: tuple[Context, ...]
-    runs: tuple[RunInfo, ...]
+    runs: tuple[StoredRun, ...]
     rows: tuple[tuple[Row, int], ...]  # each row and how many rounds measured it
     regressions: tuple[tuple[Row, Step], ...]  # open, newest first
 
@@ -76,7 +76,7 @@ def render(model: IndexPage) -> str:
     return page("Qualification history", "".join(body), "")
 
 
-def _grid(context: Context, runs: list[RunInfo]) -> str:
+def _grid(context: Context, runs: list[StoredRun]) -> str:
     torch = sorted({r.torch for r in runs}, key=version_key)
     cudnn = sorted({r.cudnn for r in runs}, key=version_key)
     count = Counter((r.torch, r.cudnn) for r in runs)

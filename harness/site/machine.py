@@ -5,18 +5,17 @@ steps)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from harness.history.facts import Context, Row
 from harness.site import names
-from harness.site.data import Point, RunInfo
+from harness.site.data import Point, StoredRun
 from harness.site.steps import Step
 
 FORMAT = 1
 NEWEST = 100
 
 
-def shard(row: Row, digest: str, points: Sequence[Point], steps: Sequence[Step]) -> dict[str, Any]:
+def shard(row: Row, digest: str, points: Sequence[Point], steps: Sequence[Step]) -> dict[str, object]:
     contexts = list(dict.fromkeys(p.run.context.label for p in points))
     ok = [p for p in points if p.status == "ok" and p.median_s is not None]
     return {
@@ -42,10 +41,10 @@ def shard(row: Row, digest: str, points: Sequence[Point], steps: Sequence[Step])
 
 def index(
     contexts: Sequence[Context],
-    runs: Sequence[RunInfo],
+    runs: Sequence[StoredRun],
     rows: Sequence[tuple[Row, int]],
     regressions: Sequence[tuple[Row, Step]],
-) -> dict[str, Any]:
+) -> dict[str, object]:
     releases = sorted({(r.torch, r.cudnn) for r in runs})
     newest = sorted(runs, key=lambda r: (r.finished_at, r.id), reverse=True)[:NEWEST]
     return {

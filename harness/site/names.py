@@ -8,7 +8,7 @@ import hashlib
 import re
 
 from harness.history.facts import Context, Row
-from harness.site.data import RunInfo
+from harness.site.data import StoredRun
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9.+_-]")
 
@@ -33,7 +33,7 @@ def release_page(torch: str, cudnn: str) -> str:
     return f"releases/cudnn-{_safe(cudnn)}_torch-{_safe(torch)}-{_digest(torch, cudnn)}.html"
 
 
-def run_page(run: RunInfo) -> str:
+def run_page(run: StoredRun) -> str:
     return f"runs/{_safe(run.cell_id, 128)}.r{run.round}.{run.sha256[:12]}.html"
 
 

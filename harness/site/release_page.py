@@ -8,9 +8,9 @@ from collections import Counter
 from dataclasses import dataclass
 
 from harness.history.facts import Context, Row
-from harness.report.families import MODEL, family_of
+from harness.report.analysis.families import MODEL, family_of
 from harness.site import names
-from harness.site.data import RunInfo
+from harness.site.data import StoredRun
 from harness.site.markup import link, page, ratio, table, text
 from harness.site.steps import Step
 
@@ -22,7 +22,7 @@ ORDER = ("slower", "faster", "failed", "same", "inconclusive")
 class ContextPart:
     context: Context
     steps: tuple[tuple[Row, Step], ...]  # into this release, one per row
-    runs: tuple[RunInfo, ...]
+    runs: tuple[StoredRun, ...]
 
 
 @dataclass(frozen=True)

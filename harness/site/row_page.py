@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from harness.history.facts import Context, Row
 from harness.history.versions import version_key
-from harness.report.families import family_of
+from harness.report.analysis.families import family_of
 from harness.site import chart, names
 from harness.site.data import Point
 from harness.site.markup import link, page, seconds, table, text

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.site import names
-from harness.site.data import RunInfo, RunMeasurement
+from harness.site.data import RunMeasurement, StoredRun
 from harness.site.markup import link, page, seconds, table, text
 
 UP = "../"
@@ -14,7 +14,7 @@ UP = "../"
 
 @dataclass(frozen=True)
 class RunPage:
-    run: RunInfo
+    run: StoredRun
     measurements: tuple[RunMeasurement, ...]
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from harness.history.facts import Context
 from harness.history.versions import version_key
 from harness.plan.model import DEFAULT_ALPHA, DEFAULT_REGRESSION_PCT
-from harness.report import stats
+from harness.report.analysis import stats
 from harness.site.data import Point
 
 CHANGED = ("slower", "faster", "failed")
@@ -49,7 +49,7 @@ class Step:
     def changed(self) -> bool:
         return self.verdict in CHANGED or (self.ran_before or "") != (self.ran_after or "")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {**self.__dict__, "rounds": list(self.rounds)}
 
     @classmethod

@@ -2,7 +2,8 @@
 backend asks for them (LocalBackend._environment: Python 3.11 from the harness's own interpreter, default
 index). Run with $HARNESS_CACHE and $UV_CACHE_DIR set."""
 import sys, time
-from harness.environments import cache, packages, venvs
+from harness.backends.local import cache, venvs
+from harness.backends import packages
 
 root = cache.default_root()
 total = time.monotonic()

@@ -1,0 +1,76 @@
+"""What every command of the command line shares: its exit codes, where its lines go, and how a run's
+outcomes and a report's gate become an exit code."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TextIO
+
+from harness.cli.console import Console
+
+if TYPE_CHECKING:
+    import argparse
+
+    from harness.executors.runs import CellOutcome
+    from harness.report import pipeline
+    from harness.report.analysis.release_gate import Outcome, Policy
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INFRASTRUCTURE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_PIPE = 141  # the shell's code for a writer whose reader left (128 + SIGPIPE)
+# the release gate's outcomes (report, compare, qualify); the report and verdict.json record the code
+GATE_EXIT: dict[Outcome, int] = {
+    "pass": EXIT_OK,
+    "pass-with-inconclusive": EXIT_OK,
+    "regression": EXIT_FAILED,
+    "infrastructure-failure": EXIT_INFRASTRUCTURE,
+}
+
+
+@dataclass(frozen=True)
+class Output:
+    """Where a command's lines go: progress through its console (-q, -v, a live bar), warnings to stderr."""
+
+    console: Console
+
+    def say(self, line: str) -> None:
+        self.console.say(line)
+
+    def detail(self, line: str) -> None:  # what a backend says while one run goes on (builds, the suite)
+        self.console.detail(line)
+
+    def warn(self, line: str) -> None:
+        self.console.close()  # a warning is never drawn over by the bar
+        print(line, file=sys.stderr, flush=True)
+
+
+def exit_code(outcomes: list[CellOutcome], out: Output) -> int:
+    """0 all ran; 3 nothing could run because the host cannot give the containers their GPUs; else 1."""
+    from harness.executors import runs
+
+    why = runs.nothing_ran(outcomes)
+    if why is not None:
+        out.warn(f"nothing could run: {why}")
+        return EXIT_INFRASTRUCTURE
+    return EXIT_FAILED if any(o.status != "ok" for o in outcomes) else EXIT_OK
+
+
+def policy(args: argparse.Namespace) -> Policy:
+    from harness.report.analysis.release_gate import Policy
+
+    return Policy(GATE_EXIT, strict=args.strict)
+
+
+def said(report: pipeline.Report, stream: TextIO | None = None) -> int:
+    """Print where the report went and its gate's summary; the gate's outcome is the exit code."""
+    rendered, loaded, gate = report.rendered, report.loaded, report.analysis.gate
+    out = stream or sys.stdout
+    if rendered is not None:
+        files = ", ".join(map(str, (rendered.markdown, rendered.html, rendered.csv, rendered.verdict_json)))
+        print(
+            f"report: {files} ({len(loaded.documents)} results, {len(loaded.quarantined)} quarantined)",
+            file=out,
+        )
+    for line in gate.lines:
+        print(line, file=out)
+    return gate.exit_code

@@ -1,0 +1,283 @@
+"""The top of a report: the answer before the method. One line of environment, the outcome, what may
+make the numbers less than they seem (validity), and a scorecard with one row per candidate group."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import pandas as pd
+
+from harness.plan.axes import AXIS_NAMES
+from harness.report.analysis import row_verdicts, stats
+from harness.report.analysis.model import Analysis, View
+from harness.report.analysis.row_verdicts import TimingRow
+from harness.report.sections.context import SectionContext, listed
+from harness.report.writers import markdown
+from harness.report.writers.document import Section, Value
+
+# Spread that makes a number shaky: pyperf warns from a 10 % standard deviation within a run; between the
+# rounds of one cell, 5 % is far outside what two processes on one GPU differ by (docs/method.md).
+WITHIN_RUN_SPREAD = 0.10  # IQR / median of one measurement's samples
+BETWEEN_ROUNDS_SPREAD = 0.05  # coefficient of variation of one row's per-round medians
+
+
+def environment_line(view: View, analysis: Analysis) -> str:
+    """GPU, driver, torch, CUDA, suite and profile in one line, as most runs recorded them."""
+    seen: dict[str, list[str]] = {k: [] for k in ("gpu", "driver", "torch", "cuda", "suite", "profile")}
+    for entries in analysis.docs.values():
+        for doc, _ in entries:
+            env = doc.get("environment")
+            gpu = (env["gpu"] if env else None) or {}
+            seen["gpu"].append(str(gpu.get("name") or "CPU"))
+            seen["driver"].append(str(gpu.get("driver_version") or ""))
+            seen["torch"].append(env["torch"]["version"] if env else "")
+            seen["cuda"].append(str(env["torch"].get("cuda") or "") if env else "")
+            seen["suite"].append(str(doc.get("suite_version") or ""))
+            seen["profile"].append(str(doc.get("profile") or ""))
+    if not seen["gpu"]:
+        return "No run produced a result."
+    words = {k: _common(v) for k, v in seen.items()}
+    parts = [
+        words["gpu"],
+        f"driver {words['driver']}" if words["driver"] else "",
+        f"torch {words['torch']}" if words["torch"] else "",
+        f"CUDA {words['cuda']}" if words["cuda"] else "",
+        f"suite {words['suite']}, profile {words['profile']}",
+        f"{sum(len(e) for e in analysis.docs.values())} runs",
+    ]
+    return " · ".join(p for p in parts if p)
+
+
+def _common(values: list[str]) -> str:
+    distinct = list(dict.fromkeys(v for v in values if v))
+    if len(distinct) <= 1:
+        return distinct[0] if distinct else ""
+    return " / ".join(distinct[:3]) + (" ..." if len(distinct) > 3 else "") + " (mixed)"
+
+
+def outcome_line(analysis: Analysis) -> str:
+    gate = analysis.gate
+    counts = ", ".join(f"{n} {v}" for v, n in gate.counts.items() if n)
+    worse = f"; numerics worse in {gate.numerics_worse}" if gate.numerics_worse else ""
+    failed = f"; {len(gate.failed_runs)} runs failed" if gate.failed_runs else ""
+    summary = counts or "no rows compared"
+    return f"**Outcome: {gate.outcome}** (exit code {gate.exit_code}): {summary}{worse}{failed}."
+
+
+def scorecard_section(ctx: SectionContext) -> list[Section]:
+    """The scorecard (``scorecard``), as the report's first section."""
+    return listed(scorecard(ctx.view, ctx.analysis))
+
+
+def read_first(ctx: SectionContext) -> list[Section]:
+    return listed(_read_first(ctx.view, ctx.analysis))
+
+
+def _read_first(view: View, analysis: Analysis) -> Section | None:
+    found = validity(view, analysis)
+    if not found:
+        return None
+    return Section(
+        "Read this first",
+        "",
+        ("what may make these numbers less than they seem",),
+        tuple((s,) for s in found),
+    )
+
+
+def validity(view: View, analysis: Analysis) -> list[str]:
+    """What a reader must know before trusting the table: each a sentence, most serious first, naming
+    groups by letter and label."""
+    return [
+        *(f"{caution[0].upper()}{caution[1:]}." for caution in view.cautions),
+        *_validity(analysis, lambda group: f"{view.letters[group]} ({view.labels.get(group, group)})"),
+    ]
+
+
+def gpu_uuids(analysis: Analysis) -> set[str]:
+    """The physical GPUs the runs recorded."""
+    uuids = set()
+    for entries in analysis.docs.values():
+        for doc, _ in entries:
+            env = doc.get("environment")
+            gpu = (env["gpu"] if env else None) or {}
+            if gpu.get("uuid"):
+                uuids.add(str(gpu["uuid"]))
+    return uuids
+
+
+def _validity(analysis: Analysis, name: Callable[[str], str] = str) -> list[str]:
+    """The sentences of ``validity``; ``name`` says a group as the reader knows it."""
+    found = [*_busy_host(analysis), *_cpu_a_a(analysis)]
+    uuids = gpu_uuids(analysis)
+    if len(uuids) > 1:
+        found.append(
+            f"The runs were spread over {len(uuids)} physical GPUs: the differences between GPUs are part "
+            "of every comparison (an A/A across two GPUs of one model is wider than on one: docs/method.md); "
+            "see Environment of every run."
+        )
+    overridden = sorted(
+        {
+            group
+            for group, entries in analysis.docs.items()
+            for doc, _ in entries
+            if "cudnn" in doc and doc["cudnn"].get("compat_check_overridden")
+        }
+    )
+    if overridden:
+        which = ", ".join(name(group) for group in overridden)
+        found.append(
+            f"{which} ran a cuDNN that its torch refuses by default (older than it was built against), "
+            "with PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK=1: a setup torch does not support."
+        )
+    anyway = sorted(
+        {
+            (group, warning)
+            for group, entries in analysis.docs.items()
+            for doc, _ in entries
+            for warning in doc.get("warnings", [])
+            if warning.startswith("cuDNN was disabled, yet")
+        }
+    )
+    for group, warning in anyway[:3]:
+        found.append(f"{name(group)}: {warning}.")
+    frame = analysis.frame
+    if "what_ran_error" in frame and frame["what_ran_error"].notna().any():
+        errors = frame["what_ran_error"].dropna()
+        found.append(
+            f"{len(errors)} measurements could not record what ran ({errors.iloc[0]}): their rows cannot "
+            "say whether the same kernels ran on both sides."
+        )
+    noisy_runs, noisy_rows = _spread(analysis.frame)
+    if noisy_runs:
+        found.append(
+            f"{noisy_runs} measurements spread by more than {WITHIN_RUN_SPREAD:.0%} (IQR / median) within "
+            "their run: their medians are less certain than the rest."
+        )
+    if noisy_rows:
+        found.append(
+            f"{noisy_rows} workload rows vary between the rounds of one group by more than "
+            f"{BETWEEN_ROUNDS_SPREAD:.0%} (coefficient of variation of the round medians): their verdicts "
+            "rest on noisy rounds."
+        )
+    beyond = analysis.beyond_tolerance
+    if not beyond.empty:
+        found.append(
+            f"{len(beyond)} measurements are beyond their dtype's numerics tolerance (listed under Numerics "
+            "beyond tolerance)."
+        )
+    return found
+
+
+def _busy_host(analysis: Analysis) -> list[str]:
+    """The runs a busy or stalled host spoiled: their rows are inconclusive, never a verdict."""
+    runs = [doc for entries in analysis.docs.values() for doc, _ in entries]
+    busy = [doc["host"] for doc in runs if doc.get("host") and doc["host"]["busy"]]
+    frame = analysis.frame
+    stalled = int(frame["stalled"].notna().sum()) if "stalled" in frame else 0
+    if not busy and not stalled:
+        return []
+    worst = f" ({busy[0]['why']})" if busy else ""
+    return [
+        f"The host was busy in {len(busy)} of {len(runs)} runs{worst}, {stalled} measurements in all: "
+        "on a CPU every sample is host time, so another process's work is in them. Their rows are "
+        "inconclusive, never a verdict. Run again with nothing else running (load under the cores) and "
+        "--fresh, so that the spoiled rounds are moved aside rather than kept (What to do next has the "
+        "command)."
+    ]
+
+
+def _cpu_a_a(analysis: Analysis) -> list[str]:
+    """On a CPU, cells that differ only in their cuDNN source run the same code: an A/A check."""
+    runs = [doc for entries in analysis.docs.values() for doc, _ in entries]
+    cells = {tuple(doc.get("cell", {}).get(axis) for axis in AXIS_NAMES if axis != "cudnn") for doc in runs}
+    if len(analysis.docs) < 2 or not runs or len(cells) != 1 or any(d.get("device") != "cpu" for d in runs):
+        return []
+    return [
+        "On a CPU cuDNN is not used: these cells differ only in their cuDNN source, so they run the same "
+        "code, and this report checks the harness against itself (A/A): same is the right answer for "
+        "every row, and any other verdict is the host's noise or the harness's error."
+    ]
+
+
+def _spread(frame: pd.DataFrame) -> tuple[int, int]:
+    if frame.empty or "rel_iqr" not in frame:
+        return 0, 0
+    ok = frame[frame["status"] == "ok"]
+    within = int((ok["rel_iqr"] > WITHIN_RUN_SPREAD).sum())
+    between = 0
+    for _, rows in ok.groupby(["group", "workload", "dtype", "knobs"], sort=False):
+        medians = [m for m in rows["median_s"] if isinstance(m, float) and m > 0]
+        if len(medians) >= 2 and statistics.stdev(medians) / statistics.mean(medians) > BETWEEN_ROUNDS_SPREAD:
+            between += 1
+    return within, between
+
+
+def scorecard(view: View, analysis: Analysis) -> Section | None:
+    """One row per candidate group: how its rows came out, by how much, and the largest change."""
+    timing = analysis.timing
+    if timing.empty:
+        return None
+    judged = timing[timing["verdict"].notna()]
+    rows: list[tuple[Any, ...]] = []
+    for group in view.groups:
+        if group == view.baseline:
+            continue
+        mine = judged[judged["group"] == group]
+        if mine.empty:
+            continue
+        counts = mine["verdict"].value_counts()
+        geomean = stats.geomean(mine["ratio"])
+        worst = _largest(row_verdicts.records(mine[mine["verdict"].isin(["slower", "faster"])]))
+        numerics = analysis.numerics
+        worse = (
+            int(((numerics["group"] == group) & (numerics["numerics"] == "worse")).sum())
+            if not numerics.empty
+            else 0
+        )
+        warnings = {w for doc, _ in analysis.docs.get(group, []) for w in doc.get("warnings", [])}
+        recorded = "what_ran" in mine and mine["what_ran"].notna().any()
+        changed = int((mine["what_ran"] == "changed").sum()) if recorded else ""
+        rows.append(
+            (
+                f"{view.letters[group]}: {view.labels.get(group, group)}",
+                *(int(counts.get(v, 0)) for v in ("slower", "faster", "same", "inconclusive")),
+                int(counts.get("failed", 0)) + int(counts.get("missing", 0)),
+                Value(f"{geomean:.3f}", geomean, "number") if geomean else "",
+                worst,
+                worse,
+                changed,
+                len(warnings),
+            )
+        )
+    return Section(
+        "Scorecard",
+        f"Against **{markdown.inline(view.labels.get(view.baseline, view.baseline))}**. failed: failed or "
+        "missing rows; "
+        "geomean: of the time ratios, candidate / baseline (above 1 is slower); other kernels: rows that "
+        "did not run the baseline's.",
+        (
+            "group",
+            "slower",
+            "faster",
+            "same",
+            "inconclusive",
+            "failed",
+            "geomean",
+            "largest change",
+            "numerics worse",
+            "other kernels",
+            "warnings",
+        ),
+        tuple(rows),
+    )
+
+
+def _largest(rows: Iterable[TimingRow]) -> Value | str:
+    best = max(rows, key=lambda r: stats.change_size(r.get("ratio")), default=None)
+    if best is None or stats.change_size(best.get("ratio")) < 0:
+        return ""
+    text = f"{best['workload']} {best['dtype']}: {stats.change_words(best['ratio'])}"
+    return Value(text, best["ratio"], "number")

@@ -1,0 +1,189 @@
+"""The end of a report's answer: what to do next. Which cell to ship (or that none is shown better), the
+command that resolves the inconclusive rows with what it would cost, and the reproducer of each
+regression."""
+
+from __future__ import annotations
+
+import shlex
+import statistics
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from harness.report.analysis import stats
+from harness.report.analysis.model import Analysis, View
+from harness.report.sections.context import SectionContext, listed
+from harness.report.writers import markdown
+from harness.report.writers.document import Section
+
+MW_ROUNDS = 7  # a side's rounds where the Mann-Whitney test can reach alpha = 0.002
+REPROS = 5  # regressions given a reproducer command here; the report lists every row
+LABEL = 80  # characters of a group's label shown here
+NAMES = 5  # groups named in one sentence; the scorecard lists every one
+
+
+def what_to_do(ctx: SectionContext) -> list[Section]:
+    """What to do next (``section``), at the end of the report's answer."""
+    return listed(section(ctx.view, ctx.analysis, list(ctx.sources), ctx.view.matrix))
+
+
+def section(view: View, analysis: Analysis, sources: list[Path], matrix: str | None) -> Section | None:
+    """The section "What to do next", or None where no row was compared."""
+    timing = analysis.timing
+    if timing.empty or timing["verdict"].notna().sum() == 0:
+        return None
+    judged = timing[timing["verdict"].notna()]
+    steps = [_ship(view, analysis, judged)]
+    undecided = judged[judged["verdict"].isin(["inconclusive", "missing"])]
+    if not undecided.empty:
+        resolve = _on_a_quiet_host if _busy_runs(analysis)[0] else _resolve
+        steps.append(resolve(view, analysis, undecided, sources, matrix))
+    regressions = judged[judged["verdict"].isin(["slower", "failed"])]
+    commands = _reproduce(regressions, sources) if not regressions.empty else []
+    if commands:
+        more = (
+            f" ({len(regressions) - REPROS} more in the verdict table)" if len(regressions) > REPROS else ""
+        )
+        steps.append(f"Hand each regression upstream as a reproducer{more}: the commands below.")
+    text = "\n".join(f"- {step}" for step in steps)
+    if commands:  # a fenced block: a command's lines are never rewrapped or cut
+        text += "\n\n" + markdown.fenced("\n".join(commands))
+    return Section("What to do next", text)
+
+
+def _name(view: View, group: str) -> str:
+    return f"**{markdown.inline(view.labels.get(group, group), LABEL)}**"
+
+
+def _ship(view: View, analysis: Analysis, judged: pd.DataFrame) -> str:
+    """The cell shown better than the baseline (faster somewhere, never worse, nothing undecided), or that
+    none is, and which cells a switch would regress."""
+    baseline = _name(view, view.baseline)
+    worse_numerics = (
+        set(analysis.numerics["group"][analysis.numerics["numerics"] == "worse"])
+        if (not analysis.numerics.empty)
+        else set()
+    )
+    better, regressed = [], []
+    for group, rows in judged.groupby("group", sort=False):
+        counts = rows["verdict"].value_counts()
+        if counts.get("slower", 0) or counts.get("failed", 0) or group in worse_numerics:
+            regressed.append(
+                f"{_name(view, str(group))} ({_counted(counts, ('slower', 'failed'))}"
+                + (", numerics worse" if group in worse_numerics else "")
+                + ")"
+            )
+        elif counts.get("faster", 0) and not counts.get("inconclusive", 0) and not counts.get("missing", 0):
+            geomean = stats.geomean(rows["ratio"]) or 1.0
+            better.append((geomean, str(group), int(counts["faster"])))
+    if better:
+        geomean, group, faster = min(better)
+        text = (
+            f"**Ship {markdown.inline(view.labels.get(group, group), LABEL)}**: {faster} rows faster than "
+            f"{baseline}, none slower or undecided (geometric mean of its ratios {geomean:.3f})."
+        )
+    else:
+        text = f"No cell is shown better than {baseline}: **keep it**."
+    if regressed:
+        more = f" and {len(regressed) - NAMES} more" if len(regressed) > NAMES else ""
+        text += " Switching to " + ", ".join(regressed[:NAMES]) + more + " would regress."
+    return text
+
+
+def _counted(counts: pd.Series[Any], verdicts: tuple[str, ...]) -> str:
+    return ", ".join(f"{int(counts[v])} {v}" for v in verdicts if counts.get(v, 0))
+
+
+def _busy_runs(analysis: Analysis) -> tuple[int, int]:
+    """(runs made on a busy host, all runs)."""
+    runs = [doc for entries in analysis.docs.values() for doc, _ in entries]
+    hosts = [doc.get("host") for doc in runs]
+    return sum(bool(host and host["busy"]) for host in hosts), len(runs)
+
+
+def _on_a_quiet_host(
+    view: View, analysis: Analysis, undecided: pd.DataFrame, sources: list[Path], matrix: str | None
+) -> str:
+    """Where a busy host spoiled runs, more rounds on it decide nothing and a plain run again keeps what
+    it spoiled: the same advice as "Read this first", to measure again, fresh, with the host quiet."""
+    busy, runs = _busy_runs(analysis)
+    said = (
+        f"The {len(undecided)} inconclusive or missing rows come with runs made on a busy host ({busy} of "
+        f"{runs}): more rounds there do not decide them, and a run again keeps the rounds it spoiled."
+    )
+    command = _qualify(view, sources, matrix)
+    if command:
+        quiet = "With the host quiet (load under its cores),"
+        return f"{said} {quiet} {markdown.code(command + ' --fresh')} moves them aside and measures again."
+    return f"{said} Measure both sides again, with the host quiet (load under its cores), into new folders."
+
+
+def _qualify(view: View, sources: list[Path], matrix: str | None) -> str | None:
+    """The qualify command that measures these groups again into their folder (None: no matrix to name)."""
+    if not (matrix and view.cells):
+        return None
+    out = shlex.quote(str(sources[0])) if sources else "results/" + view.name
+    return f"python -m harness qualify --matrix {shlex.quote(matrix)} --out {out}"
+
+
+def _resolve(
+    view: View, analysis: Analysis, undecided: pd.DataFrame, sources: list[Path], matrix: str | None
+) -> str:
+    """The command that decides the inconclusive rows, the rounds it takes them to and its cost, estimated
+    from what these runs took (a later round measures only the undecided rows again)."""
+    have = int(max(undecided["rounds_baseline"].max(), undecided["rounds_candidate"].max()))
+    target = MW_ROUNDS if have < MW_ROUNDS else have + 4
+    groups = [view.baseline, *dict.fromkeys(str(g) for g in undecided["group"])]
+    seconds = 0.0
+    for group in groups:
+        runs = [doc for doc, _ in analysis.docs.get(group, [])]
+        if not runs:
+            continue
+        rows = analysis.timing[analysis.timing["group"] == group] if group != view.baseline else undecided
+        share = (
+            len(undecided[undecided["group"] == group]) / max(1, len(rows)) if group != view.baseline else 1
+        )
+        each = statistics.fmean(float(doc.get("duration_s") or 0.0) for doc in runs)
+        seconds += max(0, target - len(runs)) * each * min(1.0, share)
+    processes = max(0, target - have) * len(groups)
+    count = f"The {len(undecided)} inconclusive or missing rows"
+    cost = f"about {processes} more processes, {_duration(seconds)} at most from what these runs took"
+    command = _qualify(view, sources, matrix)
+    if command:
+        rounds = (
+            f"with `rounds: {target}` in the matrix (it asks {view.rounds})" if view.rounds < target else ""
+        )
+        return (
+            f"{count} need more rounds: {markdown.code(command)} {rounds} measures only them again, up to "
+            f"{target} rounds a side ({cost})."
+        ).replace("  ", " ")
+    return (
+        f"{count} need more rounds: run each side again until it has {target} rounds, then compare ({cost})."
+    )
+
+
+def _reproduce(regressions: pd.DataFrame, sources: list[Path]) -> list[str]:
+    """The repro command of each regression, the largest change first, broken into lines a reader (and a
+    shell, at each backslash) takes whole."""
+    ordered = regressions.assign(size=[stats.change_size(r) for r in regressions["ratio"]]).sort_values(
+        "size", ascending=False
+    )
+    commands = []
+    for r in ordered.head(REPROS).to_dict("records"):
+        words = [
+            "python -m harness repro",
+            *(f"--results {shlex.quote(str(s))}" for s in sources),
+            f"--workload {shlex.quote(str(r['workload']))} --dtype {shlex.quote(str(r['dtype']))}",
+            f"--candidate {shlex.quote(str(r['group']))}",
+        ]
+        commands.append(" \\\n    ".join(words))
+    return commands
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
