@@ -86,7 +86,7 @@ def _one_process(out: Path, rows: list[tuple[str, str]], study: str = "placement
     from harness.suite import numerics
     from harness.suite.catalog import CATALOG, FAMILY
     from harness.suite.gpu_state import GpuState
-    from harness.suite.measure import measure
+    from harness.suite.measure import Sampling, measure
     from harness.suite.timer import Timer
     from harness.suite.workloads.tensors import apply_knobs
 
@@ -121,12 +121,10 @@ def _one_process(out: Path, rows: list[tuple[str, str]], study: str = "placement
                 flush_timers.get(way[-1], timer),
                 budget,
                 least,
-                gpu,
-                batch=calls,
-                flush=flush,
-                graphs=graphs,
-                relocate=built.keep if moved else (),
-            )
+                Sampling(
+                    gpu=gpu, batch=calls, flush=flush, graphs=graphs, relocate=built.keep if moved else ()
+                ),
+            ).to_json()
         samples = m["samples_s"]
         clocks = [c for c in m["sm_clock_mhz"] or [] if c is not None]
         lines.append(

@@ -2,7 +2,7 @@
 
 Target (issue 4): at least 5 workloads within 3 % of do_bench; the last lines also say whether every
 workload is. Since suite 0.5 our samples are CUDA-graph
-replays, so the table also shows our eager timer (``measure(..., graph=False)``) and triton's
+replays, so the table also shows our eager timer (``measure(..., Sampling(graph=False))``) and triton's
 ``do_bench_cudagraph`` (which replays a graph of back-to-back calls, without an L2 flush between
 them). A thread samples the SM clock and the power draw through NVML while each method runs, to
 tell a clock difference from a timing difference.
@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from harness.suite.catalog import CATALOG, FAMILY
-from harness.suite.measure import measure
+from harness.suite.measure import Sampling, measure
 from harness.suite.timer import Timer
 
 CASES = [
@@ -84,7 +84,7 @@ def main() -> None:
         fn = FAMILY[spec.family].build(spec, "default", "cuda", dtype).fn
         with torch.inference_mode():
             result, our_mhz, our_w = sampler.run(
-                lambda fn=fn: measure(fn, Timer("cuda"), 2.0, min_time_s=0.5)
+                lambda fn=fn: measure(fn, Timer("cuda"), 2.0, min_time_s=0.5).to_json()
             )
             ours = result["stats"]["median"]
             theirs_ms, their_mhz, their_w = sampler.run(
@@ -92,7 +92,7 @@ def main() -> None:
             )
             theirs = theirs_ms / 1e3
             tub_median = tub.Timer(stmt="fn()", globals={"fn": fn}).blocked_autorange(min_run_time=1.0).median
-            eager = measure(fn, Timer("cuda"), 2.0, min_time_s=0.5, graph=False)["stats"]["median"]
+            eager = measure(fn, Timer("cuda"), 2.0, 0.5, Sampling(graph=False)).stats["median"]
             graphed = triton.testing.do_bench_cudagraph(fn, rep=1000, return_mode="median") / 1e3
         ratio = ours / theirs
         worst = max(worst, abs(ratio - 1))

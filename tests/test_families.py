@@ -172,3 +172,32 @@ def test_the_atlas_family_counts_agree_with_its_verdicts(atlas_report):
     assert len(rows) == len(verdict["families"]) + len(verdict["series"]["families"])
     changes = list(csv.DictReader(io.StringIO((atlas_report / "changes.csv").read_text())))
     assert changes and all(row["family"] == families.family_of(row["workload"]) for row in changes)
+
+
+def test_the_default_profile_measures_the_networks_layers_in_the_ways_their_users_train():
+    from harness.suite.catalog import rows_of
+    from harness.suite.contract import ALL_DTYPES
+    from harness.suite.workloads.layers import DEFAULT
+
+    rows = set(rows_of((), "default", ALL_DTYPES))
+    for network, layer in DEFAULT.convs:
+        for suffix in ("", "_bwd_data", "_bwd_weight"):
+            nchw, cl = f"conv2d_{network}_{layer}{suffix}", f"conv2d_{network}_{layer}{suffix}.cl"
+            assert {(nchw, "fp32"), (cl, "bf16")} <= rows
+            assert not {(nchw, "bf16"), (cl, "fp32"), (nchw, "tf32"), (cl, "fp16")} & rows
+    for workload in (
+        "sdpa_s4096_bwd",
+        "gemm_tb_s1024_qkv",
+        "layernorm_tb_s4096_bwd",
+        "batchnorm2d_r50_2048x7",
+    ):
+        assert [d for w, d in rows if w == workload] == list(DEFAULT.dtypes)
+    for workload in ("conv2d_r50_3x3.cl", "train_resnet50", "train_transformer_block", "gemm"):
+        assert {d for w, d in rows if w == workload} == set(ALL_DTYPES)  # the rows it had before
+    assert "conv2d_r50_c3_3x3" not in {w for w, _ in rows}  # the rest of the atlas: a release sweep only
+    # only the default profile narrows; a matrix that names a workload gets every dtype it asks for
+    assert ("conv2d_r50_c4_3x3.cl", "fp32") in rows_of((), "full", ALL_DTYPES)
+    assert ("conv2d_r50_c4_3x3.cl", "fp32") in rows_of(("conv2d_r50_c4_3x3.cl",), "default", ALL_DTYPES)
+    supported = [(w, d) for w, d in rows if d in CATALOG[w].dtypes]
+    layer_rows = 6 * len(DEFAULT.convs) + 2 * len(DEFAULT.batchnorms) + len(DEFAULT.pools) + 3 + 8 + 4
+    assert len(supported) == 256 + layer_rows == 319  # suite 0.15's 256 and the layers'

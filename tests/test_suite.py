@@ -22,6 +22,7 @@ import torch
 
 from harness.suite import cudnn_probe, graphs, measure, numerics, share
 from harness.suite import timer as timing
+from harness.suite.measure import Sampling
 from tests.conftest import REPO, harness_env
 
 SUITE = REPO / "harness" / "suite"
@@ -62,7 +63,7 @@ def _last_ask(owed_s: float, time_budget_s: float, min_loop_share: float) -> sha
 
 def test_measure_on_cpu_keeps_raw_samples_and_says_why_it_stopped():
     calls = []
-    result = measure.measure(lambda: calls.append(1), timing.Timer("cpu"), time_budget_s=0.01)
+    result = measure.measure(lambda: calls.append(1), timing.Timer("cpu"), time_budget_s=0.01).to_json()
     assert result["timer"] == "perf_counter" and not result["launch_latency_hidden"]
     assert len(result["samples_s"]) == result["stats"]["n"] >= measure.MIN_SAMPLES
     assert result["stop_reason"] in ("noise_target", "time_budget", "max_samples")
@@ -73,7 +74,9 @@ def test_measure_on_cpu_keeps_raw_samples_and_says_why_it_stopped():
     # a floor a process asked for ends sampling once it is in, however noisy the samples
     noisy = itertools.cycle([1e-4, 5e-4])
     ask = _last_ask(0.3, 5.0, 0.0)
-    floored = measure.measure(lambda: time.sleep(next(noisy)), timing.Timer("cpu"), 0.3, 0.01, ask=ask)
+    floored = measure.measure(
+        lambda: time.sleep(next(noisy)), timing.Timer("cpu"), 0.3, 0.01, Sampling(ask=ask)
+    ).to_json()
     timed = sum(floored["samples_s"])
     assert floored["stop_reason"] == "timed_floor" and floored["timed_floor_s"] <= timed < 0.5
     # the loop's own share sets the floor: the untimed time between samples is outweighed too
@@ -81,7 +84,9 @@ def test_measure_on_cpu_keeps_raw_samples_and_says_why_it_stopped():
     assert floored["timed_floor_s"] > 0.3
     # a loop its samples fill less than the process can lengthen: cut short at SHORT_LOOP_S of timed work
     ask = _last_ask(4.0, 5.0, 1.01)
-    short = measure.measure(lambda: time.sleep(next(noisy)), timing.Timer("cpu"), 0.5, 0.01, ask=ask)
+    short = measure.measure(
+        lambda: time.sleep(next(noisy)), timing.Timer("cpu"), 0.5, 0.01, Sampling(ask=ask)
+    ).to_json()
     assert "timed_floor_s" not in short and short["stop_reason"] == "short_loop"
     assert sum(short["samples_s"]) >= share.SHORT_LOOP_S
     # at the first sample past SHARE_CHECK_S, when the loop has a share of its own; not the 0.5 s budget
@@ -89,12 +94,16 @@ def test_measure_on_cpu_keeps_raw_samples_and_says_why_it_stopped():
     # a floor under the matrix's min_time_s rules too (suite 0.11): the loop stops at it, not at the
     # matrix's lengths, though never before SHORT_LOOP_S of timed work
     ask = _last_ask(0.005, 2.0, 0.0)
-    kept = measure.measure(lambda: time.sleep(next(noisy)), timing.Timer("cpu"), 2.0, 1.0, ask=ask)
+    kept = measure.measure(
+        lambda: time.sleep(next(noisy)), timing.Timer("cpu"), 2.0, 1.0, Sampling(ask=ask)
+    ).to_json()
     assert kept["stop_reason"] == "timed_floor" and kept["timed_floor_s"] < share.SHORT_LOOP_S
     assert share.SHORT_LOOP_S <= sum(kept["samples_s"]) < 0.3
     # one window of a row timed in three: never before its part of SHORT_LOOP_S
     ask = _last_ask(0.005, 2.0, 0.0)._replace(part=1 / 3)
-    part = measure.measure(lambda: time.sleep(next(noisy)), timing.Timer("cpu"), 2.0, 1.0, ask=ask)
+    part = measure.measure(
+        lambda: time.sleep(next(noisy)), timing.Timer("cpu"), 2.0, 1.0, Sampling(ask=ask)
+    ).to_json()
     assert part["stop_reason"] == "timed_floor"
     assert share.SHORT_LOOP_S / 3 <= sum(part["samples_s"]) < share.SHORT_LOOP_S
 
@@ -125,7 +134,9 @@ def test_samples_the_power_limit_slowed_are_dropped_while_the_rest_between_sampl
     gpu = _PowerLimitedGpu(timer, sample_s, enough_rest)
     # a raised floor, as TimedShare asks of a process's rows; once the GPU rests, the matrix's lengths hold
     ask = _last_ask(20.0, 20.0, 0.0)
-    result = measure.measure(lambda: time.sleep(sample_s), timer, 0.3, 0.2, gpu=gpu, ask=ask)
+    result = measure.measure(
+        lambda: time.sleep(sample_s), timer, 0.3, 0.2, Sampling(gpu=gpu, ask=ask)
+    ).to_json()
     rest, dropped = result["power_rest_s"], result["power_capped_discarded"]
     # the rest grows from half a sample by half again, no oftener than every REST_EVERY_S
     steps = math.ceil(math.log((enough_rest or timing.REST_MAX) / timing.REST_STEP, 1.5)) + 1
@@ -141,7 +152,7 @@ def test_samples_the_power_limit_slowed_are_dropped_while_the_rest_between_sampl
     budget = 0.3 if result["stop_reason"] == "time_budget" else 0.0
     assert (steps - 1) * timing.REST_EVERY_S + budget <= result["sampling_wall_s"] < 5
     assert "timed_floor_s" not in result
-    assert measure.measure(lambda: None, timing.Timer("cpu"), 0.01)["power_rest_s"] is None
+    assert measure.measure(lambda: None, timing.Timer("cpu"), 0.01).power_rest_s is None
 
 
 def test_loops_never_lengthened_do_not_set_the_share_expected_of_those_that_will_be():
@@ -691,7 +702,9 @@ def test_graphs_taken_in_turn_fit_their_memory_and_hold_what_they_recorded():
 
 
 def test_on_a_cpu_a_sample_is_one_call_and_one_graph_whatever_is_asked():
-    result = measure.measure(lambda: None, timing.Timer("cpu"), 0.01, graphs=4, batch=8)
+    result = measure.measure(
+        lambda: None, timing.Timer("cpu"), 0.01, 0.0, Sampling(graphs=4, batch=8)
+    ).to_json()
     assert result["graphs"] == 1 and result["batch"] == 1 and result["l2_flushed"] is False
 
 
@@ -774,3 +787,23 @@ def test_numerics_run_once_every_row_is_timed_and_a_failed_check_is_an_error():
     assert timed["phases_s"]["numerics"] > 0 and timed["wall_s"] > 1.0  # type: ignore[index, operator]
     assert broken["status"] == "error" and broken["error"] == "ValueError: made to fail by the test"
     assert "numerics" not in skipped and skipped["error"] == "before" and not suite_main._references
+
+
+def test_a_sample_is_stored_at_what_the_timer_resolves_and_no_statistic_moves():
+    assert measure.stored(1.4272e-05) == 1.4272e-05  # a 32 ns tick's multiple stays exact
+    assert measure.stored(0.000123456789) == 0.000123457  # whole nanoseconds
+    assert measure.stored(0.0153827391) == 0.0153827  # 6 significant digits: at most 5e-6 of it
+    assert measure.stored(2.5e-10) == 0.0 and measure.stored(1.0) == 1.0
+    raw = [1.5e-3 + 3.7e-9 * i + 1e-12 * (i % 7) for i in range(200)]
+    kept = [measure.stored(x) for x in raw]
+    for key in ("median", "mean", "q1", "q3", "min", "max"):
+        assert abs(measure.summarize(kept)[key] / measure.summarize(raw)[key] - 1) <= 5e-6
+
+
+def test_a_measurement_is_typed_and_writes_the_results_names():
+    found = measure.measure(lambda: None, timing.Timer("cpu"), 0.01)
+    assert isinstance(found, measure.Measurement) and found.stats["n"] == len(found.samples_s)
+    document = found.to_json()
+    assert document["unit"] == "s" and document["clock"] == found.clock and "timed_floor_s" not in document
+    assert set(document) >= {"samples_s", "stats", "stop_reason", "phases_s", "first_call_s"}
+    assert all(measure.stored(s) == s for s in found.samples_s)

@@ -25,6 +25,9 @@ CHANGED = {
     "rows": ("relu:bf16", "sdpa:fp16"),
     "numerics": False,
     "what_ran": False,
+    "windows": 5,
+    "windows_max": 2,
+    "window_target": 0.01,
 }
 
 
@@ -61,15 +64,16 @@ def test_all_fields_at_once_and_the_defaults_round_trip():
 
 
 def test_the_document_is_the_one_plan_json_always_held():
-    """The six always written, lists where given, the checks only where off: the resume key of a folder
-    made before the settings were typed is unchanged."""
+    """The six always written, lists where given, the checks only where off, the windows only where not
+    the default: the resume key of a folder made before the settings were typed is unchanged where the
+    defaults it held are."""
     assert SuiteSettings().to_json() == {
         "profile": "smoke",
         "device": "auto",
         "dtypes": ["fp32", "bf16"],
         "time_budget_s": 1.0,
         "min_time_s": 0.5,
-        "timed_share": 0.5,
+        "timed_share": 0.3,
     }
     section = {"workloads": ["relu"], "dtypes": ["fp32"], "time_budget_s": 3, "numerics": False}
     assert SuiteSettings.from_json(section).to_json() == {**SuiteSettings().to_json(), **section}
@@ -88,10 +92,15 @@ def test_the_resume_key_is_the_hash_of_the_same_document():
             "dtypes": ["fp32", "bf16"],
             "time_budget_s": 1.0,
             "min_time_s": 0.5,
-            "timed_share": 0.5,
+            "timed_share": 0.3,
             **section,
         },
         "knob_sets": list(knobs),
     }
     expected = hashlib.sha256(json.dumps(before, sort_keys=True).encode()).hexdigest()
     assert plan.suite_settings_sha256 == expected
+
+
+def test_a_window_count_under_one_is_refused():
+    with pytest.raises(ValueError, match="windows must be at least 1"):
+        SuiteSettings(windows=0)

@@ -77,8 +77,14 @@ def test_on_a_gpu_every_window_is_kept_and_what_each_discarded_is_counted():
     )
     assert entry["samples_s"] == first + moved + first and entry["contended_discarded"] == 0
     assert entry["throttled_discarded"] == 3 and entry["warmup_calls"] == 9
-    assert windows.for_device("cuda") == windows.Windows(windows.GPU_WINDOWS, None)
-    assert windows.for_device("cpu") == windows.Windows(windows.WINDOWS, windows.TOLERANCE)
+    default = SuiteSettings()
+    gpu = windows.for_device("cuda")
+    assert gpu == windows.Windows(default.windows, None, default.windows_max, default.window_target)
+    assert gpu.passes == default.windows_max and gpu.expected == default.windows + 1
+    fixed = windows.for_device("cuda", SuiteSettings(windows=4, windows_max=2))  # at most the least: fixed
+    assert fixed.passes == 4 and fixed.expected == 4
+    cpu = windows.for_device("cpu", SuiteSettings(windows=1))  # a CPU's windows are its own
+    assert cpu == windows.Windows(windows.WINDOWS, windows.TOLERANCE) and cpu.expected == windows.WINDOWS
 
 
 def test_each_row_is_timed_in_windows_the_first_recording_what_the_later_ones_do_not():
@@ -88,7 +94,7 @@ def test_each_row_is_timed_in_windows_the_first_recording_what_the_later_ones_do
     settings = SuiteSettings(profile="smoke", device="cpu", time_budget_s=0.06)
     assert rows.windows_measured(cells, plan) == 9
     process = TimedShare(0.5, rows.windows_measured(cells, plan))
-    done = dict(rows.measure_windows(cells, settings, "cpu", Timer("cpu"), None, process, plan))
+    done = dict(rows.measure_windows(rows.Row(settings, "cpu", Timer("cpu"), None, process, plan), cells))
     assert sorted(done) == [0, 1, 2]
     for index in (0, 1):
         entry = done[index]
@@ -105,9 +111,9 @@ def test_a_later_windows_fixed_costs_are_not_paid_back_by_longer_sampling():
     paid = {}
     for first in (True, False):
         process = TimedShare(0.5, 2)
-        entry = rows.measure_shared(
-            process, "relu", "fp32", knobs, settings, "cpu", Timer("cpu"), None, 3, window=0 if first else 1
-        )
+        row = rows.Row(settings, "cpu", Timer("cpu"), None, process, windows.Windows(3, None))
+        window = rows.Window(settings, 0 if first else 1, 3)
+        entry = rows.measure_shared(row, rows.Which("relu", "fp32", knobs), window)
         phases = entry["phases_s"]
         kept = rows.RECORDS if first else rows.RECORDS + rows.REPEATED
         assert process.records_s == pytest.approx(sum(phases.get(p, 0.0) for p in kept))
@@ -128,3 +134,31 @@ def test_memory_a_row_could_not_give_back_is_a_warning_only_where_it_grows():
     rows_held.append({"workload": "sdpa", "dtype": "bf16", "memory_stranded_bytes": 40 * gib})
     warning = rows.stranded_growth(rows_held)
     assert warning is not None and "from 10.0 GiB" in warning and "40.0 GiB after sdpa bf16" in warning
+
+
+def test_a_row_gets_another_window_while_its_windows_medians_disagree():
+    plan = windows.Windows(3, None, 6, 0.002)
+    assert windows.wants_another([1.0, 1.0], plan)  # under the least, however alike
+    assert not windows.wants_another([1.0, 1.001, 0.999], plan)  # standard error 0.058 %: quiet
+    assert windows.wants_another([1.0, 1.02, 0.98], plan)  # 1.15 %: noisy
+    assert windows.wants_another([1.0, 1.02, 0.98, 1.0, 1.01], plan)  # 0.71 % still
+    assert not windows.wants_another([1.0, 1.02, 0.98, 1.0, 1.01, 0.99], plan)  # the most
+    assert not windows.wants_another([1.0, 1.02, 0.98], windows.Windows(3, None))  # a fixed count
+    assert windows.wants_another([1.0], windows.Windows(1, None, 3, 0.002))  # one window: no spread yet
+    assert not windows.wants_another([1.0, 1.0004], windows.Windows(1, None, 3, 0.002))
+
+
+def test_further_windows_go_to_the_rows_that_ask_for_them_and_the_share_counts_each():
+    knobs = {"cudnn_benchmark": False, "deterministic": False, "tf32": False}
+    cells = [(knobs, pair) for pair in (("relu", "fp32"), ("gelu", "fp32"), ("relu", "fp64"))]
+    settings = SuiteSettings(profile="smoke", device="cpu", time_budget_s=0.02)
+    for target, least, most in ((0.0, 2, 4), (1.0, 2, 4)):  # every row noisy / every row quiet enough
+        plan = windows.Windows(least, None, most, target)
+        assert plan.expected == 3 and rows.windows_measured(cells, plan) == 9
+        process = TimedShare(0.5, rows.windows_measured(cells, plan))
+        row = rows.Row(settings, "cpu", Timer("cpu"), None, process, plan)
+        done = dict(rows.measure_windows(row, cells))
+        want = most if target == 0.0 else least
+        assert [len(done[i]["window_medians_s"]) for i in (0, 1)] == [want, want]
+        assert done[2]["status"] == "unsupported"  # measured once, never again
+        assert process.done == 2 * want + 1 and process.left == 0

@@ -14,10 +14,17 @@ import traceback
 from typing import Any
 
 from harness.suite import RESULT_SCHEMA_VERSION, SUITE_VERSION, host, lifeline, source_sha256, windows
-from harness.suite.catalog import CATALOG, for_profile
+from harness.suite.catalog import CATALOG, rows_of
 from harness.suite.numerics_pass import numerics_pass
 from harness.suite.phases import Phases
-from harness.suite.rows import CudaContextLost, measure_windows, stranded_growth, windows_measured
+from harness.suite.rows import (
+    Cell,
+    CudaContextLost,
+    Row,
+    measure_windows,
+    stranded_growth,
+    windows_measured,
+)
 from harness.suite.settings import SuiteSettings
 from harness.suite.share import TimedShare
 
@@ -71,8 +78,7 @@ def _run(args: argparse.Namespace) -> int:
     if settings.rows:
         rows = [(w, d) for w, _, d in (pair.partition(":") for pair in settings.rows)]
     else:
-        workloads = list(settings.workloads) or for_profile(settings.profile)
-        rows = list(itertools.product(workloads, settings.dtypes))
+        rows = rows_of(settings.workloads, settings.profile, settings.dtypes)
     unknown = list(dict.fromkeys(w for w, _ in rows if w not in CATALOG))
     if unknown:
         print(
@@ -92,83 +98,8 @@ def _run(args: argparse.Namespace) -> int:
         "warnings": [],
         "measurements": [],
     }
-    setup = Phases(doc.setdefault("setup_s", {}))  # where the time goes before the first measurement
     try:
-        import torch  # imported here so 'list' works without torch
-
-        from harness.suite import cudnn_probe, environment, nccl_probe
-        from harness.suite.timer import Timer
-
-        setup.done("import_torch")
-        device = settings.device
-        if device == "auto":
-            device = "cuda" if torch.cuda.is_available() else "cpu"
-        if device == "cuda" and not torch.cuda.is_available():
-            raise RuntimeError("device 'cuda' was asked for, but torch sees no CUDA GPU")
-        doc["device"] = device
-        threads, load_start = host.fix_threads(torch, device), host.load()
-        allocator = host.keep_freed_memory(device)
-        doc["cudnn"] = cudnn_probe.probe(json.loads(args.expect_cudnn), device)
-        setup.done("cudnn_probe")  # with a GPU, the CUDA context's creation too
-        doc["nccl"] = nccl_probe.probe()
-        doc["environment"] = environment.collect(device)
-        setup.done("environment")
-        if doc["cudnn"]["distinct_builds"] > 1:
-            doc["warnings"].append(
-                "more than one cuDNN build is mapped into the process: "
-                + ", ".join(doc["cudnn"]["loaded_libraries"])
-            )
-        if doc["cudnn"]["compatible_by_torch_rule"] is False:
-            doc["warnings"].append(
-                f"torch was compiled against cuDNN {doc['cudnn']['compile_version']} and refuses runtime "
-                f"{doc['cudnn']['runtime_version']} by default; measured with "
-                "PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK=1"
-            )
-        torch_ok, torch_said = environment.torch_verification(str(doc["cell"].get("torch", "installed")))
-        if not torch_ok:
-            doc["failure"] = {"stage": "torch-check", "reason": torch_said[:4000], "log_tail": ""}
-        elif not doc["cudnn"]["verified"]:
-            doc["failure"] = {"stage": "cudnn-check", "reason": doc["cudnn"]["verification"], "log_tail": ""}
-        elif not doc["nccl"]["verified"]:
-            doc["failure"] = {"stage": "nccl-check", "reason": doc["nccl"]["verification"], "log_tail": ""}
-        else:
-            from harness.suite.gpu_state import GpuState
-
-            gpu = GpuState(torch.cuda.current_device()) if device == "cuda" else None
-            doc["environment"]["gpu_state"] = gpu.static() if gpu is not None else None
-            if gpu is not None and gpu.missing:
-                doc["warnings"].append(
-                    f"no NVML: {gpu.missing}; SM clocks, power and the throttle guard are not recorded"
-                )
-            setup.done("gpu_state")
-            timer = Timer(device, cpu_clock=host.CPU_CLOCK)
-            setup.done("timer")
-            cells = list(itertools.product(json.loads(args.knobs), rows))
-            plan = windows.for_device(device)
-            share = TimedShare(
-                settings.timed_share if device == "cuda" else 0.0,
-                windows_measured(cells, plan),
-                clock_started,
-            )
-            measured: dict[int, dict[str, Any]] = {}
-            try:
-                for index, entry in measure_windows(cells, settings, device, timer, gpu, share, plan):
-                    measured[index] = entry
-            finally:  # a lost CUDA context keeps what was measured before it, in the rows' order
-                doc["measurements"].extend(measured[index] for index in sorted(measured))
-            stranded = stranded_growth(doc["measurements"])
-            if stranded:
-                doc["warnings"].append(stranded)
-            if settings.numerics:
-                numerics_pass(doc["measurements"], settings.profile, device)
-            # the engine sub-libraries load when a workload first needs them, not at start
-            doc["cudnn"]["loaded_after_run"] = cudnn_probe.mapped_cudnn_files()
-            anyway = cudnn_probe.used_anyway(doc["cudnn"], doc["measurements"])
-            if anyway:  # the cell's check and its warnings say so, not only the measurements
-                doc["cudnn"]["verification"] += f"; {anyway}"
-                doc["warnings"].append(anyway)
-            doc["host"] = host.record(device, threads, load_start, allocator)
-            doc["status"] = "ok"
+        _checked_and_measured(doc, args, settings, rows, clock_started)
     except Exception as exc:  # the cell fails as data; the orchestrator decides what it means
         doc["failure"] = {
             "stage": "cuda" if isinstance(exc, CudaContextLost) else "suite",
@@ -180,6 +111,106 @@ def _run(args: argparse.Namespace) -> int:
     doc["duration_s"] = (finished - started).total_seconds()
     _write_atomic(args.out, doc)
     return 0
+
+
+def _checked_and_measured(
+    doc: dict[str, Any],
+    args: argparse.Namespace,
+    settings: SuiteSettings,
+    rows: list[tuple[str, str]],
+    clock_started: float,
+) -> None:
+    """The process's setup and checks into ``doc``, then its rows measured where the checks pass."""
+    setup = Phases(doc.setdefault("setup_s", {}))  # where the time goes before the first measurement
+    import torch  # imported here so 'list' works without torch
+
+    from harness.suite import cudnn_probe, environment, nccl_probe
+
+    setup.done("import_torch")
+    device = settings.device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("device 'cuda' was asked for, but torch sees no CUDA GPU")
+    doc["device"] = device
+    threads, load_start = host.fix_threads(torch, device), host.load()
+    allocator = host.keep_freed_memory(device)
+    doc["cudnn"] = cudnn_probe.probe(json.loads(args.expect_cudnn), device)
+    setup.done("cudnn_probe")  # with a GPU, the CUDA context's creation too
+    doc["nccl"] = nccl_probe.probe()
+    doc["environment"] = environment.collect(device)
+    setup.done("environment")
+    if doc["cudnn"]["distinct_builds"] > 1:
+        doc["warnings"].append(
+            "more than one cuDNN build is mapped into the process: "
+            + ", ".join(doc["cudnn"]["loaded_libraries"])
+        )
+    if doc["cudnn"]["compatible_by_torch_rule"] is False:
+        doc["warnings"].append(
+            f"torch was compiled against cuDNN {doc['cudnn']['compile_version']} and refuses runtime "
+            f"{doc['cudnn']['runtime_version']} by default; measured with "
+            "PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK=1"
+        )
+    torch_ok, torch_said = environment.torch_verification(str(doc["cell"].get("torch", "installed")))
+    if not torch_ok:
+        doc["failure"] = {"stage": "torch-check", "reason": torch_said[:4000], "log_tail": ""}
+    elif not doc["cudnn"]["verified"]:
+        doc["failure"] = {"stage": "cudnn-check", "reason": doc["cudnn"]["verification"], "log_tail": ""}
+    elif not doc["nccl"]["verified"]:
+        doc["failure"] = {"stage": "nccl-check", "reason": doc["nccl"]["verification"], "log_tail": ""}
+    else:
+        cells = list(itertools.product(json.loads(args.knobs), rows))
+        _measured(doc, settings, device, cells, clock_started, setup)
+        doc["host"] = host.record(device, threads, load_start, allocator)
+        doc["status"] = "ok"
+
+
+def _measured(
+    doc: dict[str, Any],
+    settings: SuiteSettings,
+    device: str,
+    cells: list[Cell],
+    clock_started: float,
+    setup: Phases,
+) -> None:
+    """The process's rows measured into ``doc``, then what the whole run says: stranded memory, numerics,
+    the cuDNN libraries loaded on the way."""
+    import torch
+
+    from harness.suite import cudnn_probe
+    from harness.suite.gpu_state import GpuState
+    from harness.suite.timer import Timer
+
+    gpu = GpuState(torch.cuda.current_device()) if device == "cuda" else None
+    doc["environment"]["gpu_state"] = gpu.static() if gpu is not None else None
+    if gpu is not None and gpu.missing:
+        doc["warnings"].append(
+            f"no NVML: {gpu.missing}; SM clocks, power and the throttle guard are not recorded"
+        )
+    setup.done("gpu_state")
+    timer = Timer(device, cpu_clock=host.CPU_CLOCK)
+    setup.done("timer")
+    plan = windows.for_device(device, settings)
+    share = TimedShare(
+        settings.timed_share if device == "cuda" else 0.0, windows_measured(cells, plan), clock_started
+    )
+    measured: dict[int, dict[str, Any]] = {}
+    try:
+        for index, entry in measure_windows(Row(settings, device, timer, gpu, share, plan), cells):
+            measured[index] = entry
+    finally:  # a lost CUDA context keeps what was measured before it, in the rows' order
+        doc["measurements"].extend(measured[index] for index in sorted(measured))
+    stranded = stranded_growth(doc["measurements"])
+    if stranded:
+        doc["warnings"].append(stranded)
+    if settings.numerics:
+        numerics_pass(doc["measurements"], settings.profile, device)
+    # the engine sub-libraries load when a workload first needs them, not at start
+    doc["cudnn"]["loaded_after_run"] = cudnn_probe.mapped_cudnn_files()
+    anyway = cudnn_probe.used_anyway(doc["cudnn"], doc["measurements"])
+    if anyway:  # the cell's check and its warnings say so, not only the measurements
+        doc["cudnn"]["verification"] += f"; {anyway}"
+        doc["warnings"].append(anyway)
 
 
 def _write_atomic(path: str, doc: dict[str, Any]) -> None:

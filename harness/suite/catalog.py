@@ -18,3 +18,18 @@ FAMILY: dict[str, Family] = {family.__name__.rsplit(".", 1)[-1]: family for fami
 def for_profile(profile: str) -> list[str]:
     """The workloads a profile runs when the matrix names none."""
     return [spec.id for spec in CATALOG.values() if profile in spec.profiles]
+
+
+def rows_of(workloads: tuple[str, ...], profile: str, dtypes: tuple[str, ...]) -> list[tuple[str, str]]:
+    """A run's (workload, dtype) rows: each named workload in every dtype asked for, or, where none is
+    named, the profile's workloads in the dtypes asked for, narrowed in the default profile to those a
+    workload names for it (``WorkloadSpec.default_dtypes``)."""
+    if workloads:
+        return [(w, d) for w in workloads for d in dtypes]
+    return [
+        (spec.id, d)
+        for spec in CATALOG.values()
+        if profile in spec.profiles
+        for d in dtypes
+        if profile != "default" or not spec.default_dtypes or d in spec.default_dtypes
+    ]

@@ -44,6 +44,9 @@ class WorkloadSpec:
     description: str
     dtypes: tuple[str, ...] = ALL_DTYPES
     profiles: tuple[str, ...] = LARGER_PROFILES  # the profiles that run it when a matrix names no workloads
+    # the dtypes the default profile's run measures it in (empty: every dtype the run asks for); a
+    # network's layer joins that profile in the dtype and layout its users train in (``workloads.layers``)
+    default_dtypes: tuple[str, ...] = ()
     params: dict[str, Any] = field(default_factory=dict)
     gpus: str = "one"  # "all": runs its own process per GPU, so its cell gets every GPU and runs alone
     numerics: bool = True  # whether its output is checked against fp64 (not for a step that changes weights)

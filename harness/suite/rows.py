@@ -1,7 +1,8 @@
 """One row of a suite process: built, timed, and recorded beside its timing (what ran, peak memory).
 
-On a GPU a row samples as long as its process's timed share asks (harness/suite/share.py); on a CPU
-every row is timed in windows spread across the process (harness/suite/windows.py). A row that fails is
+Every row is timed in windows spread across its process (harness/suite/windows.py); on a GPU a row
+samples as long as its process's timed share asks (harness/suite/share.py), and gets more windows while
+its windows disagree. A row that fails is
 data (``status: error``) and the process goes on, unless the error left the CUDA context unusable.
 """
 
@@ -11,7 +12,8 @@ import dataclasses
 import sys
 import time
 from collections.abc import Iterator
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from harness.suite import host, windows
 from harness.suite.catalog import CATALOG, FAMILY
@@ -43,55 +45,99 @@ def error_text(exc: BaseException, device: str, what: str) -> str:
     return f"{type(exc).__name__}: {text}"[:500]
 
 
-def measure_windows(
-    cells: list[tuple[dict[str, bool], tuple[str, str]]],
-    settings: SuiteSettings,
-    device: str,
-    timer: Any,
-    gpu: Any,
-    share: TimedShare,
-    plan: windows.Windows,
-) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Every row timed in ``plan.per_row`` passes over the rows, each window its part of the time
-    budget, of the share's lengths (``ShareAsk.part``) and of ``GRAPHS``, merged into one measurement
-    per row (harness/suite/windows.py), yielded with the row's index as its last window is done. The
-    first window warms up and records what ran, peak memory and host time; a later one builds the row
-    again, in another place, and only samples. A row that failed is not measured again. A workload
-    that measures itself in processes of its own is measured once, in the first pass, with the whole
-    budget. ``share``: the process's timed share, counting each window as a measurement."""
+Cell = tuple[dict[str, bool], tuple[str, str]]  # a row's knobs, and its (workload, dtype)
+
+
+@dataclass(frozen=True)
+class Row:
+    """What every row of a process is timed with: the suite's settings, the device, its timer, the GPU's
+    state (None without NVML or a GPU), the process's timed share and its windows."""
+
+    settings: SuiteSettings
+    device: str
+    timer: Any
+    gpu: Any
+    share: TimedShare
+    plan: windows.Windows
+
+
+class Which(NamedTuple):
+    """The row measured: its workload, dtype and knobs."""
+
+    workload: str
+    dtype: str
+    knobs: dict[str, bool]
+
+
+class Window(NamedTuple):
+    """A measurement of a row: its window ``nth`` (from 0) of ``per_row`` (the row's least), with ``settings``
+    whose time budget is the window's part, from ``graphs`` CUDA graphs (``GRAPHS`` where None)."""
+
+    settings: SuiteSettings
+    nth: int = 0
+    per_row: int = 1
+    graphs: int | None = None
+
+    @property
+    def first(self) -> bool:
+        """The row's first window warms the GPU up and records peak memory, host time and what ran."""
+        return self.nth == 0
+
+
+def measure_windows(row: Row, cells: list[Cell]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Every row timed in passes over the rows, at least ``plan.per_row`` windows and more while
+    ``windows.wants_another`` says so, each window its part of the time budget, of the share's lengths
+    (``ShareAsk.part``) and of ``GRAPHS``, merged into one measurement per row
+    (harness/suite/windows.py), yielded with the row's index as its last window is done. The first
+    window warms up and records what ran, peak memory and host time; a later one builds the row again,
+    in another place, and only samples. A row that failed is not measured again. A workload that
+    measures itself in processes of its own is measured once, in the first pass, with the whole budget.
+    The share counts ``plan.expected`` windows a row until the row's windows say how many it takes."""
     from harness.suite.graphs import GRAPHS
 
-    whole = [_measures_itself(workload) for _, (workload, _) in cells]
-    part = dataclasses.replace(settings, time_budget_s=settings.time_budget_s / plan.per_row)
+    plan, share = row.plan, row.share
+    part = dataclasses.replace(row.settings, time_budget_s=row.settings.time_budget_s / plan.per_row)
     graphs = max(1, GRAPHS // plan.per_row)  # the row's graphs spread over its windows
     parts: list[list[dict[str, Any]]] = [[] for _ in cells]
     finished = [False] * len(cells)
     try:
-        for window in range(plan.per_row):
+        for index_in_row in range(plan.passes):
             for index, (knobs, (workload, dtype)) in enumerate(cells):
                 if finished[index]:
                     continue
-                if whole[index]:
-                    entry = measure_shared(share, workload, dtype, knobs, settings, device, timer, gpu)
+                which = Which(workload, dtype, knobs)
+                if _measures_itself(workload):
+                    entry = measure_shared(row, which, Window(row.settings))
                 else:
-                    entry = measure_shared(
-                        share, workload, dtype, knobs, part, device, timer, gpu, plan.per_row, graphs, window
-                    )
+                    if index_in_row >= plan.expected:
+                        share.extend(1)  # a window past those the share counted
+                    window = Window(part, index_in_row, plan.per_row, graphs)
+                    entry = measure_shared(row, which, window)
                 parts[index].append(entry)
-                if entry.get("status") != "ok" and not whole[index]:
-                    share.skip(plan.per_row - 1 - window)  # a row that failed once is not measured again
-                elif not whole[index] and window < plan.per_row - 1:
-                    progress(index + 1, len(cells), entry, f" (window {window + 1} of {plan.per_row})")
+                if not _finished(parts[index], plan, share, _measures_itself(workload)):
+                    progress(index + 1, len(cells), entry, f" (window {index_in_row + 1})")
                     continue
                 finished[index] = True
-                merged = _merged(parts[index], plan, device)
+                merged = _merged(parts[index], plan, row.device)
                 progress(index + 1, len(cells), merged)
                 yield index, merged
     except CudaContextLost:  # the rows measured in some windows keep what those measured
         for index, done in enumerate(parts):
             if done and not finished[index]:
-                yield index, _merged(done, plan, device)
+                yield index, _merged(done, plan, row.device)
         raise
+
+
+def _finished(parts: list[dict[str, Any]], plan: windows.Windows, share: TimedShare, whole: bool) -> bool:
+    """Whether a row's windows so far are all it gets; where they are fewer than the share counted, the
+    share counts the rest off."""
+    if whole:
+        return True
+    ok = parts[-1].get("status") == "ok"
+    if ok and windows.wants_another([float(p["stats"]["median"]) for p in parts], plan):
+        return False
+    share.skip(max(0, plan.expected - len(parts)))  # a row that failed once is not measured again
+    return True
 
 
 def _merged(parts: list[dict[str, Any]], plan: windows.Windows, device: str) -> dict[str, Any]:
@@ -131,10 +177,10 @@ def stranded_growth(measurements: list[dict[str, Any]]) -> str | None:
     )
 
 
-def windows_measured(cells: list[tuple[dict[str, bool], tuple[str, str]]], plan: windows.Windows) -> int:
-    """How many measurements a process of these rows makes: ``plan.per_row`` windows a row, one for a
-    workload that measures itself."""
-    return sum(1 if _measures_itself(workload) else plan.per_row for _, (workload, _) in cells)
+def windows_measured(cells: list[Cell], plan: windows.Windows) -> int:
+    """How many measurements the timed share counts a process of these rows at before their windows say
+    how many they take: ``plan.expected`` windows a row, one for a workload that measures itself."""
+    return sum(1 if _measures_itself(workload) else plan.expected for _, (workload, _) in cells)
 
 
 def _measures_itself(workload: str) -> bool:
@@ -142,124 +188,130 @@ def _measures_itself(workload: str) -> bool:
     return spec is not None and isinstance(FAMILY[spec.family], MeasuresItself)
 
 
-def measure_shared(
-    share: TimedShare,
-    workload: str,
-    dtype: str,
-    knobs: dict[str, bool],
-    settings: SuiteSettings,
-    device: str,
-    timer: Any,
-    gpu: Any,
-    windows_per_row: int = 1,
-    graphs: int | None = None,
-    window: int = 0,
-) -> dict[str, Any]:
-    """One row (or its window ``window`` of ``windows_per_row``), sampled longer where the process's
-    timed share asks it to (harness/suite/share.py). A later window's fixed costs (building, first
-    call, warm-up, capture) buy another placement, not timed work: like the records beside the timing,
-    the share does not pay them back with longer sampling."""
+def measure_shared(row: Row, which: Which, window: Window) -> dict[str, Any]:
+    """One window of a row, sampled longer where the process's timed share asks it to
+    (harness/suite/share.py). A later window's fixed costs (building, first call, warm-up, capture) buy
+    another placement, not timed work: like the records beside the timing, the share does not pay them
+    back with longer sampling."""
     began = time.perf_counter()
-    first = window == 0
-    ask = share.ask(settings.time_budget_s, 1 / windows_per_row)
-    entry = measure_one(workload, dtype, knobs, settings, device, timer, gpu, ask, first, graphs)
+    ask = row.share.ask(window.settings.time_budget_s, 1 / window.per_row)
+    entry = measure_one(row, which, window, ask)
     timed_s = sum(entry.get("samples_s", ())) * entry.get("batch", 1)
     rested = bool(entry.get("power_rest_s"))
-    not_paid_back = RECORDS if first else RECORDS + REPEATED
+    not_paid_back = RECORDS if window.first else RECORDS + REPEATED
     records_s = sum(entry.get("phases_s", {}).get(phase, 0.0) for phase in not_paid_back)
     wall_s = time.perf_counter() - began
-    share.add(timed_s, entry.get("sampling_wall_s", 0.0), wall_s - records_s, rested, records_s)
+    row.share.add(timed_s, entry.get("sampling_wall_s", 0.0), wall_s - records_s, rested, records_s)
     return entry
 
 
-def measure_one(
-    workload: str,
-    dtype: str,
-    knobs: dict[str, bool],
-    settings: SuiteSettings,
-    device: str,
-    timer: Any,
-    gpu: Any,
-    ask: ShareAsk | None = None,
-    first: bool = True,
-    graphs: int | None = None,
-) -> dict[str, Any]:
-    """One row, sampled for the matrix's lengths or as its process's timed share asks (``ask``), from
-    ``graphs`` CUDA graphs taken in turn (``GRAPHS`` where None). ``first``: its first window, which
-    warms the GPU up and records peak memory and host time (what ran where settings ask). On a GPU the
-    memory it used goes back to the driver after it, and ``memory_stranded_bytes`` says what could not."""
+def measure_one(row: Row, which: Which, window: Window, ask: ShareAsk | None = None) -> dict[str, Any]:
+    """One window of a row, sampled for the window's lengths or as its process's timed share asks
+    (``ask``). Its first window warms the GPU up and records peak memory and host time (what ran where
+    settings ask). On a GPU the memory it used goes back to the driver after it, and
+    ``memory_stranded_bytes`` says what could not."""
     import contextlib
 
-    import torch
-
-    from harness.suite import gpu_state, peaks, what_ran
-    from harness.suite.graphs import GRAPHS, release
-    from harness.suite.measure import WARMUP_MIN_S, measure
-    from harness.suite.summary import summarize
+    from harness.suite.graphs import release
     from harness.suite.workloads.tensors import apply_knobs
 
-    spec = CATALOG[workload]
-    entry: dict[str, Any] = {"workload": workload, "dtype": dtype, "knobs": knobs}
-    if dtype not in spec.dtypes:
-        return {**entry, "status": "unsupported", "error": f"{workload} is not defined for {dtype}"}
-    apply_knobs(knobs, tf32=knobs["tf32"] or dtype == "tf32")
+    spec = CATALOG[which.workload]
+    entry: dict[str, Any] = {"workload": which.workload, "dtype": which.dtype, "knobs": which.knobs}
+    if which.dtype not in spec.dtypes:
+        return {
+            **entry,
+            "status": "unsupported",
+            "error": f"{which.workload} is not defined for {which.dtype}",
+        }
+    apply_knobs(which.knobs, tf32=which.knobs["tf32"] or which.dtype == "tf32")
     family = FAMILY[spec.family]
     start = time.perf_counter()
     try:
         if isinstance(family, MeasuresItself):  # its own processes: nothing to build or record here
-            entry.update(family.measure(spec, settings.profile, device, dtype, knobs, settings.time_budget_s))
-            entry["stats"] = summarize(entry["samples_s"])
-            entry["status"], entry["wall_s"] = "ok", time.perf_counter() - start
-            return entry
+            return _measured_itself(family, spec, row, which, entry)
         if not isinstance(family, BuildsCalls):
             raise TypeError(f"workload family {spec.family} has neither build nor measure")
-        built = family.build(spec, settings.profile, device, dtype)
+        built = family.build(spec, window.settings.profile, row.device, which.dtype)
         entry["params"] = built.params
-        build_s = time.perf_counter() - start
-        mode = contextlib.nullcontext() if built.grad else torch.inference_mode()
-        with mode:
-            before = gpu.snapshot() if gpu is not None else {}
-            budget_s, least_s = settings.time_budget_s, settings.min_time_s
-            warmup_s = WARMUP_MIN_S if first else 0.0
-            entry.update(
-                measure(
-                    built.fn,
-                    timer,
-                    budget_s,
-                    least_s,
-                    gpu,
-                    ask=ask,
-                    graphs=GRAPHS if graphs is None else graphs,
-                    host_time=first,
-                    warmup_min_s=warmup_s,
-                )
-            )
-            entry["phases_s"] = {"build": build_s, **entry["phases_s"]}
-            if gpu is not None:
-                entry["gpu_state"] = gpu_state.delta(before, gpu.snapshot())
-            after = Phases(entry["phases_s"])  # the records beside the timing, on the same stopwatch
-            if device == "cuda" and first:
-                entry["peak_memory_bytes"] = _peak_memory(built.fn)
-                after.done("peak_memory")
-            if settings.what_ran and first:
-                try:
-                    entry["what_ran"] = what_ran.record(built.fn, device)
-                except Exception as exc:  # a record beside the timing: never a reason to lose the timing
-                    text = str(exc).splitlines()[0] if str(exc) else ""
-                    entry["what_ran_error"] = f"{type(exc).__name__}: {text}"[:500]
-                after.done("what_ran")
+        _timed(row, window, ask, built, entry, time.perf_counter() - start)
     except Unsupported as exc:  # the workload says it cannot run here: not an error
         return {**entry, "status": "unsupported", "error": f"{exc}"[:500]}
     except Exception as exc:  # one measurement failing is data; the rest of the suite goes on
-        return {**entry, "status": "error", "error": error_text(exc, device, f"{workload} {dtype}")}
+        what = f"{which.workload} {which.dtype}"
+        return {**entry, "status": "error", "error": error_text(exc, row.device, what)}
     finally:
-        if device == "cuda":
+        if row.device == "cuda":
             # after a sticky CUDA error this raises too; it must not replace the CudaContextLost above
             with contextlib.suppress(Exception):
                 entry["memory_stranded_bytes"] = release()
-    median = entry["stats"]["median"]
     entry["status"] = "ok"
     entry["wall_s"] = time.perf_counter() - start
+    _rates(entry, built, row.device, which.dtype)
+    return entry
+
+
+def _measured_itself(
+    family: MeasuresItself, spec: Any, row: Row, which: Which, entry: dict[str, Any]
+) -> dict[str, Any]:
+    """A workload that measures itself in processes of its own, with the whole time budget."""
+    from harness.suite.summary import summarize
+
+    start = time.perf_counter()
+    settings = row.settings
+    entry.update(
+        family.measure(spec, settings.profile, row.device, which.dtype, which.knobs, settings.time_budget_s)
+    )
+    entry["stats"] = summarize(entry["samples_s"])
+    entry["status"], entry["wall_s"] = "ok", time.perf_counter() - start
+    return entry
+
+
+def _timed(
+    row: Row, window: Window, ask: ShareAsk | None, built: Any, entry: dict[str, Any], build_s: float
+) -> None:
+    """The built call timed into ``entry``, with the records of a row's first window beside it."""
+    import contextlib
+
+    import torch
+
+    from harness.suite import gpu_state, what_ran
+    from harness.suite.graphs import GRAPHS
+    from harness.suite.measure import WARMUP_MIN_S, Sampling, measure
+
+    settings, gpu = window.settings, row.gpu
+    how = Sampling(
+        gpu=gpu,
+        ask=ask,
+        graphs=GRAPHS if window.graphs is None else window.graphs,
+        host_time=window.first,
+        warmup_min_s=WARMUP_MIN_S if window.first else 0.0,
+    )
+    with contextlib.nullcontext() if built.grad else torch.inference_mode():
+        before = gpu.snapshot() if gpu is not None else {}
+        entry.update(measure(built.fn, row.timer, settings.time_budget_s, settings.min_time_s, how).to_json())
+        entry["phases_s"] = {"build": build_s, **entry["phases_s"]}
+        if gpu is not None:
+            entry["gpu_state"] = gpu_state.delta(before, gpu.snapshot())
+        after = Phases(entry["phases_s"])  # the records beside the timing, on the same stopwatch
+        if row.device == "cuda" and window.first:
+            entry["peak_memory_bytes"] = _peak_memory(built.fn)
+            after.done("peak_memory")
+        if settings.what_ran and window.first:
+            try:
+                entry["what_ran"] = what_ran.record(built.fn, row.device)
+            except Exception as exc:  # a record beside the timing: never a reason to lose the timing
+                text = str(exc).splitlines()[0] if str(exc) else ""
+                entry["what_ran_error"] = f"{type(exc).__name__}: {text}"[:500]
+            after.done("what_ran")
+
+
+def _rates(entry: dict[str, Any], built: Any, device: str, dtype: str) -> None:
+    """A measured row's throughput from its median, and its share of the GPU's peaks where known."""
+    import torch
+
+    from harness.suite import peaks
+
+    median = entry["stats"]["median"]
     peak = peaks.for_gpu(torch.cuda.get_device_name() if device == "cuda" else None)
     if built.flops:
         entry["flops"] = built.flops
@@ -271,7 +323,6 @@ def measure_one(
         entry["gbps"] = built.bytes / median / 1e9
         if peak:
             entry["pct_of_peak_bandwidth"] = 100 * entry["gbps"] / peak["gbps"]
-    return entry
 
 
 def cuda_usable() -> bool:

@@ -20,7 +20,9 @@ Device = Literal["auto", "cuda", "cpu"]
 # How long each measurement samples. The spread of round medians, which decides verdicts, does not shrink
 # with longer sampling, so on a GPU timed_share raises a measurement's min_time and time budget only as far
 # as its process needs (harness/suite/share.py); min_time_s is nvbench's 0.5 s and the time budget 1 s, the
-# lengths where no share is asked (a CPU). docs/method.md gives the measurements behind them.
+# lengths where no share is asked (a CPU). On a GPU a row's median averages the places its windows put it
+# in memory, so a row is timed in ``windows`` windows and more, up to ``windows_max``, while its windows
+# disagree (harness/suite/windows.py). docs/method.md gives the measurements behind them.
 @dataclass(frozen=True)
 class SuiteSettings:
     """What the suite measures and how long it samples each measurement."""
@@ -30,15 +32,23 @@ class SuiteSettings:
     dtypes: tuple[str, ...] = ("fp32", "bf16")
     time_budget_s: float = 1.0  # an upper bound on sampling time per measurement
     min_time_s: float = 0.5  # measured time before the noise target may stop sampling
-    timed_share: float = 0.5  # on a GPU, the share of the process's wall time timed work should fill
+    timed_share: float = 0.3  # on a GPU, the share of the process's wall time timed work should fill
     workloads: tuple[str, ...] = ()  # none: the profile's
     rows: tuple[str, ...] = ()  # workload:dtype pairs, exactly these (none: every workload x dtype)
     numerics: bool = True  # check each measurement against an fp64 reference
     what_ran: bool = True  # profile one extra call per measurement: the operators and kernels that ran
+    windows: int = 3  # on a GPU, the least windows a row is timed in
+    windows_max: int = 8  # on a GPU, the most (at most ``windows``: every row exactly ``windows``)
+    window_target: float = 0.002  # a row's windows stop once their mean's relative standard error is this
+
+    def __post_init__(self) -> None:
+        if self.windows < 1:
+            raise ValueError(f"windows must be at least 1, not {self.windows}")
 
     def to_json(self) -> dict[str, Any]:
         """The settings as plan.json holds them: the first six always, the lists only where given, the
-        checks only where turned off (so a matrix's suite section and its plan key resume alike)."""
+        checks only where turned off, the windows only where not the default (so a matrix's suite section
+        and its plan key resume alike)."""
         document: dict[str, Any] = {
             "profile": self.profile,
             "device": self.device,
@@ -55,6 +65,9 @@ class SuiteSettings:
             document["numerics"] = False
         if not self.what_ran:
             document["what_ran"] = False
+        for name in WINDOW_FIELDS:
+            if getattr(self, name) != getattr(DEFAULTS, name):
+                document[name] = getattr(self, name)
         return document
 
     @classmethod
@@ -89,6 +102,9 @@ class SuiteSettings:
             words.append("--no-numerics")
         if not self.what_ran:
             words.append("--no-what-ran")
+        for name in WINDOW_FIELDS:
+            if getattr(self, name) != getattr(DEFAULTS, name):
+                words += ["--" + name.replace("_", "-"), str(getattr(self, name))]
         return words
 
     @staticmethod
@@ -142,11 +158,34 @@ class SuiteSettings:
             action="store_false",
             help="skip the profiled call that records the operators and kernels",
         )
+        parser.add_argument(
+            "--windows",
+            type=int,
+            default=default.windows,
+            help="on a GPU, the least windows (passes over the rows) a row is timed in",
+        )
+        parser.add_argument(
+            "--windows-max",
+            type=int,
+            default=default.windows_max,
+            help="on a GPU, the most windows a row is timed in, while its windows' medians disagree",
+        )
+        parser.add_argument(
+            "--window-target",
+            type=float,
+            default=default.window_target,
+            help="on a GPU, a row gets no more windows once the relative standard error of its windows' "
+            "mean median is under this",
+        )
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> SuiteSettings:
         """The settings the options of ``add_arguments`` parsed."""
         return cls(**{f.name: getattr(args, f.name) for f in fields(cls)})
+
+
+DEFAULTS = SuiteSettings()
+WINDOW_FIELDS = ("windows", "windows_max", "window_target")
 
 
 def _words(text: str) -> tuple[str, ...]:

@@ -135,6 +135,10 @@ class TimedShare:
         its later windows)."""
         self.left = max(0, self.left - count)
 
+    def extend(self, count: int) -> None:
+        """``count`` measurements more than counted so far will run (a row's further windows)."""
+        self.left += count
+
     def add(
         self, timed_s: float, loop_s: float, wall_s: float, rested: bool = False, records_s: float = 0.0
     ) -> None:

@@ -3,9 +3,12 @@ every window kept, so the row's samples come from several placements in memory.
 
 On a GPU, where a measurement's inputs, outputs and workspaces lie moves its median: two measurements of
 one row in one process, with other rows between them, differ as much as two processes do (issue 34's
-probes, docs/method.md). So the suite passes over its rows ``GPU_WINDOWS`` times, each row built again
-and timed for its share of the time budget in each pass, and the row's samples are those of every window:
-its median averages the placements instead of holding one.
+probes, docs/method.md). So the suite passes over its rows at least ``settings.windows`` times, each row
+built again and timed for its share of the time budget in each pass, and the row's samples are those of
+every window: its median averages the placements instead of holding one. How much a row's placements
+move it differs from row to row, so a row gets further windows, up to ``settings.windows_max``, while the
+relative standard error of its window medians' mean is above ``settings.window_target``
+(``wants_another``): a quiet row stops at the least, a noisy one averages more placements.
 
 On a CPU, a virtual machine shares its host's cores, caches and memory with other tenants. They slow a
 core in stretches of seconds that nothing inside the machine shows (no steal time, no load): one window
@@ -19,28 +22,67 @@ are kept, the others are counted (``contended_discarded``, samples) and their me
 
 from __future__ import annotations
 
+import math
+import statistics
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from harness.suite.settings import SuiteSettings
 from harness.suite.summary import summarize
 
 WINDOWS = 5  # on a CPU
-GPU_WINDOWS = 3
 TOLERANCE = 0.02  # on a CPU, a kept window's median is at most 2 % above the fastest window's
 # what every window counts, summed over them
 COUNTS = ("throttled_discarded", "power_capped_discarded", "idle_discarded", "warmup_calls")
 
 
 class Windows(NamedTuple):
-    """How a process times its rows: ``per_row`` windows a row; windows whose median lies more than
-    ``tolerance`` above the fastest window's are set aside (None: every window is kept)."""
+    """How a process times its rows: at least ``per_row`` windows a row, at most ``most`` (at most
+    ``per_row``: exactly that many), more while the relative standard error of the window medians' mean
+    is above ``target``; windows whose median lies more than ``tolerance`` above the fastest window's are
+    set aside (None: every window is kept)."""
 
     per_row: int
     tolerance: float | None
+    most: int = 0
+    target: float = 0.0
+
+    @property
+    def passes(self) -> int:
+        """The most passes over the rows a process makes."""
+        return max(self.per_row, self.most)
+
+    @property
+    def expected(self) -> int:
+        """The windows a row is counted at before its own say how many it takes: one past the least
+        where more may come."""
+        return self.per_row if self.passes == self.per_row else self.per_row + 1
 
 
-def for_device(device: str) -> Windows:
-    """A CPU's windows set contended ones aside; a GPU's are all kept (placements, not tenants)."""
-    return Windows(WINDOWS, TOLERANCE) if device == "cpu" else Windows(GPU_WINDOWS, None)
+def for_device(device: str, settings: SuiteSettings | None = None) -> Windows:
+    """A CPU's ``WINDOWS`` windows set contended ones aside; a GPU's are all kept (placements, not
+    tenants), as many as ``settings`` ask."""
+    if device == "cpu":
+        return Windows(WINDOWS, TOLERANCE)
+    given = settings or SuiteSettings()
+    return Windows(given.windows, None, max(given.windows, given.windows_max), given.window_target)
+
+
+def wants_another(medians: Sequence[float], plan: Windows) -> bool:
+    """Whether a row whose windows so far read ``medians`` gets another: always under ``plan.per_row``,
+    never at ``plan.passes``; between them while the relative standard error of the medians' mean is
+    above ``plan.target``."""
+    n = len(medians)
+    if n < plan.per_row:
+        return True
+    if n >= plan.passes:
+        return False
+    if n < 2:
+        return True  # one window says nothing of its spread
+    mean = math.fsum(medians) / n
+    if mean <= 0:
+        return False
+    return statistics.stdev(medians) / math.sqrt(n) / mean > plan.target
 
 
 def merge(windows: list[dict[str, Any]], tolerance: float | None = TOLERANCE) -> dict[str, Any]:

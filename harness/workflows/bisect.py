@@ -27,7 +27,7 @@ from harness.plan.releases import Release, ReleaseAxis, release_axis
 from harness.report import pipeline
 from harness.report.analysis import frames, row_verdicts
 from harness.results import documents, folder, resume
-from harness.suite.catalog import for_profile
+from harness.suite.catalog import rows_of
 
 Say = Callable[[str], None]
 Run = Callable[[Plan, Path], list[CellOutcome]]  # run a plan into a folder (launch.run with a request)
@@ -147,8 +147,7 @@ def _rows(plan: Plan) -> set[tuple[str, str]]:
     suite = plan.suite
     if suite.rows:
         return {(w, d) for w, _, d in (pair.partition(":") for pair in suite.rows)}
-    workloads = suite.workloads or tuple(for_profile(suite.profile))
-    return {(w, d) for w in workloads for d in suite.dtypes}
+    return set(rows_of(suite.workloads, suite.profile, suite.dtypes))
 
 
 def _checked(plan: Plan, row: str, good: str, bad: str) -> tuple[ReleaseAxis, tuple[str, str], int, int]:

@@ -124,7 +124,7 @@ def measure_here(side: str) -> OneProcess:
     timer = Timer(device)
     mode = torch.enable_grad() if built.grad else torch.inference_mode()
     with mode:
-        found = measure(built.fn, timer, ROW["time_budget_s"], ROW["min_time_s"])
+        found = measure(built.fn, timer, ROW["time_budget_s"], ROW["min_time_s"]).to_json()
         ran = what_ran.record(built.fn, device)
     kernels = ran.get("kernels") or []
     return {

@@ -14,7 +14,7 @@ from harness.suite.contract import (
     WorkloadSpec,
     pick,
 )
-from harness.suite.workloads.layers import TRANSFORMER
+from harness.suite.workloads.layers import DEFAULT, TRANSFORMER
 
 if TYPE_CHECKING:
     import torch
@@ -42,7 +42,8 @@ def _specs() -> Iterator[WorkloadSpec]:
                 "attention",
                 f"scaled_dot_product_attention {what}, PyTorch's own backend choice, {TRANSFORMER.title}, "
                 f"sequence {seq}",
-                profiles=ATLAS_PROFILES,
+                profiles=("default", *ATLAS_PROFILES),
+                default_dtypes=DEFAULT.dtypes,
                 params={"backend": "auto", "seq": seq, "pass": passes},
                 group=f"attention {what}",
             )

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from harness.suite.contract import ATLAS_PROFILES, EVERY_PROFILE, LARGER_PROFILES, Built, WorkloadSpec, pick
-from harness.suite.workloads.layers import NETWORKS, RESNET50
+from harness.suite.workloads.layers import DEFAULT, NETWORKS, RESNET50
 
 if TYPE_CHECKING:
     import torch
@@ -72,19 +72,25 @@ def _specs() -> Iterator[WorkloadSpec]:
                 "layer": layer.name,
             }
             earlier = network is RESNET50 and layer.name in EARLIER
+            default = (network.key, layer.name) in DEFAULT.convs
             for passes, what in PASSES.items():
                 suffix = "" if passes == "fwd" else f"_{passes}"
                 for layout, shown in LAYOUTS.items():
-                    profiles = ATLAS_PROFILES
+                    profiles: tuple[str, ...] = ATLAS_PROFILES
+                    narrowed: tuple[str, ...] = ()
                     if earlier:
                         smoke = passes == "fwd" and layout == "nchw"
                         profiles = (*(EVERY_PROFILE if smoke else LARGER_PROFILES), "atlas")
+                    elif default:
+                        profiles = ("default", *ATLAS_PROFILES)
+                        narrowed = tuple(d for d, paired in DEFAULT.conv_pairs if paired == layout)
                     yield WorkloadSpec(
                         f"conv2d_{network.key}_{layer.name}{suffix}" + (".cl" if layout == "cl" else ""),
                         "conv",
                         f"Conv2d {what} {layer.cin}->{layer.cout} {layer.k}x{layer.k} stride "
                         f"{layer.stride} at {layer.hw}x{layer.hw}, {network.title} {layer.name} ({shown})",
                         profiles=profiles,
+                        default_dtypes=narrowed,
                         params={**base, "pass": passes, "layout": layout},
                         group=f"conv {what} {shown}",
                     )
@@ -123,31 +129,9 @@ def build(spec: WorkloadSpec, profile: str, device: str, dtype: str) -> Built:
         else (s + 2 * pad - dilation * (k - 1) - 1) // stride + 1
         for s in spatial
     ]
-    out_elems = batch * cout * _prod(out_spatial)
-    in_spatial = _prod(spatial)
-    flops = (
-        2.0
-        * (batch * cin * in_spatial if transposed else out_elems)
-        * (cout if transposed else cin)
-        // groups
-        * k**dims
-    )
+    flops, out_elems = _work(p, batch, spatial, out_spatial)
     moved = element_size(dtype) * (x.numel() + w.numel() + out_elems)
-    params = {
-        "batch": batch,
-        "in_channels": cin,
-        "out_channels": cout,
-        "kernel": k,
-        "stride": stride,
-        "padding": pad,
-        "dilation": dilation,
-        "groups": groups,
-        "transposed": transposed,
-        "input_shape": list(x.shape),
-        "layout": "channels_last" if p["layout"] == "cl" else "contiguous",
-        "pass": p["pass"],
-        "bias_relu": bool(p.get("bias_relu")),
-    }
+    params = _params(p, batch, list(x.shape))
     conv = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[dims]
     tconv = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}[dims]
 
@@ -183,6 +167,43 @@ def build(spec: WorkloadSpec, profile: str, device: str, dtype: str) -> Built:
         )[0 if mask[0] else 1]
 
     return Built(backward, params, flops, moved, [x, w, grad_out])
+
+
+def _work(
+    p: dict[str, Any], batch: int, spatial: tuple[int, ...], out_spatial: list[int]
+) -> tuple[float, int]:
+    """(floating-point operations, output elements) of one call of the convolution ``p`` describes."""
+    dims, cin, cout, k, groups = p["dims"], p["cin"], p["cout"], p["k"], p.get("groups", 1)
+    transposed = p.get("transposed", False)
+    out_elems = batch * cout * _prod(out_spatial)
+    in_spatial = _prod(spatial)
+    flops = (
+        2.0
+        * (batch * cin * in_spatial if transposed else out_elems)
+        * (cout if transposed else cin)
+        // groups
+        * k**dims
+    )
+    return flops, out_elems
+
+
+def _params(p: dict[str, Any], batch: int, input_shape: list[int]) -> dict[str, Any]:
+    """The parameters a result records for the convolution ``p`` describes."""
+    return {
+        "batch": batch,
+        "in_channels": p["cin"],
+        "out_channels": p["cout"],
+        "kernel": p["k"],
+        "stride": p["stride"],
+        "padding": p["pad"],
+        "dilation": p.get("dilation", 1),
+        "groups": p.get("groups", 1),
+        "transposed": p.get("transposed", False),
+        "input_shape": input_shape,
+        "layout": "channels_last" if p["layout"] == "cl" else "contiguous",
+        "pass": p["pass"],
+        "bias_relu": bool(p.get("bias_relu")),
+    }
 
 
 def _prod(values: list[int] | tuple[int, ...]) -> int:

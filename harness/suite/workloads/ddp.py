@@ -20,7 +20,7 @@ import socket
 import statistics
 import tempfile
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 from harness.suite.contract import WorkloadSpec, pick
 
@@ -110,8 +110,8 @@ def _spawn(
 
     with tempfile.TemporaryDirectory(prefix="ddp-") as scratch:
         out = os.path.join(scratch, "rank0.json")
-        args = (size, _free_port(), profile, device, dtype, knobs, cudnn, budget_s, out)
-        spawn(_rank, args=args, nprocs=size)
+        job = _Job(size, _free_port(), profile, device, dtype, knobs, cudnn, budget_s, out)
+        spawn(_rank, args=(job,), nprocs=size)
         with open(out) as f:
             result: dict[str, Any] = json.load(f)
     return result
@@ -123,24 +123,28 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _rank(
-    rank: int,
-    size: int,
-    port: int,
-    profile: str,
-    device: str,
-    dtype: str,
-    knobs: dict[str, bool],
-    cudnn: bool,
-    budget_s: float,
-    out: str,
-) -> None:
+class _Job(NamedTuple):
+    """What every rank of one world size is handed (picklable: ``spawn`` sends it to each)."""
+
+    size: int
+    port: int
+    profile: str
+    device: str
+    dtype: str
+    knobs: dict[str, bool]
+    cudnn: bool
+    budget_s: float
+    out: str  # where rank 0 writes its result
+
+
+def _rank(rank: int, job: _Job) -> None:
     import torch
     import torch.distributed as dist
 
     from harness.suite.workloads.tensors import apply_knobs
 
-    torch.backends.cudnn.enabled = cudnn
+    size, device, dtype, knobs = job.size, job.device, job.dtype, job.knobs
+    torch.backends.cudnn.enabled = job.cudnn
 
     cuda = device == "cuda"
     if cuda:
@@ -148,7 +152,7 @@ def _rank(
     else:
         torch.set_num_threads(1)  # the ranks share the host's cores
     apply_knobs(knobs, tf32=knobs.get("tf32", False) or dtype == "tf32")
-    init_method = f"tcp://127.0.0.1:{port}"
+    init_method = f"tcp://127.0.0.1:{job.port}"
     if cuda:
         dist.init_process_group(
             "nccl", init_method=init_method, rank=rank, world_size=size, device_id=torch.device("cuda", rank)
@@ -156,7 +160,7 @@ def _rank(
     else:
         dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=size)
     try:
-        _train(rank, size, profile, device, dtype, budget_s, out)
+        _train(rank, size, job.profile, device, dtype, job.budget_s, job.out)
     finally:
         dist.destroy_process_group()
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness.suite.contract import ATLAS_PROFILES, EVERY_PROFILE, LARGER_PROFILES, Built, WorkloadSpec, pick
-from harness.suite.workloads.layers import RESNET50, UNET
+from harness.suite.workloads.layers import DEFAULT, RESNET50, UNET
 
 POOLS = {
     "maxpool2d": "MaxPool2d 3x3 stride 2, ResNet-50 stem",
@@ -32,7 +32,10 @@ LAYERS = (
         "adaptive_avgpool2d_r50_head",
         "elementwise",
         "AdaptiveAvgPool2d to 1x1, 2048 channels at 7x7, ResNet-50 head",
-        profiles=ATLAS_PROFILES,
+        profiles=("default", *ATLAS_PROFILES)
+        if "adaptive_avgpool2d_r50_head" in DEFAULT.pools
+        else ATLAS_PROFILES,
+        default_dtypes=DEFAULT.dtypes if "adaptive_avgpool2d_r50_head" in DEFAULT.pools else (),
         params={"op": "adaptive_avgpool2d", "shape": [RESNET50.batch, 2048, 7, 7]},
         group="pooling",
     ),
@@ -41,7 +44,12 @@ LAYERS = (
             f"maxpool2d_unet_{channels}x{hw}",
             "elementwise",
             f"MaxPool2d 2x2 stride 2, {channels} channels at {hw}x{hw}, U-Net encoder",
-            profiles=ATLAS_PROFILES,
+            profiles=(
+                ("default", *ATLAS_PROFILES)
+                if f"maxpool2d_unet_{channels}x{hw}" in DEFAULT.pools
+                else ATLAS_PROFILES
+            ),
+            default_dtypes=DEFAULT.dtypes if f"maxpool2d_unet_{channels}x{hw}" in DEFAULT.pools else (),
             params={"op": "maxpool2d_2x2", "shape": [UNET.batch, channels, hw, hw]},
             group="pooling",
         )

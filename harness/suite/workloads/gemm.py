@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness.suite.contract import ATLAS_PROFILES, EVERY_PROFILE, Built, WorkloadSpec, pick
-from harness.suite.workloads.layers import TRANSFORMER
+from harness.suite.workloads.layers import DEFAULT, TRANSFORMER
 
 SPECS = (
     WorkloadSpec(
@@ -20,7 +20,8 @@ SPECS = (
             "gemm",
             f"matrix product of the {TRANSFORMER.title}'s {name} layer, {TRANSFORMER.batch} x {seq} tokens, "
             f"{cin} -> {cout}",
-            profiles=ATLAS_PROFILES,
+            profiles=("default", *ATLAS_PROFILES),
+            default_dtypes=DEFAULT.dtypes,
             params={"m": TRANSFORMER.batch * seq, "k": cin, "n": cout},
             group="gemm, transformer block",
         )

@@ -1,5 +1,5 @@
 """The layers of reference networks, as data: the shapes at which the ``atlas`` profile measures each
-operator family.
+operator family, and the ones the ``default`` profile measures too (``DEFAULT``).
 
 A release of cuDNN changes its heuristics shape by shape, so one shape per family cannot characterise
 it: the atlas measures every distinct layer of a network, and the report sums a family's rows up per
@@ -129,4 +129,38 @@ TRANSFORMER = Transformer(
     16,
     (1024, 4096),
     (("qkv", 1024, 3072), ("proj", 1024, 1024), ("mlp_up", 1024, 4096), ("mlp_down", 4096, 1024)),
+)
+
+
+class DefaultLayers(NamedTuple):
+    """The layers the ``default`` profile measures beside the suite's generic shapes: a convolution in
+    every pass in each ``conv_pairs`` dtype and layout (the ways PyTorch users train), the others in
+    ``dtypes``."""
+
+    convs: tuple[tuple[str, str], ...]  # (network key, layer name)
+    conv_pairs: tuple[tuple[str, str], ...]  # (dtype, layout)
+    batchnorms: tuple[tuple[str, int, int], ...]  # (network key, channels, hw)
+    pools: tuple[str, ...]  # workload ids
+    dtypes: tuple[
+        str, ...
+    ]  # the transformer block's attention, matrix products and layer norms, norms, pools
+
+
+# ResNet-50's 3x3 of each deeper stage (its stride-2 first among them), two of its deep 1x1s, and U-Net's
+# two largest 3x3s (256x256); the transformer block at both sequence lengths; the largest and smallest
+# batch norm of ResNet-50; ResNet-50's head and U-Net's first pooling.
+DEFAULT = DefaultLayers(
+    convs=(
+        ("r50", "c3_3x3s2"),
+        ("r50", "c4_3x3"),
+        ("r50", "c5_3x3"),
+        ("r50", "c4_reduce"),
+        ("r50", "c5_expand"),
+        ("unet", "e1b"),
+        ("unet", "d1a"),
+    ),
+    conv_pairs=(("fp32", "nchw"), ("bf16", "cl")),
+    batchnorms=(("r50", 64, 112), ("r50", 2048, 7)),
+    pools=("adaptive_avgpool2d_r50_head", "maxpool2d_unet_64x256"),
+    dtypes=("bf16",),
 )

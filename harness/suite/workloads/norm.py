@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from harness.suite.contract import ATLAS_PROFILES, EVERY_PROFILE, LARGER_PROFILES, Built, WorkloadSpec, pick
-from harness.suite.workloads.layers import NETWORKS, TRANSFORMER
+from harness.suite.workloads.layers import DEFAULT, NETWORKS, TRANSFORMER
 
 if TYPE_CHECKING:
     import torch
@@ -31,7 +31,12 @@ LAYERS = tuple(
         f"batchnorm2d_{network.key}_{channels}x{hw}" + ("" if passes == "fwd" else "_bwd"),
         "norm",
         f"batch norm {what}, {channels} channels at {hw}x{hw}, {network.title}",
-        profiles=ATLAS_PROFILES,
+        profiles=(
+            ("default", *ATLAS_PROFILES)
+            if (network.key, channels, hw) in DEFAULT.batchnorms
+            else ATLAS_PROFILES
+        ),
+        default_dtypes=DEFAULT.dtypes if (network.key, channels, hw) in DEFAULT.batchnorms else (),
         params={"kind": "batch", "pass": passes, "shape": [network.batch, channels, hw, hw]},
         group=f"batch norm {what}",
     )
@@ -43,7 +48,8 @@ LAYERS = tuple(
         f"layernorm_tb_s{seq}" + ("" if passes == "fwd" else "_bwd"),
         "norm",
         f"layer norm {what}, {TRANSFORMER.title}, sequence {seq}",
-        profiles=ATLAS_PROFILES,
+        profiles=("default", *ATLAS_PROFILES),
+        default_dtypes=DEFAULT.dtypes,
         params={"kind": "layer", "pass": passes, "shape": [TRANSFORMER.batch, seq, TRANSFORMER.d_model]},
         group=f"layer norm {what}",
     )

@@ -1,0 +1,175 @@
+"""Issue 45's three goals side by side, from one lease's files (``reports/aa-h100/device-lease.sh``).
+
+    python -m benchmarks.aa_profile LEASE --out DIR [--trials 300] [--worst 12]
+        LEASE: the folder the lease's tarballs were extracted into (aa/ with suite 0.15's round 1,
+        aa-018/ with suite 0.18's two rounds, progress.txt, validation/, validation-aa/); DIR gets
+        processes.csv, medians.csv and validation.csv (``benchmarks.quiet_cheap export``), and the
+        figures are printed from them
+    python -m benchmarks.aa_profile --tables DIR [--trials 300] [--worst 12]
+        the figures from tables made before (what the repository keeps)
+
+1. A/A: suite 0.18's round 1 (numerics on) and round 2 (numerics off), two processes of the bundled cell
+   over the whole default profile: |median ratio - 1| p50, p95 and max over every row measured in both,
+   over the rows of 100 us or more, over suite 0.15's rows and over those it did not measure (the
+   layer rows the profile added);
+   how many windows the rows took, the A/A by that count, and the rows worst in A/A (goal: p95 <= 0.5 %).
+2. Seconds: suite 0.18's round 1 against suite 0.15's, both with numerics, in the same lease (goal:
+   no longer), and each one's seconds a row.
+3. The early verdicts on suite 0.18's validation rounds, as ``benchmarks.quiet_cheap`` judges them
+   (goals: agreement with the 7+7 verdicts >= 99 %, A/A false positives <= 1 %, a planted 5 % flagged
+   >= 95 %).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple
+
+from benchmarks.quiet_cheap import AA_GOAL, _pct, _read, _seconds, export, report_cost, report_validation
+
+REFERENCE, FIRST, SECOND = "R1-0.15", "R1-0.18", "R2-0.18"
+# where each process's result file lies in the lease's folder
+FILES = {REFERENCE: "aa/suite-0.15.r1.json.gz", FIRST: "aa-018/*.r1.json.gz", SECOND: "aa-018/*.r2.json.gz"}
+LONG_US = 100.0  # the rows of 100 us or more: issue 34's second split
+
+
+def export_lease(lease: Path, out: Path) -> None:
+    """The lease's result files and validation folders as the three tables ``quiet_cheap`` reads."""
+    progress = lease / "progress.txt"
+    processes = []
+    for name, pattern in FILES.items():
+        for path in sorted(lease.glob(pattern))[:1]:
+            processes.append(f"{name}={path}" + (f",{progress}" if progress.exists() else ""))
+    validation = [lease / m for m in ("validation", "validation-aa") if (lease / m).is_dir()]
+    export(processes, validation, out, [])
+
+
+class Paired(NamedTuple):
+    """A row both processes measured: its table row, each one's median (us), |ratio - 1|, each one's
+    windows, and whether suite 0.15 measured it too (not a layer row the profile added)."""
+
+    row: dict[str, str]
+    a: float
+    b: float
+    dev: float
+    windows: tuple[int, int]
+    old: bool
+
+
+class Pair:
+    """The rows both processes measured."""
+
+    def __init__(self, medians: list[dict[str, str]], first: str, second: str, reference: str) -> None:
+        self.rows = []
+        for row in medians:
+            if row.get(f"{first}:us") and row.get(f"{second}:us"):
+                a, b = float(row[f"{first}:us"]), float(row[f"{second}:us"])
+                windows = (len(row[f"{first}:windows_us"].split()), len(row[f"{second}:windows_us"].split()))
+                old = bool(row.get(f"{reference}:us"))
+                self.rows.append(Paired(row, a, b, abs(b / a - 1), windows, old))
+
+    def line(self, label: str, keep: Callable[[Paired], bool] | None = None) -> str:
+        """p50, p95 and max of |ratio - 1| over the rows ``keep`` admits (None: every row)."""
+        dev = [r.dev for r in self.rows if keep is None or keep(r)]
+        if not dev:
+            return f"{label:34} no rows"
+        p95 = _pct(dev, 0.95)
+        return (
+            f"{label:34} {len(dev):4} rows: p50 {statistics.median(dev):.3%}, p95 {p95:.3%}, max "
+            f"{max(dev):.3%}" + ("" if p95 <= AA_GOAL else f"  ({p95 / AA_GOAL:.2f}x the goal)")
+        )
+
+
+def report_aa(medians: list[dict[str, str]], worst: int) -> None:
+    pair = Pair(medians, FIRST, SECOND, REFERENCE)
+    if not pair.rows:
+        print("no row measured in both of suite 0.18's processes")
+        return
+    dev = [r.dev for r in pair.rows]
+    p95 = _pct(dev, 0.95)
+    verdict = "met" if p95 <= AA_GOAL else f"NOT met, {p95 / AA_GOAL:.2f}x the goal"
+    print(f"goal 1, A/A p95 <= 0.5 % over all paired rows: {p95:.3%} ({verdict})")
+    print(pair.line("all paired rows"))
+    print(pair.line(f"rows of {LONG_US:.0f} us or more", lambda r: min(r.a, r.b) >= LONG_US))
+    print(pair.line(f"rows under {LONG_US:.0f} us", lambda r: min(r.a, r.b) < LONG_US))
+    print(pair.line("suite 0.15's rows", lambda r: r.old))
+    print(pair.line("rows suite 0.15 did not measure", lambda r: not r.old))
+    counts: dict[int, list[float]] = defaultdict(list)
+    for r in pair.rows:
+        counts[max(r.windows)].append(r.dev)
+    taken = [n for r in pair.rows for n in r.windows]
+    print(
+        f"windows a row: mean {statistics.fmean(taken):.2f} (least {min(taken)}, most {max(taken)}); "
+        "A/A p95 by the more of the two processes' counts: "
+        + ", ".join(f"{n}: {len(v)} rows {_pct(v, 0.95):.2%}" for n, v in sorted(counts.items()))
+    )
+    print(f"the {worst} rows worst in A/A (median us {FIRST} / {SECOND}, windows, round 1's stop):")
+    for row, a, b, d, windows, old in sorted(pair.rows, key=lambda r: -r.dev)[:worst]:
+        knobs = "" if row["knobs"] == "c0d0t0" else f" {row['knobs']}"
+        where = "" if old else " (not in suite 0.15's)"
+        print(
+            f"  {d:7.3%}  {row['workload']} {row['dtype']}{knobs}{where}: {a:.3f} / {b:.3f} us, "
+            f"windows {windows[0]}/{windows[1]}, {row[f'{FIRST}:stop']}"
+        )
+
+
+def report_seconds(processes: dict[str, dict[str, str]]) -> None:
+    if REFERENCE not in processes or FIRST not in processes:
+        print("goal 2: needs suite 0.15's and suite 0.18's round 1")
+        return
+    report_cost(processes, "goal 2, 0.18 vs 0.15", f"{REFERENCE},{FIRST}")
+    for name in (REFERENCE, FIRST, SECOND):
+        if name in processes:
+            p = processes[name]
+            per_row = float(p["duration_s"]) / max(1, int(p["ok"]))
+            print(f"{'':22} {name}: {p['ok']} rows, {per_row:.3f} s a row")
+
+
+def report(tables: Path, trials: int, worst: int) -> None:
+    processes_table, medians, validation = _read(tables)
+    processes = {p["name"]: p for p in processes_table}
+    print("Processes (name: suite version recorded, GPU, seconds):")
+    for p in processes_table:
+        print(f"  {p['name']:8} suite {p['suite_version']:5} {p['gpu_uuid'][:12]}  {_seconds(p)}")
+    print()
+    report_aa(medians, worst)
+    print()
+    report_seconds(processes)
+    print()
+    if validation:
+        print(
+            "goal 3, the early verdicts on suite 0.18's validation rounds "
+            "(benchmarks/early_verdicts.py's trials)"
+        )
+        report_validation(validation, trials)
+    else:
+        print("goal 3: no validation rounds in these tables")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.aa_profile")
+    parser.add_argument(
+        "lease", type=Path, nargs="?", help="the folder the lease's tarballs were extracted into"
+    )
+    parser.add_argument("--out", type=Path, help="where the tables go (with LEASE)")
+    parser.add_argument("--tables", type=Path, help="tables made before (instead of LEASE)")
+    parser.add_argument("--trials", type=int, default=300)
+    parser.add_argument("--worst", type=int, default=12)
+    args = parser.parse_args(argv)
+    if args.lease is not None:
+        if args.out is None:
+            parser.error("LEASE needs --out")
+        export_lease(args.lease, args.out)
+        report(args.out, args.trials, args.worst)
+    elif args.tables is not None:
+        report(args.tables, args.trials, args.worst)
+    else:
+        parser.error("give LEASE --out DIR, or --tables DIR")
+
+
+if __name__ == "__main__":
+    main()

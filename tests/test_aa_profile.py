@@ -1,0 +1,97 @@
+"""benchmarks/aa_profile.py: issue 45's figures from a lease's tables, on tables whose answers are known."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from benchmarks import aa_profile
+
+PROCESS_FIELDS = [
+    "name",
+    "result",
+    "suite_version",
+    "gpu_uuid",
+    "duration_s",
+    "process_wall_s",
+    "numerics",
+    "ok",
+]
+
+
+def _write(path: Path, fields: list[str], rows: list[dict[str, str]]) -> None:
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def _tables(folder: Path, validation: bool) -> None:
+    processes = [
+        {"name": "R1-0.15", "suite_version": "0.15", "duration_s": "250.0", "ok": "2"},
+        {"name": "R1-0.18", "suite_version": "0.18", "duration_s": "240.0", "ok": "3"},
+        {"name": "R2-0.18", "suite_version": "0.18", "duration_s": "210.0", "ok": "3"},
+    ]
+    for p in processes:
+        p.update(result=p["name"], gpu_uuid="GPU-1", process_wall_s="", numerics="1")
+    _write(folder / "processes.csv", PROCESS_FIELDS, processes)
+    fields = ["workload", "dtype", "knobs"] + [
+        f"{n}:{c}" for c in ("us", "stop", "windows_us") for n in ("R1-0.15", "R1-0.18", "R2-0.18")
+    ]
+    # gemm 1 % apart (4 and 6 windows), relu 0.1 % (3 each), a layer row only 0.18 measured, 0.2 % apart
+    medians = [
+        ("gemm", "200", "200", "202", "200 200 200 200", "202 202 202 202 202 202"),
+        ("relu", "", "10", "10.01", "10 10 10", "10.01 10.01 10.01"),
+        ("conv2d_r50_c4_3x3", None, "50", "50.1", "50 50 50", "50.1 50.1 50.1"),
+    ]
+    rows = []
+    for workload, old, a, b, wa, wb in medians:
+        row = {f: "" for f in fields}
+        row.update(workload=workload, dtype="fp32", knobs="c0d0t0")
+        row.update({"R1-0.15:us": old if old is not None else "", "R1-0.18:us": a, "R2-0.18:us": b})
+        row.update({"R1-0.18:windows_us": wa, "R2-0.18:windows_us": wb, "R1-0.18:stop": "tf"})
+        if old:
+            row["R1-0.15:us"] = old
+        rows.append(row)
+    rows[1]["R1-0.15:us"] = "10"
+    _write(folder / "medians.csv", fields, rows)
+    table = []
+    if validation:
+        for run, cell, base in (("v", "bundled", 1.0), ("v", "disabled", 1.2), ("v-aa", "bundled", 1.0)):
+            values = " ".join(f"{100 * base * (1 + 0.001 * i):.3f}" for i in range(7))
+            table.append({"run": run, "cell": cell, "workload": "gemm", "dtype": "fp32", "knobs": "c0d0t0"})
+            table[-1]["round_medians_us"] = values
+    _write(
+        folder / "validation.csv", ["run", "cell", "workload", "dtype", "knobs", "round_medians_us"], table
+    )
+
+
+@pytest.mark.parametrize("validation", [False, True])
+def test_the_three_goals_are_read_from_the_tables(tmp_path, capsys, validation):
+    _tables(tmp_path, validation)
+    aa_profile.main(["--tables", str(tmp_path), "--trials", "20", "--worst", "2"])
+    out = " ".join(capsys.readouterr().out.split())  # words, whatever the columns' widths
+    assert "A/A p95 <= 0.5 % over all paired rows: 1.000% (NOT met, 2.00x the goal)" in out
+    assert "rows of 100 us or more 1 rows: p50 1.000%" in out
+    assert "rows suite 0.15 did not measure 1 rows: p50 0.200%" in out
+    assert "suite 0.15's rows 2 rows: p50 0.550%" in out
+    assert "windows a row: mean 3.67 (least 3, most 6)" in out and "3: 2 rows 0.20%, 6: 1 rows 1.00%" in out
+    worst = out.split("round 1's stop):")[1]
+    assert worst.startswith(
+        " 1.000% gemm fp32: 200.000 / 202.000 us, windows 4/6, tf 0.200% conv2d_r50_c4_3x3"
+    )
+    assert (
+        "conv2d_r50_c4_3x3 fp32 (not in suite 0.15's)" in worst and "relu" not in worst.split("goal 2")[0]
+    )  # the two worst only
+    assert "suite 0.18 240.0 s against suite 0.15 250.0 s: 0.960" in out and "(goal <= 1: met)" in out
+    if validation:  # a 20 % slower candidate, 7 + 7 rounds: every trial says slower, as the 7+7 verdict
+        assert "sequential 3..7 agrees with the 7+7 verdict in 100.0%" in out and "planted x1.05" in out
+    else:
+        assert "goal 3: no validation rounds" in out
+
+
+def test_the_lease_folder_needs_a_place_for_its_tables(tmp_path):
+    with pytest.raises(SystemExit):
+        aa_profile.main([str(tmp_path)])
