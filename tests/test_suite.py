@@ -807,3 +807,13 @@ def test_a_measurement_is_typed_and_writes_the_results_names():
     assert document["unit"] == "s" and document["clock"] == found.clock and "timed_floor_s" not in document
     assert set(document) >= {"samples_s", "stats", "stop_reason", "phases_s", "first_call_s"}
     assert all(measure.stored(s) == s for s in found.samples_s)
+
+
+def test_the_draw_cache_holds_a_default_profile_pass_on_a_host_of_24_gib_or_more():
+    from harness.suite.workloads.tensors import draw_cache_bytes
+
+    gib = 1 << 30
+    # the default profile's distinct fp32 draws on a GPU are 4.2 GiB: a smaller cache draws the large
+    # inputs again in every window
+    assert draw_cache_bytes(24 * gib) == 6 * gib and draw_cache_bytes(560 * gib) == 8 * gib
+    assert draw_cache_bytes(2 * gib) == gib and draw_cache_bytes(None) == gib  # small or unknown hosts

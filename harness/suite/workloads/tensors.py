@@ -6,6 +6,7 @@ and the same builder called with ``dtype="fp64"`` gives the reference the numeri
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections import OrderedDict
 
@@ -21,10 +22,31 @@ DTYPES = {
 }
 
 
-# The same inputs are built for every dtype of a workload and again for its fp64 reference; drawing
-# them on the CPU each time took most of a default-profile cell's wall time, so the fp32 draws are
-# kept (least recently used first out) up to this many bytes.
-_DRAW_CACHE_BYTES = 1 << 30
+# The same inputs are built for every dtype of a workload, again for its fp64 reference and again in
+# each window; drawing them on the CPU each time took most of a default-profile cell's wall time, so the
+# fp32 draws are kept (least recently used first out) up to a quarter of the host's memory, at most
+# 8 GiB: windows are passes over every row, so a cache smaller than a pass's draws (4.2 GiB in the
+# default profile on a GPU) drops each large input before that row's next window and draws it again
+# (reports/aa-h100/README.md).
+_DRAW_CACHE_MIN_BYTES = 1 << 30
+_DRAW_CACHE_MAX_BYTES = 8 << 30
+
+
+def draw_cache_bytes(physical_bytes: int | None) -> int:
+    """How many bytes of draws to keep on a host with ``physical_bytes`` of memory (None: not known)."""
+    if physical_bytes is None:
+        return _DRAW_CACHE_MIN_BYTES
+    return max(_DRAW_CACHE_MIN_BYTES, min(_DRAW_CACHE_MAX_BYTES, physical_bytes // 4))
+
+
+def _physical_bytes() -> int | None:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+_DRAW_CACHE_BYTES = draw_cache_bytes(_physical_bytes())
 _draws: OrderedDict[tuple[tuple[int, ...], int, float], torch.Tensor] = OrderedDict()
 
 
