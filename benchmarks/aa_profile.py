@@ -32,8 +32,14 @@ from typing import NamedTuple
 from benchmarks.quiet_cheap import AA_GOAL, _pct, _read, _seconds, export, report_cost, report_validation
 
 REFERENCE, FIRST, SECOND = "R1-0.15", "R1-0.18", "R2-0.18"
+REFERENCE_SECOND = "R2-0.15"  # suite 0.15's own A/A on the same GPU, where the lease ran it
 # where each process's result file lies in the lease's folder
-FILES = {REFERENCE: "aa/suite-0.15.r1.json.gz", FIRST: "aa-018/*.r1.json.gz", SECOND: "aa-018/*.r2.json.gz"}
+FILES = {
+    REFERENCE: "aa/suite-0.15.r1.json.gz",
+    REFERENCE_SECOND: "aa/suite-0.15.r2.json.gz",
+    FIRST: "aa-018/*.r1.json.gz",
+    SECOND: "aa-018/*.r2.json.gz",
+}
 LONG_US = 100.0  # the rows of 100 us or more: issue 34's second split
 
 
@@ -98,6 +104,9 @@ def report_aa(medians: list[dict[str, str]], worst: int) -> None:
     print(pair.line(f"rows under {LONG_US:.0f} us", lambda r: min(r.a, r.b) < LONG_US))
     print(pair.line("suite 0.15's rows", lambda r: r.old))
     print(pair.line("rows suite 0.15 did not measure", lambda r: not r.old))
+    old = Pair(medians, REFERENCE, REFERENCE_SECOND, REFERENCE)
+    if old.rows:  # the same rule's baseline on this GPU: suite 0.15's two processes
+        print(old.line("suite 0.15's own A/A, its rows"))
     counts: dict[int, list[float]] = defaultdict(list)
     for r in pair.rows:
         counts[max(r.windows)].append(r.dev)

@@ -95,3 +95,18 @@ def test_the_three_goals_are_read_from_the_tables(tmp_path, capsys, validation):
 def test_the_lease_folder_needs_a_place_for_its_tables(tmp_path):
     with pytest.raises(SystemExit):
         aa_profile.main([str(tmp_path)])
+
+
+def test_suite_0_15s_own_a_a_is_read_where_the_lease_ran_its_second_round(tmp_path, capsys):
+    _tables(tmp_path, validation=False)
+    with (tmp_path / "medians.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    fields = [*rows[0], "R2-0.15:us", "R1-0.15:windows_us", "R2-0.15:windows_us"]
+    for row, second in zip(rows, ("201", "10.03", ""), strict=True):  # gemm 0.5 %, relu 0.3 %
+        row.update({"R2-0.15:us": second, "R1-0.15:windows_us": "1 1 1", "R2-0.15:windows_us": "1 1 1"})
+        if not second:
+            row["R1-0.15:windows_us"] = row["R2-0.15:windows_us"] = ""
+    _write(tmp_path / "medians.csv", fields, rows)
+    aa_profile.main(["--tables", str(tmp_path), "--trials", "20", "--worst", "2"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "suite 0.15's own A/A, its rows 2 rows: p50 0.400%, p95 0.500%, max 0.500%" in out

@@ -232,7 +232,8 @@ def test_the_backward_passes_of_the_other_pairs_moved_both_ways_at_9_28_1_4(back
     assert (families["faster"].sum(), families["slower"].sum(), families["undecided"].sum()) == (38, 30, 18)
     # every family but TF32 backward-weight (0 faster, 4 slower) moved both ways
     one_way = families[~families["both_ways"]]
-    assert list(zip(one_way["family"], one_way["dtype"], strict=True)) == [("conv backward-weight NCHW", "tf32")]
+    one_way_pairs = list(zip(one_way["family"], one_way["dtype"], strict=True))
+    assert one_way_pairs == [("conv backward-weight NCHW", "tf32")]
     verdicts = backward["verdicts"]
     worst = verdicts.loc[verdicts["ratio"].idxmax()]
     assert (worst["workload"], worst["dtype"], worst["verdict"]) == (

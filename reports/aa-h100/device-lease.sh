@@ -16,13 +16,15 @@
 # wall each part is expected to take on an H100 (lease H's figures; docs/method.md):
 #   suite-0.15.r1   suite 0.15 round 1, numerics on, its plan defaults (time budget 1 s, min time
 #                   0.5 s, timed share 0.5), its default profile (256 rows)            about 250 s
+#   suite-0.15.r2   its round 2 without numerics: suite 0.15's A/A on the same GPU (lease 1 lacked it;
+#                   AA_OLD_PAIR= leaves it out)                                         about 255 s
 #   aa              matrix-aa.yaml through `harness run` (schema-valid result files): suite 0.18 round 1,
 #                   numerics on, its defaults, the new default profile (319 rows)      estimate 225-265 s
 #                   and round 2 without numerics (as harness run and qualify run later
 #                   rounds)                                                             about 25 s less
 #   validation      matrix-validation.yaml: bundled vs cuDNN disabled, 7 rounds each   about 330-400 s
 #   validation-aa   matrix-validation-aa.yaml: 7 more rounds of the baseline           about 170-200 s
-# In all about 20-21 minutes after the machine starts. Suite 0.18's settings are its defaults; AA_SUITE
+# In all about 25 minutes after the machine starts (lease 1, without suite-0.15.r2, took 28 on an H200). Suite 0.18's settings are its defaults; AA_SUITE
 # adds `suite:` keys to its three matrices (the A/A and both validations), e.g. to run 0.17's way:
 #   AA_SUITE="windows_max=3 timed_share=0.5" bash reports/aa-h100/device-lease.sh start 570
 # AA_ROWS (suite 0.15's rows), AA_SUITE and AA_VALIDATION change what is measured, for a dry run of this
@@ -66,6 +68,7 @@ one() {  # name, suite folder, arguments
 }
 old="--time-budget-s 1.0 --min-time-s 0.5 --timed-share 0.5"  # suite 0.15's plan defaults, as lease H ran it
 one suite-0.15.r1 suite-0.15 \$old
+[ -n "\${AA_OLD_PAIR:-1}" ] && one suite-0.15.r2 suite-0.15 \$old --no-numerics  # its A/A on this GPU
 cd $w/orch
 for m in aa $checks; do
   t0=\$(date +%s)
