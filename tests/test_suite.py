@@ -180,6 +180,26 @@ def test_cudnn_version_helpers():
     assert not cudnn_probe._same_version("9", "9.14.0")
 
 
+def test_the_expected_cudnn_is_read_as_the_orchestrator_writes_it():
+    from harness.plan.axes import CudnnExpectation
+
+    for expect in (
+        CudnnExpectation("bundled"),
+        CudnnExpectation("wheel", version="9.18.1.3"),
+        CudnnExpectation("system", "/opt/cudnn/lib", "9.14.0"),
+    ):
+        text = json.dumps(expect.to_json())
+        assert json.dumps(cudnn_probe.request(text)) == text  # recorded as 'requested', key for key
+    for wrong in (
+        '"bundled"',
+        '{"source": "pip"}',
+        '{"source": "wheel", "version": 9}',
+        '{"source": "disabled", "x": "1"}',
+    ):
+        with pytest.raises(ValueError, match="--expect-cudnn"):
+            cudnn_probe.request(wrong)
+
+
 @pytest.mark.skipif(torch.version.cuda is not None, reason="checks the CPU build's answers")
 def test_probe_on_a_cpu_build():
     bundled = cudnn_probe.probe({"source": "bundled"}, "cpu")

@@ -150,8 +150,20 @@ class Failure(TypedDict):
     log_tail: str
 
 
+CudnnSourceKind = Literal["bundled", "wheel", "system", "disabled"]
+
+
+class CudnnRequest(TypedDict):
+    """The cuDNN the suite must find loaded (``--expect-cudnn``), as the orchestrator's
+    ``CudnnExpectation.to_json`` writes it; the suite cannot import the plan, so it reads it as this."""
+
+    source: CudnnSourceKind
+    lib_dir: NotRequired[str]  # the folder every cuDNN library must load from
+    version: NotRequired[str]  # the version torch must report
+
+
 class CudnnRecord(TypedDict):
-    requested: dict[str, Any]
+    requested: CudnnRequest
     enabled: bool
     available: bool
     runtime_version: str | None
