@@ -200,6 +200,29 @@ def test_the_expected_cudnn_is_read_as_the_orchestrator_writes_it():
             cudnn_probe.request(wrong)
 
 
+def test_the_gpu_state_around_a_measurement_is_what_changed():
+    from harness.suite.gpu_state import delta
+
+    before = {
+        "clock_event_reasons": 0,
+        "temperature_c": 40,
+        "power_w": 100.0,
+        "power_violation_ns": 10,
+        "thermal_violation_ns": None,  # NVML did not answer
+    }
+    after = {
+        **before,
+        "clock_event_reasons": 4,
+        "temperature_c": 45,
+        "power_violation_ns": 25,
+        "thermal_violation_ns": 7,
+    }
+    changed = delta(before, after)
+    assert changed == {"clock_event_reasons_after": 4, "temperature_c": [40, 45], "power_violation_ns": 15}
+    assert list(changed) == ["clock_event_reasons_after", "temperature_c", "power_violation_ns"]
+    assert delta({}, after) == {} and delta(before, {}) == {}  # no NVML: nothing recorded
+
+
 @pytest.mark.skipif(torch.version.cuda is not None, reason="checks the CPU build's answers")
 def test_probe_on_a_cpu_build():
     bundled = cudnn_probe.probe({"source": "bundled"}, "cpu")
