@@ -267,6 +267,7 @@ def test_gpu_cells_a_host_cannot_serve_fail_with_what_to_install(ran, mode, says
     """This engine has no GPU runtime, no CDI and the host no /dev/nvidia*: each mode says what is missing."""
     root, _ = ran
     from harness.backends.docker.backend import DockerBackend
+    from harness.backends.docker.containers import ContainerRun
     from harness.backends.docker.dockerfile import BuildOptions
     from harness.plan.model import Cell, CudnnSource, Plan
 
@@ -277,15 +278,15 @@ def test_gpu_cells_a_host_cannot_serve_fail_with_what_to_install(ran, mode, says
     if "nvidia" in json.dumps(backend.client.info().get("Runtimes", {})) or Path("/dev/nvidiactl").exists():
         pytest.skip("this host can attach GPUs")
     run: dict = {}
-    failed = backend._run_container(
+    job = ContainerRun(
         gpu_cell,
         plan,
         doc["run"]["image"]["id"],
         ["list"],
-        run,
         root / "gpu" / f"{mode}.log",
         __import__("datetime").datetime.now(__import__("datetime").timezone.utc),
     )
+    failed = backend.containers.run(job, run)
     assert failed["status"] == "failed" and failed["failure"]["stage"] == "gpu-access", failed["failure"]
     assert says in failed["failure"]["reason"] and f"gpu_access {mode}" in failed["failure"]["reason"]
     assert run["gpu_access"]["mode"] == mode
@@ -364,11 +365,11 @@ def test_a_gpu_run_asks_the_engine_for_exactly_its_gpu_ids(ran):
     plan = Plan.from_json(json.loads((root / "results" / "plan.json").read_text()))
     gpu_cell = Cell("2.13.0+cu130", CudnnSource("bundled"), BASE, "3.11")
     backend = DockerBackend(BuildOptions())
-    (request,) = backend._attachment(gpu_cell, plan, ("1",), "toolkit").device_requests
+    (request,) = backend.containers.attachment(gpu_cell, plan, ("1",), "toolkit").device_requests
     assert request["DeviceIDs"] == ["1"] and request["Capabilities"] == [["gpu"]] and not request.get("Count")
-    (every,) = backend._attachment(gpu_cell, plan, (), "toolkit").device_requests
+    (every,) = backend.containers.attachment(gpu_cell, plan, (), "toolkit").device_requests
     assert every["Count"] == -1  # without --gpus: every GPU, one run at a time
-    (cdi,) = backend._attachment(gpu_cell, plan, ("0", "1"), "cdi").device_requests
+    (cdi,) = backend.containers.attachment(gpu_cell, plan, ("0", "1"), "cdi").device_requests
     assert cdi["Driver"] == "cdi" and cdi["DeviceIDs"] == ["nvidia.com/gpu=0", "nvidia.com/gpu=1"]
 
 

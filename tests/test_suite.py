@@ -180,6 +180,49 @@ def test_cudnn_version_helpers():
     assert not cudnn_probe._same_version("9", "9.14.0")
 
 
+def test_the_expected_cudnn_is_read_as_the_orchestrator_writes_it():
+    from harness.plan.axes import CudnnExpectation
+
+    for expect in (
+        CudnnExpectation("bundled"),
+        CudnnExpectation("wheel", version="9.18.1.3"),
+        CudnnExpectation("system", "/opt/cudnn/lib", "9.14.0"),
+    ):
+        text = json.dumps(expect.to_json())
+        assert json.dumps(cudnn_probe.request(text)) == text  # recorded as 'requested', key for key
+    for wrong in (
+        '"bundled"',
+        '{"source": "pip"}',
+        '{"source": "wheel", "version": 9}',
+        '{"source": "disabled", "x": "1"}',
+    ):
+        with pytest.raises(ValueError, match="--expect-cudnn"):
+            cudnn_probe.request(wrong)
+
+
+def test_the_gpu_state_around_a_measurement_is_what_changed():
+    from harness.suite.gpu_state import delta
+
+    before = {
+        "clock_event_reasons": 0,
+        "temperature_c": 40,
+        "power_w": 100.0,
+        "power_violation_ns": 10,
+        "thermal_violation_ns": None,  # NVML did not answer
+    }
+    after = {
+        **before,
+        "clock_event_reasons": 4,
+        "temperature_c": 45,
+        "power_violation_ns": 25,
+        "thermal_violation_ns": 7,
+    }
+    changed = delta(before, after)
+    assert changed == {"clock_event_reasons_after": 4, "temperature_c": [40, 45], "power_violation_ns": 15}
+    assert list(changed) == ["clock_event_reasons_after", "temperature_c", "power_violation_ns"]
+    assert delta({}, after) == {} and delta(before, {}) == {}  # no NVML: nothing recorded
+
+
 @pytest.mark.skipif(torch.version.cuda is not None, reason="checks the CPU build's answers")
 def test_probe_on_a_cpu_build():
     bundled = cudnn_probe.probe({"source": "bundled"}, "cpu")

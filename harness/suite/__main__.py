@@ -135,7 +135,7 @@ def _checked_and_measured(
     doc["device"] = device
     threads, load_start = host.fix_threads(torch, device), host.load()
     allocator = host.keep_freed_memory(device)
-    doc["cudnn"] = cudnn_probe.probe(json.loads(args.expect_cudnn), device)
+    doc["cudnn"] = cudnn_probe.probe(cudnn_probe.request(args.expect_cudnn), device)
     setup.done("cudnn_probe")  # with a GPU, the CUDA context's creation too
     doc["nccl"] = nccl_probe.probe()
     doc["environment"] = environment.collect(device)

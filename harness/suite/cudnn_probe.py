@@ -6,14 +6,16 @@ mapped into this process (``/proc/self/maps``). We never trust the environment w
 
 from __future__ import annotations
 
+import json
 import os
 import re
-from typing import Any
+from typing import get_args
 
 import torch
 import torch.nn.functional as F
 
 from harness.suite import mapped
+from harness.suite.document import CudnnRecord, CudnnRequest, CudnnSourceKind, Measurement
 
 _CUDNN_FILE = re.compile(r"/libcudnn[A-Za-z0-9_]*\.so[0-9.]*$")
 
@@ -46,7 +48,25 @@ def bundled_lib_dir() -> str:
     return os.path.realpath(os.path.join(os.path.dirname(torch.__file__), "..", "nvidia", "cudnn", "lib"))
 
 
-def probe(expect: dict[str, Any], device: str) -> dict[str, Any]:
+def request(text: str) -> CudnnRequest:
+    """``--expect-cudnn``'s JSON, checked: ``source`` one of the kinds, ``lib_dir`` and ``version`` strings
+    where given; it raises ValueError on anything else."""
+    raw = json.loads(text)
+    if not isinstance(raw, dict) or raw.get("source") not in get_args(CudnnSourceKind):
+        raise ValueError(f"--expect-cudnn needs a source of {', '.join(get_args(CudnnSourceKind))}: {text}")
+    unknown = set(raw) - set(CudnnRequest.__annotations__)
+    wrong = [k for k in ("lib_dir", "version") if k in raw and not isinstance(raw[k], str)]
+    if unknown or wrong:
+        raise ValueError(f"--expect-cudnn holds unknown or non-string keys {sorted(unknown) + wrong}: {text}")
+    found = CudnnRequest(source=raw["source"])
+    if "lib_dir" in raw:
+        found["lib_dir"] = raw["lib_dir"]
+    if "version" in raw:
+        found["version"] = raw["version"]
+    return found
+
+
+def probe(expect: CudnnRequest, device: str) -> CudnnRecord:
     """Load cuDNN the way a workload would, then check it against ``expect``.
 
     ``expect``: {"source": "bundled" | "wheel" | "system" | "disabled", "lib_dir"?: str, "version"?: str}.
@@ -70,7 +90,7 @@ def probe(expect: dict[str, Any], device: str) -> dict[str, Any]:
     if runtime and compiled:
         (rmaj, rmin), (cmaj, cmin) = (tuple(int(p) for p in v.split(".")[:2]) for v in (runtime, compiled))
         compatible = rmaj == cmaj and rmin >= cmin
-    result: dict[str, Any] = {
+    result: CudnnRecord = {
         "requested": expect,
         "enabled": bool(torch.backends.cudnn.enabled),
         "available": bool(torch.backends.cudnn.is_available()),
@@ -81,12 +101,14 @@ def probe(expect: dict[str, Any], device: str) -> dict[str, Any]:
         "loaded_libraries": files,
         "loaded_dirs": dirs,
         "distinct_builds": len(main_libs) if main_libs else len(dirs),
+        "verified": False,  # until checked, just below
+        "verification": "",
     }
     result["verified"], result["verification"] = _verify(expect, result, cuda_build)
     return result
 
 
-def used_anyway(record: dict[str, Any], measurements: list[dict[str, Any]]) -> str | None:
+def used_anyway(record: CudnnRecord, measurements: list[Measurement]) -> str | None:
     """In a cell that disabled cuDNN, what used cuDNN all the same (None: nothing did, or not disabled):
     measurements whose profiled call ran a cuDNN operator or kernel, and cuDNN libraries first mapped
     while the workloads ran (the engine sub-libraries load lazily, when something calls into them).
@@ -108,7 +130,7 @@ def used_anyway(record: dict[str, Any], measurements: list[dict[str, Any]]) -> s
     return "cuDNN was disabled, yet " + "; and ".join(said) if said else None
 
 
-def _verify(expect: dict[str, Any], seen: dict[str, Any], cuda_build: bool) -> tuple[bool, str]:
+def _verify(expect: CudnnRequest, seen: CudnnRecord, cuda_build: bool) -> tuple[bool, str]:
     source, dirs = expect["source"], seen["loaded_dirs"]
     if source == "disabled":
         if seen["enabled"]:

@@ -79,6 +79,15 @@ class WhatRan(TypedDict):
     profile_s: float  # what recording it cost
 
 
+class GpuStateDelta(TypedDict, total=False):
+    """What NVML saw change around a measurement (``harness/suite/gpu_state.py``); empty without NVML."""
+
+    clock_event_reasons_after: int | None  # the throttle reasons' bit mask at the end
+    temperature_c: list[int | None]  # before, after
+    power_violation_ns: int  # held back by the power limit meanwhile, where NVML said both times
+    thermal_violation_ns: int
+
+
 class Measurement(TypedDict):
     """One workload at one dtype under one set of knobs; the timing keys are there when status is ok."""
 
@@ -126,7 +135,7 @@ class Measurement(TypedDict):
     peak_memory_bytes: NotRequired[int]
     pct_of_peak_flops: NotRequired[float]
     pct_of_peak_bandwidth: NotRequired[float]
-    gpu_state: NotRequired[dict[str, Any]]
+    gpu_state: NotRequired[GpuStateDelta]
     numerics: NotRequired[Numerics]
     host_enqueue_s: NotRequired[float | None]
     launch_block_s: NotRequired[float | None]
@@ -150,8 +159,20 @@ class Failure(TypedDict):
     log_tail: str
 
 
+CudnnSourceKind = Literal["bundled", "wheel", "system", "disabled"]
+
+
+class CudnnRequest(TypedDict):
+    """The cuDNN the suite must find loaded (``--expect-cudnn``), as the orchestrator's
+    ``CudnnExpectation.to_json`` writes it; the suite cannot import the plan, so it reads it as this."""
+
+    source: CudnnSourceKind
+    lib_dir: NotRequired[str]  # the folder every cuDNN library must load from
+    version: NotRequired[str]  # the version torch must report
+
+
 class CudnnRecord(TypedDict):
-    requested: dict[str, Any]
+    requested: CudnnRequest
     enabled: bool
     available: bool
     runtime_version: str | None

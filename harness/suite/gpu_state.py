@@ -9,16 +9,30 @@ whether the power limit holds it there (``power_capped``; suite 0.8). Around a m
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict, TypeVar
+
+from harness.suite.document import GpuStateDelta
 
 try:
     import pynvml
 except ImportError:  # the suite runs without NVML; clocks are then not recorded
     pynvml = None
 
+T = TypeVar("T")
+
 THROTTLE_FRACTION = 0.75
 # clock-event reasons of the power limit: nvmlClocksEventReasonSwPowerCap, ...HwPowerBrakeSlowdown
 POWER_REASONS = 0x4 | 0x80
+
+
+class Snapshot(TypedDict, total=False):
+    """NVML's counters at one moment (empty without NVML); None where NVML did not answer."""
+
+    clock_event_reasons: int | None
+    temperature_c: int | None
+    power_w: float | None
+    power_violation_ns: int | None
+    thermal_violation_ns: int | None
 
 
 class GpuState:
@@ -64,25 +78,18 @@ class GpuState:
         except pynvml.NVMLError:
             return False
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> Snapshot:
         """Counters and state worth diffing around a measurement."""
         if self.handle is None:
             return {}
-        found: dict[str, Any] = {}
         h = self.handle
-        readings: dict[str, Callable[[], object]] = {
-            "clock_event_reasons": lambda: pynvml.nvmlDeviceGetCurrentClocksEventReasons(h),
-            "temperature_c": lambda: pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU),
-            "power_w": lambda: pynvml.nvmlDeviceGetPowerUsage(h) / 1000,
-            "power_violation_ns": lambda: _violation_ns(h, pynvml.NVML_PERF_POLICY_POWER),
-            "thermal_violation_ns": lambda: _violation_ns(h, pynvml.NVML_PERF_POLICY_THERMAL),
+        return {
+            "clock_event_reasons": _read(lambda: pynvml.nvmlDeviceGetCurrentClocksEventReasons(h)),
+            "temperature_c": _read(lambda: pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU)),
+            "power_w": _read(lambda: pynvml.nvmlDeviceGetPowerUsage(h) / 1000),
+            "power_violation_ns": _read(lambda: _violation_ns(h, pynvml.NVML_PERF_POLICY_POWER)),
+            "thermal_violation_ns": _read(lambda: _violation_ns(h, pynvml.NVML_PERF_POLICY_THERMAL)),
         }
-        for name, call in readings.items():
-            try:
-                found[name] = call()
-            except pynvml.NVMLError:
-                found[name] = None
-        return found
 
     def static(self) -> dict[str, Any]:
         """What decides the numbers and does not change during a run."""
@@ -114,14 +121,28 @@ def _violation_ns(handle: object, policy: int) -> int:
     return int(pynvml.nvmlDeviceGetViolationStatus(handle, policy).violationTime)
 
 
-def delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+def _read(call: Callable[[], T]) -> T | None:
+    try:
+        return call()
+    except pynvml.NVMLError:
+        return None
+
+
+def _grown(before: int | None, after: int | None) -> int | None:
+    return None if before is None or after is None else after - before
+
+
+def delta(before: Snapshot, after: Snapshot) -> GpuStateDelta:
     if not before or not after:
         return {}
-    out: dict[str, Any] = {
+    out: GpuStateDelta = {
         "clock_event_reasons_after": after.get("clock_event_reasons"),
         "temperature_c": [before.get("temperature_c"), after.get("temperature_c")],
     }
-    for name in ("power_violation_ns", "thermal_violation_ns"):
-        if before.get(name) is not None and after.get(name) is not None:
-            out[name] = after[name] - before[name]
+    power = _grown(before.get("power_violation_ns"), after.get("power_violation_ns"))
+    if power is not None:
+        out["power_violation_ns"] = power
+    thermal = _grown(before.get("thermal_violation_ns"), after.get("thermal_violation_ns"))
+    if thermal is not None:
+        out["thermal_violation_ns"] = thermal
     return out

@@ -287,7 +287,7 @@ def _timed(
         warmup_min_s=WARMUP_MIN_S if window.first else 0.0,
     )
     with contextlib.nullcontext() if built.grad else torch.inference_mode():
-        before = gpu.snapshot() if gpu is not None else {}
+        before: gpu_state.Snapshot = gpu.snapshot() if gpu is not None else {}
         entry.update(measure(built.fn, row.timer, settings.time_budget_s, settings.min_time_s, how).to_json())
         entry["phases_s"] = {"build": build_s, **entry["phases_s"]}
         if gpu is not None:

@@ -18,14 +18,13 @@ from harness import jsonio, suite_listing
 from harness.backends.base import FinishedRun, suite_arguments
 from harness.backends.docker import dockerfile as images
 from harness.backends.docker import engine as docker_engine
-from harness.backends.docker import gpu_access
 from harness.backends.docker import rerun as docker_rerun
-from harness.backends.docker.containers import Containers
+from harness.backends.docker.containers import ContainerRun, Containers
 from harness.backends.docker.images import Build, CellImages, expected_cudnn
 from harness.backends.records import failed_result
 from harness.plan.model import Cell, Plan
 from harness.results import folder
-from harness.suite.document import GpuAccessMode, Identity, ResultDocument, RunRecord, SuiteResult
+from harness.suite.document import Identity, ResultDocument, RunRecord
 
 with contextlib.suppress(ImportError):  # no docker SDK: docker_engine.connect refuses first
     import docker.errors
@@ -160,7 +159,8 @@ class DockerBackend:
             command = suite_arguments(
                 cell, plan, "/results/result.json", expected_cudnn(cell, build.image, facts), round_index
             )
-            doc = self._run_container(cell, plan, build.image_id or "", command, run, log_path, started, gpus)
+            job = ContainerRun(cell, plan, build.image_id or "", command, log_path, started, gpus)
+            doc = self.containers.run(job, run)
         run["wall_s"] = time.monotonic() - t0
         return FinishedRun(doc, run)
 
@@ -181,7 +181,7 @@ class DockerBackend:
             "rerun_of": previous["started_at"],
         }
         with docker_engine.errors("the cell was running"):
-            doc = self._run_container(cell, plan, image_id, command, run, log_path, started)
+            doc = self.containers.run(ContainerRun(cell, plan, image_id, command, log_path, started), run)
         run["wall_s"] = time.monotonic() - t0
         return FinishedRun(doc, run)
 
@@ -189,25 +189,6 @@ class DockerBackend:
         """The cell, image id and command a re-run of ``previous`` would run, each checked as ``rerun``
         says; InputError for a result that is not one of this plan's and this harness's images."""
         return docker_rerun.checked_command(self.images, previous, plan, source)
-
-    def _run_container(
-        self,
-        cell: Cell,
-        plan: Plan,
-        image_id: str,
-        command: list[str],
-        run: RunRecord,
-        log_path: Path,
-        started: dt.datetime,
-        gpus: tuple[str, ...] = (),
-    ) -> SuiteResult:
-        return self.containers.run(cell, plan, image_id, command, run, log_path, started, gpus)
-
-    def _attachment(
-        self, cell: Cell, plan: Plan, gpus: tuple[str, ...], mode: GpuAccessMode
-    ) -> gpu_access.Attachment:
-        """The GPUs a run of ``cell`` gets, as its container would be given them."""
-        return self.containers.attachment(cell, plan, gpus, mode)
 
 
 def image_identity(suite_version: str, plan: Plan, reference: str) -> Identity:

@@ -14,6 +14,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -35,6 +36,21 @@ if TYPE_CHECKING:
 
 CONTAINER_USER = "10001:10001"
 RESULTS_LABEL = f"{dockerfile.LABEL_NS}.results"  # the results folder a container writes into
+
+
+@dataclass(frozen=True)
+class ContainerRun:
+    """What one run of a cell's container needs: the cell and its plan, the image and the suite's command
+    line in it, where the run's log goes, when the run began, and the GPUs a scheduler chose (none: the
+    backend's)."""
+
+    cell: Cell
+    plan: Plan
+    image_id: str
+    command: list[str]
+    log_path: Path
+    started: dt.datetime
+    gpus: tuple[str, ...] = ()
 
 
 class Containers:
@@ -80,22 +96,14 @@ class Containers:
             with contextlib.suppress(docker.errors.APIError, requests.exceptions.ConnectionError):
                 container.kill()
 
-    def run(
-        self,
-        cell: Cell,
-        plan: Plan,
-        image_id: str,
-        command: list[str],
-        run: RunRecord,
-        log_path: Path,
-        started: dt.datetime,
-        gpus: tuple[str, ...] = (),
-    ) -> SuiteResult:
-        run["command"] = command
+    def run(self, job: ContainerRun, run: RunRecord) -> SuiteResult:
+        """Run ``job``'s container to its end and read its result; how it ran goes into ``run``."""
+        cell, plan, log_path, started = job.cell, job.plan, job.log_path, job.started
+        run["command"] = job.command
         jsonio.real_folder(log_path.parent)
         mode = gpu_access.checked_mode(self.gpu_access or plan.gpu_access)
         try:
-            attachment = self.attachment(cell, plan, gpus, mode)
+            attachment = self.attachment(cell, plan, job.gpus, mode)
         except gpu_access.GpuAccessError as exc:
             run["gpu_access"] = {"mode": mode}
             folder.write_log(log_path, f"{exc}\n")
@@ -107,7 +115,7 @@ class Containers:
         scratch.chmod(0o777)  # the suite runs as uid 10001 and writes its result here
         container = None
         try:
-            container = self._create(cell, image_id, command, environment, attachment, scratch, log_path)
+            container = self._create(job, environment, attachment, scratch)
             with self._lock:
                 self._running.add(container)
             t_start = time.monotonic()
@@ -142,20 +150,13 @@ class Containers:
             jsonio.remove_tree(scratch, ignore_errors=True)  # written by the container
 
     def _create(
-        self,
-        cell: Cell,
-        image_id: str,
-        command: list[str],
-        environment: dict[str, str],
-        attachment: gpu_access.Attachment,
-        scratch: Path,
-        log_path: Path,
+        self, job: ContainerRun, environment: dict[str, str], attachment: gpu_access.Attachment, scratch: Path
     ) -> Any:
         """The run's container, created with least privilege (not started): ``scratch`` is its only
         writable folder besides a small /tmp."""
         return self.client.containers.create(
-            image_id,
-            command=command,
+            job.image_id,
+            command=job.command,
             user=CONTAINER_USER,
             network_mode="none",
             read_only=True,
@@ -171,8 +172,8 @@ class Containers:
             device_requests=attachment.device_requests,
             devices=attachment.devices,
             labels={
-                f"{dockerfile.LABEL_NS}.cell": cell.id,
-                RESULTS_LABEL: str(log_path.parent.parent.resolve()),
+                f"{dockerfile.LABEL_NS}.cell": job.cell.id,
+                RESULTS_LABEL: str(job.log_path.parent.parent.resolve()),
             },
         )
 
