@@ -196,7 +196,7 @@ def test_the_expected_cudnn_is_read_as_the_orchestrator_writes_it():
         '{"source": "wheel", "version": 9}',
         '{"source": "disabled", "x": "1"}',
     ):
-        with pytest.raises(ValueError, match="--expect-cudnn"):
+        with pytest.raises(ValueError, match="the cuDNN expectation"):
             cudnn_probe.request(wrong)
 
 

@@ -49,15 +49,19 @@ def bundled_lib_dir() -> str:
 
 
 def request(text: str) -> CudnnRequest:
-    """``--expect-cudnn``'s JSON, checked: ``source`` one of the kinds, ``lib_dir`` and ``version`` strings
-    where given; it raises ValueError on anything else."""
+    """The cuDNN the cell expects, as the orchestrator sent it (JSON), checked: ``source`` one of the
+    kinds, ``lib_dir`` and ``version`` strings where given; it raises ValueError on anything else."""
     raw = json.loads(text)
     if not isinstance(raw, dict) or raw.get("source") not in get_args(CudnnSourceKind):
-        raise ValueError(f"--expect-cudnn needs a source of {', '.join(get_args(CudnnSourceKind))}: {text}")
+        raise ValueError(
+            f"the cuDNN expectation needs a source of {', '.join(get_args(CudnnSourceKind))}: {text}"
+        )
     unknown = set(raw) - set(CudnnRequest.__annotations__)
     wrong = [k for k in ("lib_dir", "version") if k in raw and not isinstance(raw[k], str)]
     if unknown or wrong:
-        raise ValueError(f"--expect-cudnn holds unknown or non-string keys {sorted(unknown) + wrong}: {text}")
+        raise ValueError(
+            f"the cuDNN expectation holds unknown or non-string keys {sorted(unknown) + wrong}: {text}"
+        )
     found = CudnnRequest(source=raw["source"])
     if "lib_dir" in raw:
         found["lib_dir"] = raw["lib_dir"]
