@@ -39,6 +39,7 @@ set -uo pipefail
 step=$1; seconds=${2:-570}
 rows=${AA_ROWS:-"--profile default --device cuda --dtypes fp32,tf32,bf16,fp16"}
 checks=${AA_VALIDATION-"validation validation-aa"}
+old_pair=${AA_OLD_PAIR-1}  # empty: suite 0.15's round 1 only
 res=/var/tmp/aa; w=/var/tmp/w
 if [ "$step" = start ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl >/dev/null 2>&1
@@ -68,7 +69,7 @@ one() {  # name, suite folder, arguments
 }
 old="--time-budget-s 1.0 --min-time-s 0.5 --timed-share 0.5"  # suite 0.15's plan defaults, as lease H ran it
 one suite-0.15.r1 suite-0.15 \$old
-[ -n "\${AA_OLD_PAIR:-1}" ] && one suite-0.15.r2 suite-0.15 \$old --no-numerics  # its A/A on this GPU
+[ -n "$old_pair" ] && one suite-0.15.r2 suite-0.15 \$old --no-numerics  # its A/A on this GPU
 cd $w/orch
 for m in aa $checks; do
   t0=\$(date +%s)
