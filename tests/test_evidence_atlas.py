@@ -244,3 +244,36 @@ def test_the_backward_passes_of_the_other_pairs_moved_both_ways_at_9_28_1_4(back
     fft = changes[(changes["workload"] == "conv2d_unet_d3a_bwd_data.cl") & (changes["dtype"] == "fp32")]
     assert fft["ratio"].between(3.7, 3.95).all()
     assert fft["what_ran"].str.endswith("-> DSE::regular_fft_pad").all()
+
+
+@pytest.fixture(scope="module")
+def backward_path(tmp_path_factory) -> dict[str, pd.DataFrame]:
+    out = tmp_path_factory.mktemp("variants-backward-path")
+    frames = _render(ATLAS / "variants-backward-path", ATLAS / "variants-backward-path-matrix.yaml", out)
+    frames["summary"] = pd.DataFrame({"text": [(out / "summary.md").read_text()]})
+    return frames
+
+
+def test_lease_13_put_32_of_the_68_backward_changes_at_9_21_0_82_and_26_after_it(backward, backward_path):
+    # lease 13 stopped after 20 of 24 processes: 9.26.1.1 to 9.28.1.4 hold 2 rounds, which judge nothing
+    summary = backward_path["summary"]["text"].iloc[0]
+    assert "4 of the 8 groups hold fewer rounds than the 3 asked of every row (E 2, F 2, G 2, H 2)" in summary
+    verdicts = backward_path["verdicts"]
+    verdicts = verdicts.assign(release=verdicts["group"].str.extract(r"wheel-([\d.]+)_")[0])
+    counts = verdicts.groupby("release")["verdict"].value_counts().unstack(fill_value=0)
+    for release in ("9.19.1.2", "9.20.0.48"):
+        assert counts.loc[release].get("slower", 0) == counts.loc[release].get("faster", 0) == 0, release
+    assert (counts.loc["9.21.0.82", "slower"], counts.loc["9.21.0.82", "faster"]) == (14, 23)
+    for release in ("9.26.1.1", "9.27.0.42", "9.28.0.42", "9.28.1.4"):
+        assert set(verdicts[verdicts["release"] == release]["verdict"]) == {"inconclusive"}, release
+    # lease 12's 68 judged changes at 9.28.1.4, as 9.21.0.82 stood against bundled
+    judged = backward["changes"][backward["changes"]["verdict"].isin(["slower", "faster"])]
+    at_9_21 = verdicts[verdicts["release"] == "9.21.0.82"]
+    joined = judged.merge(at_9_21, on=["workload", "dtype"], suffixes=("_12", "_13"))
+    assert len(joined) == 68
+    agree = joined["verdict_13"] == joined["verdict_12"]
+    assert (agree.sum(), (joined["verdict_13"] == "same").sum()) == (32, 26)
+    turned = joined[joined["verdict_13"].isin(["slower", "faster"]) & ~agree]
+    assert len(turned) == 5
+    d3a = turned[(turned["workload"] == "conv2d_unet_d3a_bwd_data.cl") & (turned["dtype"] == "fp32")]
+    assert list(d3a["verdict_13"]) == ["faster"] and 0.58 < d3a["ratio_13"].iloc[0] < 0.63

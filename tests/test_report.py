@@ -496,3 +496,23 @@ def test_a_cells_result_files_are_listed_in_round_order(tmp_path):
     section = run_sections.cells(view, analysis, tmp_path, {"c": "A"})
     files = section.rows[0][-1]
     assert [link.text for link in files] == ["r1", "r2", "r10", "r11"], files
+
+
+def test_a_run_stopped_short_of_three_rounds_says_so_first_and_calls_nothing_same(tmp_path):
+    # lease 11's committed results, with round 3 of one cell gone: as a run stopped before its end leaves them
+    results = tmp_path / "stem-bf16"
+    shutil.copytree(ATLAS / "stem-bf16", results)
+    (stopped,) = results.glob("*9.24.1.1*.r3.json.gz")
+    stopped.unlink()
+    out = tmp_path / "report"
+    done = run_cli("report", "--results", str(results), "--out", str(out))
+    assert done.returncode in (0, 1), done.stderr
+    summary = (out / "summary.md").read_text()
+    outcome = summary.index("**Outcome:")
+    caution = summary.index("1 of the 6 groups hold fewer rounds than the 3 asked of every row (C 2)")
+    assert outcome < caution < summary.index("**What to do next:**")
+    verdicts = pd.read_csv(out / "verdicts.csv")
+    short = verdicts[verdicts["group"].str.contains("9.24.1.1")]
+    assert len(short) == 2 and set(short["verdict"]) == {"inconclusive"}
+    assert short["reason"].str.contains("shows no sameness either").all()
+    assert (verdicts[~verdicts["group"].str.contains("9.24.1.1")]["verdict"] != "inconclusive").any()

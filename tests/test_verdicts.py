@@ -60,6 +60,16 @@ def test_too_few_rounds_for_the_significance_level_is_inconclusive_and_says_why(
     assert looser.verdict == "slower" and "Welch" not in looser.reason
 
 
+@pytest.mark.parametrize("sizes", [(2, 2), (2, 3), (3, 2), (2, 7)])
+def test_two_rounds_a_side_never_show_the_same_either(sizes):
+    # the bootstrap interval over two medians a side is as narrow as the two happen to agree: here it lies
+    # inside the threshold, yet no test could have shown a change, so none shows sameness
+    rng = np.random.default_rng(11)
+    result = stats.judge(round_medians(rng, 1.0, sizes[0]), round_medians(rng, 1.01, sizes[1]), 5.0, 0.002)
+    assert 1 / 1.05 < result.ci_low <= result.ci_high < 1.05
+    assert result.verdict == "inconclusive" and "shows no sameness either" in result.reason
+
+
 @pytest.mark.parametrize(
     ("slowdown", "expected"), [(1.0, "same"), (1.03, "same"), (1.10, "slower"), (1 / 1.10, "faster")]
 )

@@ -117,6 +117,9 @@ def judge(
     lower = 1 / upper
     shown = round(ratio, RATIO_DIGITS)
     significant = p is not None and p < alpha
+    # Fewer than 3 rounds a side with no test able to reach alpha: a bootstrap over 2 medians a side is
+    # as narrow as those 2 happen to agree, so it shows no more sameness than it could show a change.
+    too_few = min(len(a), len(b)) < WELCH_MIN_ROUNDS and smallest_p(len(a), len(b)) >= alpha
     if basis == "samples":
         # Samples of one process share that process's state (algorithm choice, allocator layout,
         # clocks), so one process per side supports no verdict, only the numbers (docs/method.md).
@@ -144,7 +147,7 @@ def judge(
     elif significant and shown <= round(lower, RATIO_DIGITS):
         verdict = "faster"
         reason = f"{(1 / ratio - 1) * 100:.1f}% faster, p={p:.2g} < {alpha:g}"
-    elif lower <= low and high <= upper:
+    elif lower <= low and high <= upper and not too_few:
         verdict = "same"
         reason = (
             f"{CONFIDENCE:.0%} interval [{low:.3f}, {high:.3f}] lies within the {threshold_pct:g}% threshold"
@@ -231,6 +234,12 @@ def _why_inconclusive(
     told = f"{CONFIDENCE:.0%} interval [{low:.3f}, {high:.3f}] reaches beyond the {pct:g}% threshold"
     if p is None:
         return f"{told}; no test possible with {n_a}+{n_b} values"
+    if basis == "rounds" and min(n_a, n_b) < WELCH_MIN_ROUNDS and smallest_p(n_a, n_b) >= alpha:
+        return (
+            f"ratio {ratio:.3f}: with {n_a}+{n_b} rounds the smallest attainable p is "
+            f"{smallest_p(n_a, n_b):.2g}, not under {alpha:g}, and an interval over {min(n_a, n_b)} medians "
+            f"a side shows no sameness either; run at least {WELCH_MIN_ROUNDS} rounds a side (Welch's t)"
+        )
     if 1 / (1 + pct / 100) < ratio < 1 + pct / 100:
         return f"ratio {ratio:.3f} is inside the threshold, but the {told}; more rounds narrow it"
     if basis == "rounds" and smallest_p(n_a, n_b) >= alpha:

@@ -92,7 +92,24 @@ def validity(view: View, analysis: Analysis) -> list[str]:
     groups by letter and label."""
     return [
         *(f"{caution[0].upper()}{caution[1:]}." for caution in view.cautions),
+        *_short_of_rounds(view, analysis),
         *_validity(analysis, lambda group: f"{view.letters[group]} ({view.labels.get(group, group)})"),
+    ]
+
+
+def _short_of_rounds(view: View, analysis: Analysis) -> list[str]:
+    """The groups that hold fewer rounds than every row is asked for (the matrix's rounds, at most the 3
+    that ``qualify`` runs of every row before it stops early): a run stopped before its end."""
+    every_row = min(view.rounds, stats.WELCH_MIN_ROUNDS)
+    short = {g: len(analysis.docs.get(g, [])) for g in view.groups}
+    short = {g: n for g, n in short.items() if 0 < n < every_row}
+    if not short:
+        return []
+    which = ", ".join(f"{view.letters[g]} {n}" for g, n in short.items())
+    return [
+        f"{len(short)} of the {len(view.groups)} groups hold fewer rounds than the {every_row} asked of "
+        f"every row ({which}): under {stats.WELCH_MIN_ROUNDS} a side no row gets a verdict, same included; "
+        "running the matrix again into this folder adds the missing rounds."
     ]
 
 
