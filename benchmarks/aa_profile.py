@@ -12,7 +12,9 @@
    over the whole default profile: |median ratio - 1| p50, p95 and max over every row measured in both,
    over the rows of 100 us or more, over suite 0.15's rows and over those it did not measure (the
    layer rows the profile added);
-   how many windows the rows took, the A/A by that count, and the rows worst in A/A (goal: p95 <= 0.5 %).
+   how many windows the rows took, the A/A by that count, how far apart the processes' windows lie in
+   units of their own spread (the part more windows cannot average), the A/A had every row stopped at
+   3 to 8 windows, and the rows worst in A/A (goal: p95 <= 0.5 %).
 2. Seconds: suite 0.18's round 1 against suite 0.15's, both with numerics, in the same lease (goal:
    no longer), and each one's seconds a row.
 3. The early verdicts on suite 0.18's validation rounds, as ``benchmarks.quiet_cheap`` judges them
@@ -23,6 +25,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 from collections import defaultdict
 from collections.abc import Callable
@@ -116,6 +119,8 @@ def report_aa(medians: list[dict[str, str]], worst: int) -> None:
         "A/A p95 by the more of the two processes' counts: "
         + ", ".join(f"{n}: {len(v)} rows {_pct(v, 0.95):.2%}" for n, v in sorted(counts.items()))
     )
+    print(process_part(pair))
+    print(window_caps(pair))
     print(f"the {worst} rows worst in A/A (median us {FIRST} / {SECOND}, windows, round 1's stop):")
     for row, a, b, d, windows, old in sorted(pair.rows, key=lambda r: -r.dev)[:worst]:
         knobs = "" if row["knobs"] == "c0d0t0" else f" {row['knobs']}"
@@ -124,6 +129,51 @@ def report_aa(medians: list[dict[str, str]], worst: int) -> None:
             f"  {d:7.3%}  {row['workload']} {row['dtype']}{knobs}{where}: {a:.3f} / {b:.3f} us, "
             f"windows {windows[0]}/{windows[1]}, {row[f'{FIRST}:stop']}"
         )
+
+
+def _windows(row: dict[str, str], name: str) -> list[float]:
+    return [float(x) for x in row[f"{name}:windows_us"].split()]
+
+
+def process_part(pair: Pair) -> str:
+    """How far the two processes' window means lie apart in units of their standard error (the windows'
+    own spread over the square root of their count): were the windows' spread all the noise, 5 % of the
+    rows would lie beyond 1.96. More windows shrink only that spread; a part each process keeps whole
+    (where its memory lies, its state) stays."""
+    z = []
+    for r in pair.rows:
+        a, b = _windows(r.row, FIRST), _windows(r.row, SECOND)
+        if len(a) < 2 or len(b) < 2:
+            continue
+        se = math.sqrt(statistics.variance(a) / len(a) + statistics.variance(b) / len(b))
+        if se > 0:
+            z.append(abs(statistics.fmean(a) - statistics.fmean(b)) / se)
+    if not z:
+        return "process part: no row whose windows vary in both processes"
+    beyond = sum(v > 1.96 for v in z) / len(z)
+    far = sum(v > 3 for v in z) / len(z)
+    return (
+        f"process part, |difference of the window means| over its standard error, {len(z)} rows: "
+        f"p50 {statistics.median(z):.2f}, p95 {_pct(z, 0.95):.2f}; beyond 1.96 in {beyond:.1%} of the rows "
+        f"(5 % were the windows' spread all the noise), beyond 3 in {far:.1%}"
+    )
+
+
+def window_caps(pair: Pair, caps: tuple[int, ...] = (3, 4, 5, 6, 8)) -> str:
+    """The A/A p95 of the mean of each process's first ``cap`` windows (all of them where it took fewer):
+    what stopping a row at ``cap`` windows would have given, on the windows' mean (a row's figure is the
+    median of every sample, so the last cap, every window, is the yardstick)."""
+    shown = []
+    for cap in caps:
+        dev, taken = [], []
+        for r in pair.rows:
+            a, b = _windows(r.row, FIRST)[:cap], _windows(r.row, SECOND)[:cap]
+            if a and b:
+                dev.append(abs(statistics.fmean(b) / statistics.fmean(a) - 1))
+                taken += [len(a), len(b)]
+        if dev:
+            shown.append(f"{cap}: {_pct(dev, 0.95):.2%} ({statistics.fmean(taken):.2f} windows a row)")
+    return "A/A p95 of the first windows' mean, at most: " + ", ".join(shown)
 
 
 def report_seconds(processes: dict[str, dict[str, str]]) -> None:

@@ -110,3 +110,36 @@ def test_suite_0_15s_own_a_a_is_read_where_the_lease_ran_its_second_round(tmp_pa
     aa_profile.main(["--tables", str(tmp_path), "--trials", "20", "--worst", "2"])
     out = " ".join(capsys.readouterr().out.split())
     assert "suite 0.15's own A/A, its rows 2 rows: p50 0.400%, p95 0.500%, max 0.500%" in out
+
+
+def test_the_part_of_the_a_a_more_windows_cannot_average_and_what_a_cap_would_give(tmp_path):
+    # relu: both processes' windows alike (0 standard errors apart); gemm: 10 % apart, far beyond its
+    # windows' spread; sigmoid: its first 3 windows agree, its later ones (6 in each process) do not
+    fields = [
+        "workload",
+        "dtype",
+        "knobs",
+        "R1-0.18:us",
+        "R2-0.18:us",
+        "R1-0.18:windows_us",
+        "R2-0.18:windows_us",
+    ]
+    rows = [
+        ("relu", "100", "100", "99 100 101", "99 100 101"),
+        ("gemm", "100", "110", "99.9 100 100.1", "109.9 110 110.1"),
+        ("sigmoid", "10", "11.5", "10 10 10 10 10 10", "10 10 10 13 13 13"),
+    ]
+    medians = [
+        dict(zip(fields, ("w", "fp32", "c0d0t0", *r[1:]), strict=True)) | {"workload": r[0]} for r in rows
+    ]
+    pair = aa_profile.Pair(medians, "R1-0.18", "R2-0.18", "R1-0.15")
+    part = aa_profile.process_part(pair)
+    # relu 0, sigmoid 1.5 over sqrt(2.7 / 6) = 2.24, gemm 10 over sqrt(2 x 0.01 / 3) = 122.5 standard errors
+    assert "3 rows: p50 2.24, p95 122.47; beyond 1.96 in 66.7% of the rows" in part, part
+    assert part.endswith("beyond 3 in 33.3%")
+    caps = aa_profile.window_caps(pair, caps=(3, 6))
+    # at 3 windows sigmoid's processes agree (gemm's 10 % is the p95); at 6 they read 15 % apart
+    assert caps == (
+        "A/A p95 of the first windows' mean, at most: 3: 10.00% (3.00 windows a row), "
+        "6: 15.00% (4.00 windows a row)"
+    ), caps
