@@ -12,11 +12,15 @@ loaded`` first starts ``--neighbours`` CPU-bound processes (``while True: pass``
 ``--settle-s`` for the load average to take them in, and stops them at the end; ``--set quiet`` first
 waits up to ``--wait-s`` for the load to drop under ``--quiet-below`` (the load each run saw is in its
 line either way). ``table`` prints the runs. About 2 to 4 minutes a run on the 2-core machine.
+``--repo`` runs another checkout's harness on its own ``matrix.yaml`` (a worktree of an earlier commit),
+so two versions can take turns; each line also gives the seconds its processes took (their results'
+``duration_s``) and how many, which tells the suite's time from the orchestration's around it.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import re
@@ -32,7 +36,10 @@ from typing import Any
 
 SPIN = "while True: pass"
 REPO = Path(__file__).resolve().parent.parent
-QUALIFY = [sys.executable, "-m", "harness", "qualify", "--matrix", str(REPO / "matrix.yaml")]
+
+
+def qualify(repo: Path) -> list[str]:
+    return [sys.executable, "-m", "harness", "qualify", "--matrix", str(repo / "matrix.yaml")]
 
 
 @contextmanager
@@ -50,16 +57,25 @@ def neighbours(count: int, settle_s: float) -> Iterator[None]:
             spinner.wait()
 
 
-def one_run(work: Path, label: str, neighbours_count: int) -> dict[str, Any]:
-    """One qualify of the default matrix into ``work``, as its JSON line."""
+def processes_s(results: Path) -> tuple[int, float]:
+    """How many result files ``results`` holds and the seconds their processes took."""
+    durations = []
+    for path in results.glob("*.r*.json.gz"):
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            durations.append(float(json.load(f).get("duration_s") or 0.0))
+    return len(durations), sum(durations)
+
+
+def one_run(work: Path, label: str, neighbours_count: int, repo: Path = REPO) -> dict[str, Any]:
+    """One qualify of ``repo``'s default matrix into ``work``, as its JSON line."""
     load_before = os.getloadavg()[0]
     started = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
     began = time.perf_counter()
     done = subprocess.run(
-        [*QUALIFY, "--out", str(work / "results"), "--report-out", str(work / "report")],
+        [*qualify(repo), "--out", str(work / "results"), "--report-out", str(work / "report")],
         capture_output=True,
         text=True,
-        cwd=REPO,
+        cwd=repo,
     )
     wall_s = time.perf_counter() - began
     load_after = os.getloadavg()[0]
@@ -68,6 +84,7 @@ def one_run(work: Path, label: str, neighbours_count: int) -> dict[str, Any]:
     rows = verdict.get("comparisons", [])
     rounds = [int(p.name.split(".r")[-1].split(".")[0]) for p in (work / "results").glob("*.r*.json.gz")]
     stopped = re.search(r"stopped after (round 1|\d+ rounds): (.*)", done.stdout)
+    processes, seconds = processes_s(work / "results")
     counts: dict[str, int] = {}
     for row in rows:
         counts[str(row["verdict"])] = counts.get(str(row["verdict"]), 0) + 1
@@ -76,6 +93,8 @@ def one_run(work: Path, label: str, neighbours_count: int) -> dict[str, Any]:
         "neighbours": neighbours_count,
         "started": started,
         "wall_s": round(wall_s, 1),
+        "processes": processes,
+        "processes_s": round(seconds, 1),
         "exit_code": done.returncode,
         "rounds": max(rounds, default=0),
         "verdicts": counts,
@@ -96,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     with neighbours(count, args.settle_s):
         for _ in range(args.runs):
             with tempfile.TemporaryDirectory() as work:
-                line = one_run(Path(work), args.label or args.set, count)
+                line = one_run(Path(work), args.label or args.set, count, args.repo.resolve())
             with open(args.out, "a", encoding="utf-8") as out:
                 out.write(json.dumps(line, sort_keys=True) + "\n")
             print(_row(line), flush=True)
@@ -106,8 +125,11 @@ def run(args: argparse.Namespace) -> int:
 def _row(line: dict[str, Any]) -> str:
     verdicts = ", ".join(f"{n} {v}" for v, n in sorted(line["verdicts"].items())) or "none"
     stop = f"stopped after {line['rounds']}" if line["stopped"] else "ran on"
+    inside = (
+        f"{line['processes_s']:>7.1f} {line['processes']:>3}" if "processes_s" in line else f"{'':>7} {'':>3}"
+    )
     return (
-        f"{line['set']:8} {line['neighbours']:>2} {line['started']:19} {line['wall_s']:>7.1f} "
+        f"{line['set']:8} {line['neighbours']:>2} {line['started']:19} {line['wall_s']:>7.1f} {inside} "
         f"{line['rounds']:>6} {stop:17} {line['exit_code']:>4}  {line['load_before']:>5.2f} "
         f"{line['load_after']:>5.2f}  {'+'.join(line['clock']):10} {verdicts}"
     )
@@ -116,7 +138,8 @@ def _row(line: dict[str, Any]) -> str:
 def table(args: argparse.Namespace) -> int:
     lines = [json.loads(text) for text in Path(args.file).read_text().splitlines() if text.strip()]
     print(
-        f"{'set':8} {'jobs':>2} {'started (UTC)':19} {'wall s':>7} {'rounds':>6} {'':17} {'exit':>4}  "
+        f"{'set':8} {'jobs':>2} {'started (UTC)':19} {'wall s':>7} {'proc s':>7} {'n':>3} {'rounds':>6} "
+        f"{'':17} {'exit':>4}  "
         f"{'load before/after':>11}  {'clock':10} verdicts (22 rows)"
     )
     for line in lines:
@@ -145,6 +168,9 @@ def main() -> int:
     runner.add_argument("--quiet-below", type=float, default=0.5)
     runner.add_argument("--wait-s", type=float, default=600.0)
     runner.add_argument("--out", type=Path, required=True)
+    runner.add_argument(
+        "--repo", type=Path, default=REPO, help="the checkout whose harness runs (default: this)"
+    )
     printer = sub.add_parser("table")
     printer.add_argument("file", type=Path)
     args = parser.parse_args()

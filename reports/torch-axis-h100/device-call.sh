@@ -13,10 +13,12 @@
 #                    cd/  cuDNN releases as zstd deltas from 9.19.0.56 (../shared/tools/cudnn-deltas.sh), rebuilt
 #                         into /var/tmp/cudnn by cudnn-rebuild.sh, every file checked against PyPI's sha256
 #   wheels         zip every rebuilt cuDNN release into /var/tmp/wheelhouse; list the wheelhouse
-#   run MATRIX NAME SECONDS
+#   run MATRIX NAME SECONDS [SEED]
 #                  harness run MATRIX on the local backend (on a machine of several GPUs with --gpus, every
 #                  GPU: one run per GPU at a time) with --wheelhouse /var/tmp/wheelhouse into
-#                  /var/tmp/lease/NAME, stopped (SIGINT: whole results kept) after SECONDS; returns NAME.tar.gz
+#                  /var/tmp/lease/NAME, stopped (SIGINT: whole results kept) after SECONDS; returns NAME.tar.gz.
+#                  SEED: a results folder of the work tree (an earlier lease's, committed) copied into
+#                  /var/tmp/lease/NAME first where that is not there yet, so the run adds only what it lacks
 # Carried: .carryT/tools (zstd, cudnn-rebuild.sh, wheel-join.sh) always; one .carryT/call-NN for stage; .whl/
 # (jsonschema, tabulate, rich and their needs, which python3 there lacks) for run. uv comes from the wheelhouse
 # where it is there (cells of the machine's own torch need none). The release atlas's fifth lease
@@ -53,7 +55,8 @@ case $step in
     python3 reports/cudnn-releases-h100/wheelhouse.py /var/tmp/cudnn /var/tmp/wheelhouse
     ls /var/tmp/wheelhouse | grep -v '^\.' ;;
   run)
-    matrix=$2 name=$3 seconds=${4:-540}
+    matrix=$2 name=$3 seconds=${4:-540} seed=${5:-}
+    [ -n "$seed" ] && [ ! -d "/var/tmp/lease/$name" ] && cp -r "$seed" "/var/tmp/lease/$name"
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl $(ls /var/tmp/wheelhouse/uv-*.whl 2>/dev/null) >/dev/null
     export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH
     nvidia-smi --query-gpu=index,name,uuid,driver_version,power.limit --format=csv,noheader | tee "/var/tmp/lease/$name-gpu.txt"
