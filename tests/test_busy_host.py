@@ -6,11 +6,14 @@ The decisions are asserted on given samples and given results, not on this host'
 
 from __future__ import annotations
 
+import gzip
+import json
 import shutil
 from pathlib import Path
 
 import pytest
 
+from benchmarks import busy_host
 from harness import jsonio
 from harness.report.sections import run_sections
 from harness.suite import host
@@ -89,3 +92,11 @@ def test_the_default_matrix_is_the_cpu_a_a_check_it_says_it_is():
     text = (REPO / "matrix.yaml").read_text()
     assert "A/A" in text and "cudnn: [bundled, disabled]" in text
     assert Path(REPO / "matrix.yaml").stat().st_size < 4000
+
+
+def test_the_busy_host_benchmark_reads_what_its_processes_took():
+    results = REPO / "reports" / "release-atlas" / "stem-bf16"  # lease 11: 6 cells x 3 rounds
+    count, seconds = busy_host.processes_s(results)
+    files = sorted(results.glob("*.r*.json.gz"))
+    total = sum(json.loads(gzip.decompress(path.read_bytes()))["duration_s"] for path in files)
+    assert count == 18 and seconds == pytest.approx(total) and seconds > 0
