@@ -53,7 +53,7 @@ def test_too_few_rounds_for_the_significance_level_is_inconclusive_and_says_why(
     rng = np.random.default_rng(7)
     result = stats.judge(round_medians(rng, 1.0, 2), round_medians(rng, 1.10, 2), 5.0, 0.002)
     assert result.verdict == "inconclusive"
-    assert "smallest attainable p is 0.33" in result.reason
+    assert "2+2 rounds decide nothing (smallest p 0.33" in result.reason
     assert stats.smallest_p(7, 7) < 0.002 < stats.smallest_p(6, 6)
     # a looser alpha that 5 rounds can reach: the Mann-Whitney test judges them
     looser = stats.judge(round_medians(rng, 1.0, 5), round_medians(rng, 1.10, 5), 5.0, 0.01)
@@ -67,7 +67,7 @@ def test_two_rounds_a_side_never_show_the_same_either(sizes):
     rng = np.random.default_rng(11)
     result = stats.judge(round_medians(rng, 1.0, sizes[0]), round_medians(rng, 1.01, sizes[1]), 5.0, 0.002)
     assert 1 / 1.05 < result.ci_low <= result.ci_high < 1.05
-    assert result.verdict == "inconclusive" and "shows no sameness either" in result.reason
+    assert result.verdict == "inconclusive" and "decide nothing (smallest p" in result.reason
 
 
 @pytest.mark.parametrize(

@@ -236,17 +236,11 @@ def _why_inconclusive(
         return f"{told}; no test possible with {n_a}+{n_b} values"
     if basis == "rounds" and min(n_a, n_b) < WELCH_MIN_ROUNDS and smallest_p(n_a, n_b) >= alpha:
         return (
-            f"ratio {ratio:.3f}: with {n_a}+{n_b} rounds the smallest attainable p is "
-            f"{smallest_p(n_a, n_b):.2g}, not under {alpha:g}, and an interval over {min(n_a, n_b)} medians "
-            f"a side shows no sameness either; run at least {WELCH_MIN_ROUNDS} rounds a side (Welch's t)"
+            f"ratio {ratio:.3f}: {n_a}+{n_b} rounds decide nothing (smallest p {smallest_p(n_a, n_b):.2g}; "
+            f"no sameness either); run {WELCH_MIN_ROUNDS} or more a side"
         )
     if 1 / (1 + pct / 100) < ratio < 1 + pct / 100:
         return f"ratio {ratio:.3f} is inside the threshold, but the {told}; more rounds narrow it"
-    if basis == "rounds" and smallest_p(n_a, n_b) >= alpha:
-        return (
-            f"ratio {ratio:.3f}, p={p:.2g}: with {n_a}+{n_b} rounds the smallest attainable p is "
-            f"{smallest_p(n_a, n_b):.2g}, not under {alpha:g}; run more rounds (7 per side reach 0.00058)"
-        )
     return f"ratio {ratio:.3f} is beyond the threshold but not significant (p={p:.2g} >= {alpha:g})"
 
 
