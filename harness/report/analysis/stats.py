@@ -117,9 +117,7 @@ def judge(
     lower = 1 / upper
     shown = round(ratio, RATIO_DIGITS)
     significant = p is not None and p < alpha
-    # Fewer than 3 rounds a side with no test able to reach alpha: a bootstrap over 2 medians a side is
-    # as narrow as those 2 happen to agree, so it shows no more sameness than it could show a change.
-    too_few = min(len(a), len(b)) < WELCH_MIN_ROUNDS and smallest_p(len(a), len(b)) >= alpha
+    too_few = _too_few_rounds(len(a), len(b), alpha)
     if basis == "samples":
         # Samples of one process share that process's state (algorithm choice, allocator layout,
         # clocks), so one process per side supports no verdict, only the numbers (docs/method.md).
@@ -154,7 +152,7 @@ def judge(
         )
     else:
         verdict = "inconclusive"
-        reason = _why_inconclusive(ratio, (low, high), p, alpha, threshold_pct, (len(a), len(b)), basis)
+        reason = _why_inconclusive(ratio, (low, high), p, alpha, threshold_pct, (len(a), len(b)))
     return Comparison(verdict, ratio, low, high, p, basis, reason, center_a=center_a, center_b=center_b)
 
 
@@ -219,6 +217,12 @@ def _welch(a: Samples, b: Samples, threshold_pct: float, alpha: float) -> Compar
     return welch(verdict, low, high, p, reason)
 
 
+def _too_few_rounds(n_a: int, n_b: int, alpha: float) -> bool:
+    """Fewer than 3 rounds a side where no rank test can reach alpha: nothing is decided, same included,
+    since a bootstrap over 2 medians a side is as narrow as those 2 happen to agree."""
+    return min(n_a, n_b) < WELCH_MIN_ROUNDS and smallest_p(n_a, n_b) >= alpha
+
+
 def _why_inconclusive(
     ratio: float,
     interval: tuple[float, float],
@@ -226,7 +230,6 @@ def _why_inconclusive(
     alpha: float,
     pct: float,
     sizes: tuple[int, int],
-    basis: str,
 ) -> str:
     """Why a row is neither slower, faster nor the same: ``interval`` (low, high) of the ratio, ``sizes`` the
     number of values on each side."""
@@ -234,7 +237,7 @@ def _why_inconclusive(
     told = f"{CONFIDENCE:.0%} interval [{low:.3f}, {high:.3f}] reaches beyond the {pct:g}% threshold"
     if p is None:
         return f"{told}; no test possible with {n_a}+{n_b} values"
-    if basis == "rounds" and min(n_a, n_b) < WELCH_MIN_ROUNDS and smallest_p(n_a, n_b) >= alpha:
+    if _too_few_rounds(n_a, n_b, alpha):
         return (
             f"ratio {ratio:.3f}: {n_a}+{n_b} rounds decide nothing (smallest p {smallest_p(n_a, n_b):.2g}; "
             f"no sameness either); run {WELCH_MIN_ROUNDS} or more a side"

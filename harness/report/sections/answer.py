@@ -101,8 +101,8 @@ def _short_of_rounds(view: View, analysis: Analysis) -> list[str]:
     """The groups that hold fewer rounds than every row is asked for (the matrix's rounds, at most the 3
     that ``qualify`` runs of every row before it stops early): a run stopped before its end."""
     every_row = min(view.rounds, stats.WELCH_MIN_ROUNDS)
-    short = {g: len(analysis.docs.get(g, [])) for g in view.groups}
-    short = {g: n for g, n in short.items() if 0 < n < every_row}
+    held = {g: len(analysis.docs.get(g, [])) for g in view.groups}
+    short = {g: n for g, n in held.items() if 0 < n < every_row}
     if not short:
         return []
     which = ", ".join(f"{view.letters[g]} {n}" for g, n in short.items())
