@@ -1,7 +1,8 @@
 """The committed evidence of issue 40's later leases: what their READMEs claim holds, re-derived from the
-results (reports/release-atlas resnet-layers, layer-path and stem-bf16; reports/torch-axis-h100/t215;
-reports/torch-build-docker), or from the committed render where the results left the tree (variants-report,
-variants-path-report: their results are in git at cb71162; variants-backward-report: at 57694ad)."""
+results (reports/release-atlas resnet-layers, layer-path, stem-bf16 and variants-backward-step;
+reports/torch-axis-h100/t215; reports/torch-build-docker), or from the committed render where the results left
+the tree (variants-report, variants-path-report: their results are in git at cb71162;
+variants-backward-report: at 57694ad; variants-backward-path-report: at ff50c59)."""
 
 from __future__ import annotations
 
@@ -247,11 +248,18 @@ def test_the_backward_passes_of_the_other_pairs_moved_both_ways_at_9_28_1_4(back
 
 
 @pytest.fixture(scope="module")
-def backward_path(tmp_path_factory) -> dict[str, pd.DataFrame]:
-    out = tmp_path_factory.mktemp("variants-backward-path")
-    frames = _render(ATLAS / "variants-backward-path", ATLAS / "variants-backward-path-matrix.yaml", out)
-    frames["summary"] = pd.DataFrame({"text": [(out / "summary.md").read_text()]})
+def backward_path() -> dict[str, pd.DataFrame]:
+    report = ATLAS / "variants-backward-path-report"  # its results: git, ff50c59
+    frames = {name: pd.read_csv(report / f"{name}.csv") for name in ("verdicts", "changes")}
+    frames["summary"] = pd.DataFrame({"text": [(report / "summary.md").read_text()]})
     return frames
+
+
+def _judged_at_9_28_1_4(backward: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Lease 12's 68 rows judged slower or faster at 9.28.1.4 against bundled."""
+    changes = backward["changes"]
+    judged = changes[changes["verdict"].isin(["slower", "faster"])]
+    return judged[["workload", "dtype", "verdict", "ratio"]]
 
 
 def test_lease_13_put_32_of_the_68_backward_changes_at_9_21_0_82_and_26_after_it(backward, backward_path):
@@ -259,7 +267,6 @@ def test_lease_13_put_32_of_the_68_backward_changes_at_9_21_0_82_and_26_after_it
     summary = backward_path["summary"]["text"].iloc[0]
     assert "4 of the 8 groups hold fewer rounds than the 3 asked of every row (E 2, F 2, G 2, H 2)" in summary
     verdicts = backward_path["verdicts"]
-    verdicts = verdicts.assign(release=verdicts["group"].str.extract(r"wheel-([\d.]+)_")[0])
     counts = verdicts.groupby("release")["verdict"].value_counts().unstack(fill_value=0)
     for release in ("9.19.1.2", "9.20.0.48"):
         assert counts.loc[release].get("slower", 0) == counts.loc[release].get("faster", 0) == 0, release
@@ -267,9 +274,8 @@ def test_lease_13_put_32_of_the_68_backward_changes_at_9_21_0_82_and_26_after_it
     for release in ("9.26.1.1", "9.27.0.42", "9.28.0.42", "9.28.1.4"):
         assert set(verdicts[verdicts["release"] == release]["verdict"]) == {"inconclusive"}, release
     # lease 12's 68 judged changes at 9.28.1.4, as 9.21.0.82 stood against bundled
-    judged = backward["changes"][backward["changes"]["verdict"].isin(["slower", "faster"])]
     at_9_21 = verdicts[verdicts["release"] == "9.21.0.82"]
-    joined = judged.merge(at_9_21, on=["workload", "dtype"], suffixes=("_12", "_13"))
+    joined = _judged_at_9_28_1_4(backward).merge(at_9_21, on=["workload", "dtype"], suffixes=("_12", "_13"))
     assert len(joined) == 68
     agree = joined["verdict_13"] == joined["verdict_12"]
     assert (agree.sum(), (joined["verdict_13"] == "same").sum()) == (32, 26)
@@ -277,3 +283,46 @@ def test_lease_13_put_32_of_the_68_backward_changes_at_9_21_0_82_and_26_after_it
     assert len(turned) == 5
     d3a = turned[(turned["workload"] == "conv2d_unet_d3a_bwd_data.cl") & (turned["dtype"] == "fp32")]
     assert list(d3a["verdict_13"]) == ["faster"] and 0.58 < d3a["ratio_13"].iloc[0] < 0.63
+
+
+@pytest.fixture(scope="module")
+def backward_step(tmp_path_factory) -> dict[str, pd.DataFrame]:
+    out = tmp_path_factory.mktemp("variants-backward-step")
+    return _render(ATLAS / "variants-backward-step", ATLAS / "variants-backward-step-matrix.yaml", out)
+
+
+def test_lease_14_put_22_of_the_26_later_backward_changes_at_9_26_1_1_to_9_27_0_42(
+    backward, backward_path, backward_step
+):
+    # lease 14: bundled, 9.26.1.1 and 9.27.0.42, 3 rounds each on one H200
+    verdicts = backward_step["verdicts"]
+    verdicts = verdicts.assign(release=verdicts["group"].str.extract(r"wheel-([\d.]+)_")[0])
+    assert set(verdicts["rounds_baseline"]) == set(verdicts["rounds_candidate"]) == {3}
+    changes = backward_step["changes"]
+    step = changes[(changes["before"] == "9.26.1.1") & (changes["after"] == "9.27.0.42")]
+    assert step["verdict"].value_counts().to_dict() == {"faster": 26, "slower": 16, "same": 6}
+    at_9_21 = backward_path["verdicts"][backward_path["verdicts"]["release"] == "9.21.0.82"]
+    at_9_26 = verdicts[verdicts["release"] == "9.26.1.1"][["workload", "dtype", "verdict"]]
+    joined = (
+        _judged_at_9_28_1_4(backward)
+        .merge(at_9_21[["workload", "dtype", "verdict"]], on=["workload", "dtype"], suffixes=("_12", "_13"))
+        .merge(at_9_26.rename(columns={"verdict": "verdict_26"}), on=["workload", "dtype"])
+        .merge(
+            step[["workload", "dtype", "verdict", "ratio"]].rename(
+                columns={"verdict": "step", "ratio": "step_ratio"}
+            ),
+            on=["workload", "dtype"],
+            how="left",
+        )
+    )
+    assert len(joined) == 68
+    later = joined[joined["verdict_13"] == "same"]
+    located = later[(later["verdict_26"] == "same") & (later["step"] == later["verdict_12"])]
+    assert len(later) == 26 and len(located) == 22
+    # the 5 rows that moved one way at 9.21.0.82 moved back at 9.26.1.1 -> 9.27.0.42
+    turned = joined[
+        joined["verdict_13"].isin(["slower", "faster"]) & (joined["verdict_13"] != joined["verdict_12"])
+    ]
+    assert len(turned) == 5 and (turned["step"] == turned["verdict_12"]).all()
+    d3a = turned[(turned["workload"] == "conv2d_unet_d3a_bwd_data.cl") & (turned["dtype"] == "fp32")]
+    assert 6.2 < d3a["step_ratio"].iloc[0] < 6.5
