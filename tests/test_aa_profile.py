@@ -135,8 +135,17 @@ def test_the_part_of_the_a_a_more_windows_cannot_average_and_what_a_cap_would_gi
     pair = aa_profile.Pair(medians, "R1-0.18", "R2-0.18", "R1-0.15")
     part = aa_profile.process_part(pair)
     # relu 0, sigmoid 1.5 over sqrt(2.7 / 6) = 2.24, gemm 10 over sqrt(2 x 0.01 / 3) = 122.5 standard errors
-    assert "3 rows: p50 2.24, p95 122.47; beyond 1.96 in 66.7% of the rows" in part, part
-    assert part.endswith("beyond 3 in 33.3%")
+    # against Student's t at each row's Welch degrees of freedom: relu and gemm 4 (12.2 %), sigmoid 5 (10.7 %)
+    assert (
+        "all (3 rows): p50 2.24, p95 122.47; beyond 1.96 in 66.7% (the windows' spread alone: 11.7%)" in part
+    )
+    assert (
+        "both 3 (2 rows): p50 61.24, p95 122.47; beyond 1.96 in 50.0% (the windows' spread alone: 12.2%)"
+        in part
+    )
+    assert part.endswith(
+        "others (1 rows): p50 2.24, p95 2.24; beyond 1.96 in 100.0% (the windows' spread alone: 10.7%)"
+    )
     caps = aa_profile.window_caps(pair, caps=(3, 6))
     # at 3 windows sigmoid's processes agree (gemm's 10 % is the p95); at 6 they read 15 % apart
     assert caps == (

@@ -28,6 +28,7 @@ CHANGED = {
     "windows": 5,
     "windows_max": 2,
     "window_target": 0.01,
+    "placement_pad_mib": 512,
 }
 
 

@@ -226,11 +226,15 @@ def measure_one(row: Row, which: Which, window: Window, ask: ShareAsk | None = N
     apply_knobs(which.knobs, tf32=which.knobs["tf32"] or which.dtype == "tf32")
     family = FAMILY[spec.family]
     start = time.perf_counter()
+    pad = None
     try:
         if isinstance(family, MeasuresItself):  # its own processes: nothing to build or record here
             return _measured_itself(family, spec, row, which, entry)
         if not isinstance(family, BuildsCalls):
             raise TypeError(f"workload family {spec.family} has neither build nor measure")
+        pad = placement_pad(which, window, row.device)
+        if row.device == "cuda" and window.settings.placement_pad_mib:
+            entry["placement_pads_mib"] = [pad_mib(which, window)]
         built = family.build(spec, window.settings.profile, row.device, which.dtype)
         entry["params"] = built.params
         _timed(row, window, ask, built, entry, time.perf_counter() - start)
@@ -240,6 +244,7 @@ def measure_one(row: Row, which: Which, window: Window, ask: ShareAsk | None = N
         what = f"{which.workload} {which.dtype}"
         return {**entry, "status": "error", "error": error_text(exc, row.device, what)}
     finally:
+        del pad  # before the release: a live pad is not memory stranded
         if row.device == "cuda":
             # after a sticky CUDA error this raises too; it must not replace the CudaContextLost above
             with contextlib.suppress(Exception):
@@ -248,6 +253,33 @@ def measure_one(row: Row, which: Which, window: Window, ask: ShareAsk | None = N
     entry["wall_s"] = time.perf_counter() - start
     _rates(entry, built, row.device, which.dtype)
     return entry
+
+
+PAD_STEP_MIB = 2  # the driver maps GPU memory in pages of 2 MiB
+
+
+def pad_mib(which: Which, window: Window) -> int:
+    """The pad a window holds, 0 to ``placement_pad_mib`` MiB in steps of ``PAD_STEP_MIB``: drawn from the
+    row and the window's place among its windows, so every process pads alike."""
+    import random
+
+    most = window.settings.placement_pad_mib
+    if most < PAD_STEP_MIB:
+        return 0
+    return random.Random(f"{which.workload}:{which.dtype}:{window.nth}").randrange(0, most + 1, PAD_STEP_MIB)
+
+
+def placement_pad(which: Which, window: Window, device: str) -> Any:
+    """A tensor of ``pad_mib`` MiB held while a window is built and timed, or None (no pad, or not a GPU).
+    The driver places what the row then allocates after it: each window of a row lies elsewhere in
+    memory, where without a pad every pass over the rows asks the driver for the same sizes in the same
+    order. (Measured: the A/A got worse, docs/method.md; the setting's default is no pad.)"""
+    mib = pad_mib(which, window)
+    if device != "cuda" or not mib:
+        return None
+    import torch
+
+    return torch.empty(mib * 1024**2, dtype=torch.uint8, device=device)
 
 
 def _measured_itself(

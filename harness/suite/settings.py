@@ -40,10 +40,13 @@ class SuiteSettings:
     windows: int = 3  # on a GPU, the least windows a row is timed in
     windows_max: int = 8  # on a GPU, the most (at most ``windows``: every row exactly ``windows``)
     window_target: float = 0.002  # a row's windows stop once their mean's relative standard error is this
+    placement_pad_mib: int = 0  # on a GPU, each window first holds a pad of 0 to this many MiB (0: none)
 
     def __post_init__(self) -> None:
         if self.windows < 1:
             raise ValueError(f"windows must be at least 1, not {self.windows}")
+        if self.placement_pad_mib < 0:
+            raise ValueError(f"placement_pad_mib must be at least 0, not {self.placement_pad_mib}")
 
     def to_json(self) -> dict[str, Any]:
         """The settings as plan.json holds them: the first six always, the lists only where given, the
@@ -178,6 +181,14 @@ class SuiteSettings:
             "mean median is under this",
         )
 
+        parser.add_argument(
+            "--placement-pad-mib",
+            type=int,
+            default=default.placement_pad_mib,
+            help="on a GPU, each window first holds a pad of 0 to this many MiB, so that the row's windows "
+            "lie in different places in memory (0: no pad)",
+        )
+
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> SuiteSettings:
         """The settings the options of ``add_arguments`` parsed."""
@@ -185,7 +196,7 @@ class SuiteSettings:
 
 
 DEFAULTS = SuiteSettings()
-WINDOW_FIELDS = ("windows", "windows_max", "window_target")
+WINDOW_FIELDS = ("windows", "windows_max", "window_target", "placement_pad_mib")
 
 
 def _words(text: str) -> tuple[str, ...]:

@@ -113,6 +113,8 @@ def merge(windows: list[dict[str, Any]], tolerance: float | None = TOLERANCE) ->
     for count in COUNTS:
         if count in entry:
             entry[count] = sum(int(w.get(count) or 0) for w in windows)
+    if all("placement_pads_mib" in w for w in windows):
+        entry["placement_pads_mib"] = [pad for w in windows for pad in w["placement_pads_mib"]]
     stranded = [int(w["memory_stranded_bytes"]) for w in windows if "memory_stranded_bytes" in w]
     if stranded:
         entry["memory_stranded_bytes"] = max(stranded)
