@@ -27,6 +27,27 @@ def test_init_writes_a_commented_starter_that_plans_as_the_repositorys_matrix(tm
     assert "2 cells x 1 knob sets, backend local" in planned.stdout
 
 
+def test_init_names_a_matrix_after_its_file_so_it_never_shares_the_default_jobs_folders(tmp_path):
+    # a newcomer's 'init --matrix mine.yaml' beside the repository's matrix.yaml (name: smoke) wrote into
+    # results/smoke/ and reports/smoke/ and mixed the two plans' rounds
+    done = run_cli("init", "--matrix", "mine.yaml", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    written = (tmp_path / "mine.yaml").read_text()
+    assert yaml.safe_load(written)["name"] == "mine"
+    assert "#   harness plan --matrix mine.yaml " in written and "matrix.yaml" not in written
+    odd = tmp_path / "My Sweep 2.YAML"
+    assert run_cli("init", "--matrix", str(odd)).returncode == 0
+    assert yaml.safe_load(odd.read_text())["name"] == "my-sweep-2"
+    for stem, name in (("true", "true"), ("1e5", "1e5"), ("__", "smoke")):  # YAML would read true as a bool
+        path = tmp_path / f"{stem}.yaml"
+        assert run_cli("init", "--matrix", str(path)).returncode == 0
+        assert yaml.safe_load(path.read_text())["name"] == name
+        assert run_cli("plan", "--matrix", str(path)).returncode == 0
+    broken = tmp_path / "line\nbreak.yaml"
+    assert run_cli("init", "--matrix", str(broken)).returncode == 0
+    assert yaml.safe_load(broken.read_text())["name"] == "line-break"  # the header's comment stays one line
+
+
 def test_init_never_overwrites_a_matrix_unless_forced(tmp_path):
     mine = tmp_path / "sweep.yaml"
     mine.write_text("name: mine\n")
@@ -34,7 +55,7 @@ def test_init_never_overwrites_a_matrix_unless_forced(tmp_path):
     assert done.returncode == 2 and "already exists; pass --force" in done.stderr, done.stderr
     assert mine.read_text() == "name: mine\n"
     done = run_cli("init", "--matrix", str(mine), "--force")
-    assert done.returncode == 0 and mine.read_text() == starter.STARTER, done.stderr
+    assert done.returncode == 0 and mine.read_text() == starter.text(mine), done.stderr
     assert run_cli("plan", "--matrix", str(mine)).returncode == 0
 
 

@@ -77,7 +77,10 @@ def test_rows_a_busy_host_spoiled_are_not_run_again_and_then_the_rounds_stop(tmp
     assert asked == [range(1, 2)], said
     assert done.first == done.last == 1 and not done.stopped and done.asked == "round 1 of every row"
     assert "were timed on a busy or stalled host" in done.busy and "load 3.1" in done.busy
-    assert said == [f"stopped after round 1: {done.busy}"]
+    # it says the rounds the folder holds (3, all kept), not the one round it asked for (issue 41's walk)
+    assert said == [f"stopped after 3 rounds: {done.busy}"] and done.busy.endswith(
+        "(after 3 rounds) are not run"
+    )
     # the same folder with its round 1 quiet and a round 2 on a busy host, which the run makes: rounds 2-3
     # run, then the rounds stop
     shutil.copy(REPO / "reports" / "torch-axis-cpu" / "results" / busy.name, busy)
@@ -98,3 +101,41 @@ def test_rows_a_busy_host_spoiled_are_not_run_again_and_then_the_rounds_stop(tmp
     done = qualify.run_rounds(plan, results, False, run_later, said.append)
     assert asked == [range(1, 2), range(2, 4)] and done.first == done.last == 3
     assert said == [f"stopped after 3 rounds: {done.busy}"] and "load 3.1" in done.busy
+
+
+@pytest.mark.slow
+def test_when_no_cells_environment_can_be_made_qualify_stops_after_round_1(tmp_path, monkeypatch):
+    # issue 41's walk: every cell's install failed in round 1, and rounds 2 and 3 tried the same installs
+    from tests.conftest import run_cli
+
+    wheelhouse = tmp_path / "wheelhouse"
+    wheelhouse.mkdir()
+    _empty_wheel(wheelhouse)  # a wheelhouse without torch
+    (tmp_path / "m.yaml").write_text(
+        "schema_version: 1\nname: never\nbackend: local\n"
+        "axes: {torch: ['0.0.1', '0.0.2'], cudnn: [bundled]}\n"
+        "suite: {workloads: [relu], dtypes: [fp32], time_budget_s: 0.02, device: cpu}\n"
+        "baseline: {torch: '0.0.1'}\nrounds: 5\n"
+    )
+    monkeypatch.setenv("HARNESS_CACHE", str(tmp_path / "cache"))
+    done = run_cli("qualify", "--matrix", "m.yaml", "--wheelhouse", str(wheelhouse), cwd=tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "nothing could run: torch==0.0.1 cannot be found in the wheelhouse" in done.stderr
+    assert "round 1: FAILED" in done.stdout and "round 2" not in done.stdout
+    # the environment's build is said without -v
+    assert "creating the environment for torch 0.0.1" in done.stdout
+
+
+def _empty_wheel(folder):
+    """A wheel of an empty distribution, ``empty`` 0."""
+    import zipfile
+
+    info = "empty-0.dist-info"
+    files = {
+        f"{info}/METADATA": "Metadata-Version: 2.1\nName: empty\nVersion: 0\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    files[f"{info}/RECORD"] = "".join(f"{name},,\n" for name in files) + f"{info}/RECORD,,\n"
+    with zipfile.ZipFile(folder / "empty-0-py3-none-any.whl", "w") as wheel:
+        for name, text in files.items():
+            wheel.writestr(name, text)

@@ -103,6 +103,9 @@ def test_an_environment_is_created_once_then_reused(wheelhouse, in_tmp):
     assert first.path.name.startswith(f"torch{TORCH}-py{PYTHON}-")
     assert any(line.startswith("creating the environment for torch 2.13.0") for line in said), said
     assert any(line.startswith("environment ready:") for line in said), said
+    # both shown without -v (issue 41: minutes of silence while an environment was built)
+    shown = [line for line in said if isinstance(line, packages.Milestone)]
+    assert [line.split()[0] for line in shown] == ["creating", "environment"], said
     manifest = json.loads((first.path / cache.MANIFEST).read_text())
     assert manifest["lock_sha256"] == first.lock_sha256 and manifest["spec"] == spec(wheelhouse).key()
     assert ("torch", "2.13.0+cpu") in {(name, version) for name, version, _ in first.lock}

@@ -22,6 +22,13 @@ from harness import jsonio
 from harness.errors import InputError, Problem, one_line
 
 Progress = Callable[[str], None]
+
+
+class Milestone(str):
+    """A progress line worth a line at the default verbosity, not only with -v: a long step beginning or
+    ending (an environment built, a release installed, an installer still running)."""
+
+
 INSTALL_TIMEOUT_S = 3600.0
 LOG_TAIL_BYTES = 64 * 1024  # what is read back of an installer's log: its last lines
 HEARTBEAT_S = 30.0  # a line this often while an installer runs: torch with its CUDA wheels takes minutes
@@ -218,7 +225,9 @@ def _wait(
             if time.monotonic() - start >= timeout_s:
                 raise InstallError(f"{what} failed: timed out after {timeout_s:g} s") from None
             if heartbeat is not None:
-                heartbeat(f"{what}: still running after {time.monotonic() - start:.0f} s; {_last(log)}")
+                heartbeat(
+                    Milestone(f"{what}: still running after {time.monotonic() - start:.0f} s; {_last(log)}")
+                )
 
 
 def _tail(log: Path) -> str:

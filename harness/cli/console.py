@@ -72,8 +72,11 @@ class Console:
             self._print(line)
 
     def detail(self, line: str) -> None:
-        """What a backend says while one run goes on (the suite's measurements, image builds): with -v."""
-        if self.verbosity >= VERBOSE:
+        """What a backend says while one run goes on (the suite's measurements, image builds): with -v;
+        a milestone (an environment built, a release installed) at the default verbosity too."""
+        from harness.backends.packages import Milestone
+
+        if self.verbosity >= VERBOSE or (isinstance(line, Milestone) and self.verbosity > QUIET):
             self._print(f"    {line}")
 
     def runs(self, done: int, total: int) -> None:

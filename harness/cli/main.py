@@ -194,7 +194,7 @@ def _qualify(args: argparse.Namespace, out: Output) -> int:
             f"a busy host spoiled these rows: with it quiet (load under its cores), '{again} --out "
             f"{shlex.quote(str(results))} --fresh' moves these rounds aside and measures again"
         )
-    if not done.measured:  # a finished folder: say so, and how to get more, rather than judge in silence
+    if not done.measured and not done.busy:  # a finished folder: say so, and how to get more
         out.say(
             f"nothing was left to decide: {results} already held every round this needed, from earlier "
             f"runs, and they are kept ({done.asked}; the matrix asks at most {plan.rounds}); for more, "

@@ -152,9 +152,14 @@ def outcome_of(
     )
 
 
+# where a failed run never started: its environment (local) or image (docker) could not be made, or the
+# host could not give its container the GPUs. Another round of the same cells fails the same way.
+NEVER_STARTED = (gpu_access.STAGE, "realize", "build")
+
+
 def nothing_ran(outcomes: list[CellOutcome]) -> str | None:
-    """Why no run could even start (every one failed where the host gives the containers their GPUs);
-    None where any got further."""
-    if outcomes and all(o.stage == gpu_access.STAGE for o in outcomes):
+    """Why no run could even start (every one failed before its suite ran: ``NEVER_STARTED``); None
+    where any got further."""
+    if outcomes and all(o.stage in NEVER_STARTED for o in outcomes):
         return outcomes[0].reason or ""
     return None

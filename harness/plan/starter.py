@@ -2,11 +2,15 @@
 
 The wheel ships no matrix, so the starter lives here, in the package: the repository's own smoke matrix
 (it runs anywhere: no GPU or Docker engine needed) with a comment on each key and the optional keys
-shown commented out. tests/test_cli_first_run.py checks that it loads as the repository's does.
+shown commented out. tests/test_cli_first_run.py checks that it loads as the repository's does. Written
+anywhere but a ``matrix.yaml``, it is named after its file, so that its results and reports never share
+``results/smoke/`` and ``reports/smoke/`` with the repository's own matrix.
 """
 
 from __future__ import annotations
 
+import re
+import shlex
 from pathlib import Path
 
 from harness import jsonio
@@ -84,6 +88,34 @@ thresholds:
 """
 
 
+DEFAULT_NAME = "smoke"  # the starter's, as the repository's matrix.yaml names itself
+
+
+def name_for(path: Path) -> str:
+    """The matrix name a starter written to ``path`` gets: ``smoke`` in a ``matrix.yaml``, else its file's
+    stem as the schema's slug allows (lower case; other characters become '-'), ``smoke`` where none is
+    left."""
+    if path.name == "matrix.yaml":
+        return DEFAULT_NAME
+    slug = re.sub(r"[^a-z0-9_.-]+", "-", path.stem.lower()).lstrip("_.-")[:64]
+    return slug or DEFAULT_NAME
+
+
+def text(path: Path) -> str:
+    """The starter as written to ``path``: its name and its header's commands follow the file (the name
+    quoted where YAML would read it as something else than that text, such as ``true`` or ``1e5``)."""
+    import yaml
+
+    name = name_for(path)
+    if yaml.safe_load(name) != name:
+        name = f"'{name}'"
+    shown = shlex.quote(str(path))
+    if not shown.isprintable():  # a line break in the file's name would end the comment it stands in
+        shown = "FILE"
+    body = STARTER.replace("--matrix matrix.yaml", f"--matrix {shown}")
+    return body.replace(f"name: {DEFAULT_NAME}      ", f"name: {name:<11}", 1)
+
+
 def write(path: Path, force: bool) -> Path:
     """The starter written to ``path``: refused where a file is already there, unless ``force``."""
     if (path.exists() or path.is_symlink()) and not force:
@@ -99,7 +131,7 @@ def write(path: Path, force: bool) -> Path:
     if path.is_dir():
         raise InputError([Problem(str(path), "--matrix", "is a folder; name a file, e.g. DIR/matrix.yaml")])
     try:  # replaces a link itself (--force), never the file it points at
-        jsonio.write_text_atomic(path, STARTER)
+        jsonio.write_text_atomic(path, text(path))
     except OSError as exc:
         raise InputError([Problem(str(path), "--matrix", f"cannot write: {exc.strerror or exc}")]) from None
     return path

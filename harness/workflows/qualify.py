@@ -60,8 +60,9 @@ def run_rounds(plan: Plan, out: Path, all_rounds: bool, run: Run, say: Say) -> R
     if alone < first and not done.stopped:
         still = pipeline.undecided(plan, [out])
         if still is not None and not still.rows:
-            done = dataclasses.replace(done, first=1, last=1, busy=_spoiled(still, 1))
-            say(f"stopped after round 1: {done.busy}")
+            held = max(1, held_rounds(plan, out))  # a finished folder's later rounds count too
+            done = dataclasses.replace(done, first=1, last=1, busy=_spoiled(still, held))
+            say(f"stopped after {_rounds(held)}: {done.busy}")
             return done
         rest = _ran(run(plan, range(alone + 1, first + 1)))
         done = Rounds(rest.outcomes, done.measured or rest.measured, rest.stopped, first, first)
@@ -74,7 +75,7 @@ def run_rounds(plan: Plan, out: Path, all_rounds: bool, run: Run, say: Say) -> R
             break
         if not still.rows:  # a spoiled round stays in the folder: no later round decides its rows
             done = dataclasses.replace(done, busy=_spoiled(still, round_index - 1))
-            say(f"stopped after {round_index - 1} rounds: {done.busy}")
+            say(f"stopped after {_rounds(round_index - 1)}: {done.busy}")
             break
         undecided = f"round {round_index} of at most {plan.rounds}: {still.count} rows still undecided"
         if still.spoiled:
@@ -89,12 +90,26 @@ def run_rounds(plan: Plan, out: Path, all_rounds: bool, run: Run, say: Say) -> R
     return done
 
 
+def _rounds(count: int) -> str:
+    return "round 1" if count == 1 else f"{count} rounds"
+
+
+def held_rounds(plan: Plan, out: Path) -> int:
+    """The last round of ``plan`` that ``out`` holds a result of, for any cell (0: none)."""
+    held = [
+        r
+        for r in range(1, plan.rounds + 1)
+        if any(folder.result_path(out, c.id, r).exists() for c in plan.cells)
+    ]
+    return max(held, default=0)
+
+
 def _spoiled(still: pipeline.Undecided, rounds: int) -> str:
     """Why no later round can decide what is left, in words."""
     return (
         f"the {still.spoiled} undecided rows were timed on a busy or stalled host ({still.why}), and more "
         f"rounds cannot decide them: a spoiled round stays in the folder; the matrix's other rounds "
-        f"(after {'round 1' if rounds == 1 else f'{rounds} rounds'}) are not run"
+        f"(after {_rounds(rounds)}) are not run"
     )
 
 

@@ -101,6 +101,7 @@ def ensure(
                 cache.clear(entry)
             building = entry.with_name(entry.name + ".partial")
             cache.clear(building)
+            progress(packages.Milestone(f"installing cuDNN {version} ({name}) into {entry}"))
             log = entry.with_name(entry.name + ".log")
             cache.fresh_log(log)
             packages.install(

@@ -104,7 +104,12 @@ def ensure(root: Path, spec: EnvironmentSpec, progress: Progress) -> Environment
                     "creating it again"
                 )
                 cache.clear(entry)
-            progress(f"creating the environment for torch {spec.torch} (Python {spec.python}) in {entry}")
+            progress(
+                packages.Milestone(
+                    f"creating the environment for torch {spec.torch} (Python {spec.python}) in {entry} "
+                    f"(its log: {entry.name}.log beside it)"
+                )
+            )
             log = entry.with_name(entry.name + ".log")
             cache.fresh_log(log)
             _create_venv(entry, spec.python, spec.base, log, root)
@@ -117,7 +122,7 @@ def ensure(root: Path, spec: EnvironmentSpec, progress: Progress) -> Environment
             digest = _digest(lock)
             manifest = {"spec": spec.key(), "lock": lock, "lock_sha256": digest}
             jsonio.write_atomic(entry / cache.MANIFEST, manifest)
-            progress(f"environment ready: {len(lock)} distributions, lock {digest[:12]}")
+            progress(packages.Milestone(f"environment ready: {len(lock)} distributions, lock {digest[:12]}"))
             found = _read(entry, spec)
     if found is None:
         raise packages.InstallError(f"the environment {entry} was created but its lock does not hold")

@@ -196,13 +196,19 @@ def _busy_host(analysis: Analysis) -> list[str]:
     stalled = int(frame["stalled"].notna().sum()) if "stalled" in frame else 0
     if not busy and not stalled:
         return []
-    worst = f" ({busy[0]['why']})" if busy else ""
-    return [
-        f"The host was busy in {len(busy)} of {len(runs)} runs{worst}, {stalled} measurements in all: "
-        "on a CPU every sample is host time, so another process's work is in them. Their rows are "
-        "inconclusive, never a verdict. Run again with nothing else running (load under the cores) and "
-        "--fresh, so that the spoiled rounds are moved aside rather than kept (What to do next has the "
-        "command)."
+    if busy:
+        more = f", and {stalled} measurements stalled" if stalled else ""
+        spoiled = f"The host was busy in {len(busy)} of {len(runs)} runs ({busy[0]['why']}){more}"
+    else:
+        spoiled = (
+            f"{stalled} measurements stalled (samples a scheduler tick or more above their fastest), though "
+            f"no run of the {len(runs)} found the host busy"
+        )
+    return [  # two entries, so that a long reason never cuts the advice short in a table's line
+        f"{spoiled}: on a CPU every sample is host time, so another process's work is in them. Their rows "
+        "are inconclusive, never a verdict.",
+        "Run again with nothing else running (load under the cores) and --fresh, so that the spoiled rounds "
+        "are moved aside, not kept (What to do next has the command).",
     ]
 
 
