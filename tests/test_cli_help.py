@@ -48,7 +48,7 @@ def test_every_option_says_what_it_does_and_run_groups_them_by_backend():
         assert group in text
     # compare judges as A's plan says, else by the defaults: its help names both
     shown = " ".join(run_cli("compare", "--help").stdout.split())
-    assert "default: A's plan's, 0.002 where there is none" in shown
+    assert "default: A's plan's, else B's, 0.002 where neither has one" in shown
     assert "default: the thresholds of A's plan.json, per workload too" in shown
 
 

@@ -181,6 +181,8 @@ def test_compare_judges_each_workload_at_its_plans_threshold_as_report_does(tmp_
     assert done.returncode in (0, 1), done.stdout + done.stderr
     compared = json.loads((tmp_path / "cmp" / "verdict.json").read_text())["comparisons"]
     assert {c["workload"]: c["threshold_pct"] for c in compared} == {"relu": 10, "gemm": 5}
+    # and the terminal says so after its rows (the walk found them only in --out's report)
+    assert "\njudged at threshold 5% (relu 10%), alpha 0.002, from A's plan\n" in done.stdout, done.stdout
     # one judgement: the same rows, thresholds and verdicts as report's
     judged = {(c["workload"], c["threshold_pct"], c["verdict"], round(c["ratio"], 9)) for c in compared}
     assert judged == {

@@ -906,3 +906,30 @@ def test_an_environment_adds_the_companions_its_source_holds_and_goes_on_without
     assert venvs.ensure(in_tmp / "cache", spec(source), said.append).created is False
     # uv's own cache lies in the harness's (issue 41: 6.4 GB of it had gone outside HARNESS_CACHE)
     assert packages.uv() is None or (in_tmp / "cache" / "uv").is_dir()
+
+
+@pytest.mark.slow
+def test_a_bisect_that_reused_every_round_says_so_and_where_its_default_folder_is(tmp_path):
+    # issue 41's walk: "new results in DIR/" where nothing was measured (DIR was never made), and
+    # --help's default --out was not where bisect writes
+    out = tmp_path / "bisect"
+    done = run_cli(
+        "bisect",
+        "--matrix",
+        str(REPO / "reports" / "torch-axis-cpu" / "matrix.yaml"),
+        "--row",
+        "gemm:fp32",
+        "--good",
+        "2.12.0",
+        "--bad",
+        "2.13.0",
+        "--results",
+        str(REPO / "reports" / "torch-axis-cpu" / "results"),
+        "--out",
+        str(out),
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "  2.12.0: good (3 rounds, reused)" in done.stdout
+    assert done.stdout.rstrip().endswith("every round was reused, none measured") and not out.exists()
+    helped = " ".join(run_cli("bisect", "--help").stdout.split())  # as one line: --help wraps its words
+    assert "results/<matrix name>-bisect/<workload>-<dtype>" in helped and "--slurm-partition " not in helped

@@ -160,3 +160,18 @@ def test_the_suite_the_orchestrator_and_the_schema_agree_on_the_result_format():
     schema = json.loads((schemas.SCHEMA_DIR / "result.schema.json").read_text())
     assert schema["properties"]["schema_version"]["const"] == RESULT_SCHEMA_VERSION
     assert records.RESULT_SCHEMA_VERSION is RESULT_SCHEMA_VERSION  # one constant, not two that may drift
+
+
+def test_a_superseded_folder_named_itself_holds_results_and_one_below_a_folder_does_not(tmp_path):
+    # issue 41's walk: 'compare results/smoke/superseded ...' said the folder "holds no result files"
+    from harness.results import folder
+
+    results = tmp_path / "results"
+    earlier = results / folder.SUPERSEDED
+    earlier.mkdir(parents=True)
+    for source in sorted((GPU_REPORT / "results").glob("*.json.gz"))[:2]:
+        shutil.copy(source, earlier / source.name)
+    assert [p.name for p in folder.result_files(earlier)] == sorted(p.name for p in earlier.iterdir())
+    assert folder.result_files(results) == []  # a results folder's own superseded runs stay out of it
+    done = run_cli("compare", str(earlier), str(earlier))
+    assert "holds no result files" not in done.stderr, done.stderr

@@ -230,7 +230,7 @@ def _bisect(args: argparse.Namespace, out: Output) -> int:
             f"{found.row}: the likeliest step is {found.before.label} -> {found.after.label} "
             f"({found.verdict}, ratio {ratio}{ran}), but no step is shown to be a change: {args.bad} "
             f"against {args.good} is {found.ends}. The search followed each release's median; more rounds "
-            "(the matrix's rounds) or a quieter host decide it"
+            f"(raise 'rounds:' in {args.matrix} past its {plan.rounds}) or a quieter host decide it"
         )
     elif found.located:
         print(
@@ -245,10 +245,12 @@ def _bisect(args: argparse.Namespace, out: Output) -> int:
         )
     for probe in found.probes:
         how = "measured" if probe.measured else "reused"
-        print(f"  {probe.release.label}: {probe.verdict} ({probe.rounds} rounds, {how})")
+        counted = "1 round" if probe.rounds == 1 else f"{probe.rounds} rounds"
+        print(f"  {probe.release.label}: {probe.verdict} ({counted}, {how})")
+    where = f"; new results in {results}/" if found.measured else "; every round was reused, none measured"
     print(
         f"measured {found.measured} of the {found.between} releases from {args.good} to {args.bad} "
-        f"(a full sweep measures {found.between}); new results in {results}/"
+        f"(a full sweep measures {found.between}){where}"
     )
     return EXIT_OK
 

@@ -60,10 +60,13 @@ CLUSTER_OPTIONS = (  # lines of their own: the help formatter keeps a descriptio
 )
 
 
-def run_args(parser: argparse.ArgumentParser, cluster_help: bool = True) -> None:
-    """The options of a run. ``cluster_help`` False (qualify): the Slurm and Kubernetes options are taken
-    but listed in one line, so that a first look at --help is not mostly cluster settings."""
-    parser.add_argument("--out", type=Path, help="results folder (default: results/<matrix name>)")
+def run_args(
+    parser: argparse.ArgumentParser, cluster_help: bool = True, out_default: str = "results/<matrix name>"
+) -> None:
+    """The options of a run. ``cluster_help`` False (qualify, bisect): the Slurm and Kubernetes options are
+    taken but listed in one line, so that a first look at --help is not mostly cluster settings;
+    ``out_default``: where the results go without --out, as --help says it."""
+    parser.add_argument("--out", type=Path, help=f"results folder (default: {out_default})")
     parser.add_argument(
         "--timeout-s", type=TIMEOUT, default=3600.0, help="time limit per cell (default 3600)"
     )

@@ -178,14 +178,14 @@ def parser(description: str, prog: str = PROG) -> argparse.ArgumentParser:
         "--threshold-pct",
         type=number("a regression threshold in %", 0, 1000),
         help="a row is slower or faster only beyond this change, for every workload (default: the "
-        f"thresholds of A's plan.json, per workload too, as report judges; {DEFAULT_REGRESSION_PCT:g} where "
-        "there is none)",
+        "thresholds of A's plan.json, per workload too, as report judges; B's where A has none; "
+        f"{DEFAULT_REGRESSION_PCT:g} where neither has one)",
     )
     cmp.add_argument(
         "--alpha",
         type=number("a significance level", 0, 0.5),
         help="significance level of the test (Welch's t or Mann-Whitney U; TOST uses 1 - 2 alpha; default: "
-        f"A's plan's, {DEFAULT_ALPHA:g} where there is none)",
+        f"A's plan's, else B's, {DEFAULT_ALPHA:g} where neither has one)",
     )
     cmp.add_argument(
         "--out",
@@ -270,7 +270,9 @@ def parser(description: str, prog: str = PROG) -> argparse.ArgumentParser:
         action="append",
         help="results folder whose rounds are reused (repeatable; default: results/<matrix name>)",
     )
-    option_groups.run_args(bisect)
+    option_groups.run_args(
+        bisect, cluster_help=False, out_default="results/<matrix name>-bisect/<workload>-<dtype>"
+    )
     option_groups.verbosity_args(bisect)
     _history_commands(command)
     return parser

@@ -39,7 +39,8 @@ def compare(args: argparse.Namespace, out: Output) -> int:
         args.threshold_pct,
         args.alpha,
     )
-    pairs = folders.compare(asked, policy(args), args.out, out.warn).pairs
+    compared = folders.compare(asked, policy(args), args.out, out.warn)
+    pairs = compared.pairs
     # CSV and JSON are read by programs: their rows (every cell's in one table) alone go to stdout
     machine = args.format in ("csv", "json")
     summary = sys.stderr if machine else sys.stdout
@@ -52,6 +53,7 @@ def compare(args: argparse.Namespace, out: Output) -> int:
         if not machine:
             print(_compared([pair], args))
         codes.append(said(pair.report, summary))
+    print(f"judged at {compared.judged}", file=summary)  # a table's rows never say which thresholds
     # a regression outranks an infrastructure failure, which outranks a pass
     return max(codes, key=(EXIT_OK, EXIT_INFRASTRUCTURE, EXIT_FAILED).index)
 

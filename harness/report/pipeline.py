@@ -236,6 +236,7 @@ class Pair:
 class Comparison:
     pairs: tuple[Pair, ...]  # one, or the sides' common cells, cell by cell
     differences: tuple[str, ...]  # what the sides were made with that differs (matrices, suite settings)
+    judged: str = ""  # how the rows were judged: "threshold 5% (relu 10%), alpha 0.002, from A's plan"
 
 
 @dataclass(frozen=True)
@@ -311,7 +312,7 @@ def compare(asked: CompareRequest, policy: Policy, out: Path | None, warn: Say) 
                 )
                 rendered = _written(view, analysis, part, where, list(paths.values()))
             done.append(Pair(cell_a, cell_b, Report(analysis, part, rendered)))
-    return Comparison(tuple(done), differences)
+    return Comparison(tuple(done), differences, judged.told())
 
 
 def _load_sides(paths: dict[str, Path], only: str | None) -> tuple[documents.LoadedResults, dict[str, str]]:

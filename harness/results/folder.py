@@ -196,14 +196,13 @@ def is_result_file(path: Path) -> bool:
 
 
 def result_files(folder: Path, name_contains: str | None = None) -> list[Path]:
-    """The result files under ``folder``, shards in subfolders included, quarantined and superseded ones
-    not."""
+    """The result files under ``folder``, shards in subfolders included, those in its quarantine and
+    superseded subfolders not (a ``superseded/`` folder named itself holds results like any other)."""
     return sorted(
         path
         for path in jsonio.files_under(folder, MAX_DEPTH)
         if is_result_file(path)
-        and QUARANTINE not in path.parts
-        and SUPERSEDED not in path.parts
+        and not {QUARANTINE, SUPERSEDED} & set(path.relative_to(folder).parts)
         and (name_contains is None or name_contains in path.name)
     )
 

@@ -268,7 +268,8 @@ class _Judge:
         wanted = rounds or min(FIRST_ROUNDS, self.plan.rounds)
         have = self._rounds(release)
         if have < wanted:
-            self.say(f"bisect: measuring {release.label} ({self.workload} {self.dtype}, {wanted} rounds)")
+            rounds_said = "1 round" if wanted == 1 else f"{wanted} rounds"
+            self.say(f"bisect: measuring {release.label} ({self.workload} {self.dtype}, {rounds_said})")
             cell = self.plan.cell(release.cell_id)
             probe_plan = dataclasses.replace(
                 self.plan,
