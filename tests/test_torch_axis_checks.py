@@ -146,6 +146,23 @@ def test_plan_says_a_bare_torch_version_is_a_cuda_build_on_a_host_without_a_gpu(
         assert "torch: ['2.12.0+cpu']" in done.stdout and "download.pytorch.org/whl/cpu" in done.stdout
 
 
+def test_plan_says_cudnn_release_cells_need_a_gpu_on_a_host_without_one(tmp_path):
+    # issue 41's walk: a cuDNN sweep on a CPU host planned without a word, then failed at its first run
+    matrix = tmp_path / "sweep.yaml"
+    matrix.write_text(
+        "schema_version: 1\nname: s\naxes: {torch: [installed], cudnn: [bundled, {wheel: '9.15.1.9'}, "
+        "{wheel: '9.28.1.4'}]}\nsuite: {workloads: [relu], dtypes: [fp32]}\nbaseline: {cudnn: bundled}\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "plan", "--matrix", str(matrix)],
+        cwd=REPO, env=harness_env(), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    gpu = shutil.which("nvidia-smi") or os.path.exists("/dev/nvidiactl")
+    said = "note: this host has no NVIDIA GPU: the cells of cuDNN wheel:9.15.1.9, wheel:9.28.1.4 need one"
+    assert (said in done.stdout) is (not gpu), done.stdout
+
+
 @pytest.mark.slow
 def test_an_installer_that_runs_for_minutes_says_so_as_it_goes(tmp_path, monkeypatch):
     # issue 41 item 5: building an environment of torch and its CUDA wheels printed nothing for minutes

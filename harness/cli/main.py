@@ -120,17 +120,34 @@ def _plan(args: argparse.Namespace, out: Output) -> int:
         f"\n{len(plan.cells)} cells x {len(plan.knob_sets)} knob sets, backend {plan.backend}, "
         f"suite profile {plan.suite.profile}, regression threshold {plan.regression_pct:g}%"
     )
-    note = _cuda_builds_without_a_gpu(plan)
-    if note:
-        print(f"\nnote: {note}")
+    if plan.backend == "local" and not _has_gpu():
+        for note in (_cuda_builds_without_a_gpu(plan), _cudnn_releases_without_a_gpu(plan)):
+            if note:
+                print(f"\nnote: {note}")
     return EXIT_OK
+
+
+def _has_gpu() -> bool:
+    return bool(shutil.which("nvidia-smi")) or os.path.exists("/dev/nvidiactl")
+
+
+def _cudnn_releases_without_a_gpu(plan: Plan) -> str | None:
+    """On a host with no NVIDIA GPU, a cell of a cuDNN release or a system cuDNN cannot run: the suite runs
+    on the CPU, where torch never calls cuDNN, and a CPU build of torch has none to replace."""
+    chosen = sorted({c.cudnn.label for c in plan.cells if c.cudnn.kind in ("wheel", "system")})
+    if not chosen:
+        return None
+    return (
+        f"this host has no NVIDIA GPU: the cells of cuDNN {', '.join(chosen)} need one (on a CPU torch never "
+        "calls cuDNN, and a CPU build of torch has none to replace); run this matrix on a GPU host"
+    )
 
 
 def _cuda_builds_without_a_gpu(plan: Plan) -> str | None:
     """On a host with no NVIDIA GPU, a bare torch version installs PyPI's default, a CUDA build with some 2.5
     GB of nvidia-* wheels per environment: say so, and how to ask for the CPU build instead."""
     bare = sorted({c.torch for c in plan.cells if c.torch[:1].isdigit() and "+" not in c.torch})
-    if plan.backend != "local" or not bare or shutil.which("nvidia-smi") or os.path.exists("/dev/nvidiactl"):
+    if not bare:
         return None
     cpu = ", ".join(f"'{version}+cpu'" for version in bare)
     return (
