@@ -139,3 +139,34 @@ def _empty_wheel(folder):
     with zipfile.ZipFile(folder / "empty-0-py3-none-any.whl", "w") as wheel:
         for name, text in files.items():
             wheel.writestr(name, text)
+
+
+@pytest.mark.slow
+def test_a_later_round_asks_the_rows_undecided_before_it_not_after_the_folders_last_round(tmp_path):
+    # issue 41's second walk: qualify on a folder it had finished judged round 4's rows on every round the
+    # folder held (11), asked round 4 for other rows than it held, and measured it again, at every re-run
+    from harness import jsonio
+    from harness.report import pipeline
+
+    results = tmp_path / "results"
+    shutil.copytree(REPO / "reports" / "torch-axis-cpu" / "results", results)
+    plan = dataclasses.replace(Plan.from_json(json.loads((results / "plan.json").read_text())), rounds=5)
+    before_4 = pipeline.undecided(plan, [results])
+    for source in sorted(results.glob("*.r[12].json.gz")):  # rounds 4 and 5: rounds 1 and 2 again, a day on
+        doc = jsonio.read(source)
+        doc["run"]["round"] += 3
+        for key in ("started_at", "finished_at"):
+            doc[key] = doc[key].replace("2026-11-24", "2026-11-25")
+        target = source.with_name(source.name.replace(".r1.", ".r4.").replace(".r2.", ".r5."))
+        target.write_text(json.dumps(doc))
+    after_5 = pipeline.undecided(plan, [results])
+    assert before_4 is not None and after_5 is not None and before_4.rows != after_5.rows  # 18 rows, then 17
+    asked: dict[int, tuple[str, ...]] = {}
+
+    def run(plan, rounds):
+        for r in rounds:
+            asked[r] = plan.suite.rows
+        return [CellOutcome(c.id, r, "ok", None, 0.0, 1, kept=True) for c in plan.cells for r in rounds]
+
+    qualify.run_rounds(plan, results, False, run, lambda line: None)
+    assert asked[4] == tuple(f"{w}:{d}" for w, d in before_4.rows)

@@ -182,13 +182,24 @@ class Undecided:
     why: str = ""
 
 
-def undecided(plan: Plan, dirs: list[Path]) -> Undecided | None:
+def undecided(plan: Plan, dirs: list[Path], before_round: int | None = None) -> Undecided | None:
     """The rows of ``plan`` still inconclusive in ``dirs``; None where every row is decided.
+
+    ``before_round``: judged on the rounds before it only, as they stood when that round was first
+    asked for; a folder a run finished holds later rounds too, and judged on those, a re-run would ask
+    its later rounds for other rows than they hold and measure them again.
 
     Rows timed differently on the two sides (a graph on one side only) stay inconclusive whatever the
     rounds, and so do rows a busy host spoiled, so neither is run again; where those are all that is
     left, ``rows`` is empty and ``spoiled`` says how many the host spoiled."""
     loaded = documents.load_many(dirs)
+    if before_round is not None:
+        earlier = {
+            f: None
+            for d, f in zip(loaded.documents, loaded.files, strict=True)
+            if documents.round_of(d) < before_round
+        }
+        loaded = _subset(loaded, earlier)
     view = View.from_plan(plan)
     frame = frames.long_form(loaded)
     if frame.empty:

@@ -58,7 +58,7 @@ def run_rounds(plan: Plan, out: Path, all_rounds: bool, run: Run, say: Say) -> R
     alone = 1 if first > 1 and not all_rounds and plan.suite.device != "cuda" else first
     done = dataclasses.replace(_ran(run(plan, range(1, alone + 1))), first=first, last=first)
     if alone < first and not done.stopped:
-        still = pipeline.undecided(plan, [out])
+        still = pipeline.undecided(plan, [out], before_round=alone + 1)
         if still is not None and not still.rows:
             held = max(1, held_rounds(plan, out))  # a finished folder's later rounds count too
             done = dataclasses.replace(done, first=1, last=1, busy=_spoiled(still, held))
@@ -69,7 +69,7 @@ def run_rounds(plan: Plan, out: Path, all_rounds: bool, run: Run, say: Say) -> R
     for round_index in range(first + 1, plan.rounds + 1):
         if done.stopped:
             break
-        still = pipeline.undecided(plan, [out])
+        still = pipeline.undecided(plan, [out], before_round=round_index)
         if still is None:
             say(f"every row is decided after {round_index - 1} rounds; the other rounds are not needed")
             break
