@@ -45,8 +45,7 @@ class Output:
 
 
 def exit_code(outcomes: list[CellOutcome], out: Output) -> int:
-    """0 all ran; 3 nothing could run (no environment or image could be made, or the host cannot give the
-    containers their GPUs); else 1."""
+    """0 all ran; 3 nothing could run because the host cannot give the containers their GPUs; else 1."""
     from harness.executors import runs
 
     why = runs.nothing_ran(outcomes)

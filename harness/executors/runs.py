@@ -152,13 +152,21 @@ def outcome_of(
     )
 
 
+def nothing_ran(outcomes: list[CellOutcome]) -> str | None:
+    """Why no run could even start (every one failed where the host gives the containers their GPUs);
+    None where any got further."""
+    if outcomes and all(o.stage == gpu_access.STAGE for o in outcomes):
+        return outcomes[0].reason or ""
+    return None
+
+
 # where a failed run never started: its environment (local) or image (docker) could not be made, or the
 # host could not give its container the GPUs. Another round of the same cells fails the same way.
 NEVER_STARTED = (gpu_access.STAGE, "realize", "build")
 
 
-def nothing_ran(outcomes: list[CellOutcome]) -> str | None:
-    """Why no run could even start (every one failed before its suite ran: ``NEVER_STARTED``); None
+def none_started(outcomes: list[CellOutcome]) -> str | None:
+    """Why none of these runs started (every one failed before its suite ran: ``NEVER_STARTED``); None
     where any got further."""
     if outcomes and all(o.stage in NEVER_STARTED for o in outcomes):
         return outcomes[0].reason or ""

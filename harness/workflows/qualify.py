@@ -33,7 +33,7 @@ class Rounds:
 
     outcomes: list[CellOutcome]  # the last runs made: where nothing could run, why
     measured: bool  # whether any run was made (False: the folder already held every round needed)
-    stopped: bool = False  # nothing could run (``runs.nothing_ran``): the rounds stopped there
+    stopped: bool = False  # no run could start (``runs.none_started``): the rounds stopped there
     first: int = 0  # the rounds every row was asked for
     last: int = 0  # the last round asked for (of the undecided rows, where it is past ``first``)
     busy: str = ""  # why the rounds stopped with rows undecided: a busy host spoiled every one of them
@@ -129,4 +129,4 @@ def undecided_only(plan: Plan, still: pipeline.Undecided) -> Plan:
 
 
 def _ran(outcomes: list[CellOutcome]) -> Rounds:
-    return Rounds(outcomes, any(not o.kept for o in outcomes), runs.nothing_ran(outcomes) is not None)
+    return Rounds(outcomes, any(not o.kept for o in outcomes), runs.none_started(outcomes) is not None)

@@ -64,7 +64,7 @@ def gate(
             lines.append(f"  {verdict.upper()}: {r.group} {r.workload} {r.dtype} [{r.knobs}]: {r.reason}")
         if len(rows) > SUMMARY_ROWS:
             lines.append(
-                f"  ... and {len(rows) - SUMMARY_ROWS} more {verdict} rows (the report lists every row)"
+                f"  ... and {len(rows) - SUMMARY_ROWS} more {verdict} rows (the verdict table has them all)"
             )
     if worse:
         for r in numerics_rows[numerics_rows["numerics"] == "worse"].head(10).itertuples():

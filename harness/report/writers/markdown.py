@@ -17,6 +17,7 @@ from harness.report.writers.document import Document, Section, Value, plain_text
 
 MAX_LINE = 300  # GitHub renders longer lines, but nobody reads them: cells are shortened to fit
 ELLIPSIS = "…"
+WORD_CUT = 30  # a cut moves back to the end of a word at most this many characters
 
 _BREAK = re.compile(r"\r\n|\r|\n")  # CommonMark's line endings
 _BLANK = re.compile(r"[ \t\x0b\x0c]+")  # runs render as one space; at a line's start they could indent code
@@ -53,8 +54,13 @@ def inline(text: str, limit: int | None = None, cell: bool = False) -> str:
     while True:  # cut the text, then escape it: a cut never leaves half an escape or half a <br>
         shown = _escaped(text[:keep].rstrip(), cell) + ELLIPSIS
         if len(shown) <= limit or keep == 0:
-            return shown
+            break
         keep = max(0, keep - max(1, len(shown) - limit))
+    # between words where one ends shortly before the cut: "beyond the 5%…", not "beyond the 5% threshol…"
+    space = text.rfind(" ", max(0, keep - WORD_CUT), keep)
+    if space > 0 and not text[keep : keep + 1].isspace():
+        return _escaped(text[:space].rstrip(), cell) + ELLIPSIS
+    return shown
 
 
 def _shown(text: str) -> str:
