@@ -42,7 +42,6 @@ from harness.cli.output import (
     said,
 )
 from harness.errors import BackendUnavailable, HarnessError, InputError
-from harness.executors import runs
 
 if TYPE_CHECKING:
     from harness.plan.model import Plan
@@ -205,6 +204,8 @@ def _qualify(args: argparse.Namespace, out: Output) -> int:
     steps = launch.Steps(request, out.say, out.detail, out.console.runs)  # a fresh start: the first only
     done = qualify.run_rounds(plan, results, args.all_rounds, steps, out.say)
     if done.stopped:
+        from harness.executors import runs
+
         if runs.nothing_ran(done.outcomes) is None:  # exit_code says why where the GPUs were the reason
             out.warn(f"no run could start, so no later round is run: {runs.none_started(done.outcomes)}")
         return exit_code(done.outcomes, out)
