@@ -135,7 +135,7 @@ def _windows(row: dict[str, str], name: str) -> list[float]:
     return [float(x) for x in row[f"{name}:windows_us"].split()]
 
 
-def _welch(a: list[float], b: list[float]) -> tuple[float, float] | None:
+def welch(a: list[float], b: list[float]) -> tuple[float, float] | None:
     """|difference of the two window means| over its standard error, and Welch's degrees of freedom."""
     va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
     if va + vb <= 0:
@@ -158,7 +158,7 @@ def process_part(pair: Pair) -> str:
         a, b = _windows(r.row, FIRST), _windows(r.row, SECOND)
         if len(a) < 2 or len(b) < 2:
             continue
-        found = _welch(a, b)
+        found = welch(a, b)
         if found is None:
             continue
         kind = "both 3" if len(a) == len(b) == 3 else "both 8" if len(a) == len(b) == 8 else "others"

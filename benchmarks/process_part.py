@@ -32,6 +32,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import NamedTuple
 
+from benchmarks.aa_profile import welch
+
 BEYOND = 1.96
 
 
@@ -90,9 +92,8 @@ def read_tables(folder: Path) -> list[Windows]:
         ]
 
 
-def _log_mean_var(medians: tuple[float, ...]) -> tuple[float, float]:
-    logs = [math.log(m) for m in medians]
-    return statistics.fmean(logs), statistics.variance(logs)
+def _logs(medians: tuple[float, ...]) -> list[float]:
+    return [math.log(m) for m in medians]
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -111,15 +112,6 @@ class ModeFigures(NamedTuple):
     aa: dict[str, list[float]]  # row -> |ratio - 1| of every pair of its processes, in %
 
 
-def _pair(a: tuple[int, float, float], b: tuple[int, float, float]) -> tuple[float, float]:
-    """Two processes' (windows, log mean, log variance): |z| and Welch's degrees of freedom."""
-    va, vb = a[2] / a[0], b[2] / b[0]
-    if va + vb <= 0:
-        return 0.0, float(a[0] + b[0] - 2)
-    df = (va + vb) ** 2 / (va**2 / (a[0] - 1) + vb**2 / (b[0] - 1))
-    return abs(a[1] - b[1]) / math.sqrt(va + vb), df
-
-
 def figures(rows: list[Windows]) -> dict[str, ModeFigures]:
     from scipy import stats
 
@@ -130,11 +122,12 @@ def figures(rows: list[Windows]) -> dict[str, ModeFigures]:
     for mode, by_row in sorted(by_mode.items()):
         z, expected, spread, aa = [], [], [], {}
         for row, processes in by_row.items():
-            summary = [(len(p.medians_us), *_log_mean_var(p.medians_us)) for p in processes]
-            spread += [math.sqrt(var) * 100 for _, _, var in summary]
+            logs = [_logs(p.medians_us) for p in processes]
+            spread += [statistics.stdev(values) * 100 for values in logs]
             aa[row] = []
-            for (a, sa), (b, sb) in itertools.combinations(zip(processes, summary, strict=True), 2):
-                found, df = _pair(sa, sb)
+            for (a, la), (b, lb) in itertools.combinations(zip(processes, logs, strict=True), 2):
+                # windows that agree exactly are 0 standard errors apart
+                found, df = welch(la, lb) or (0.0, float(len(la) + len(lb) - 2))
                 z.append(found)
                 expected.append(2 * float(stats.t.sf(BEYOND, df)))
                 aa[row].append(abs(b.median_us / a.median_us - 1) * 100)

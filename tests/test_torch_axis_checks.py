@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -127,6 +128,16 @@ def test_the_h100_torch_axis_results_record_the_nccl_each_build_pins():
     assert seen == set(pins)
 
 
+def _planned(matrix: Path) -> tuple[str, bool]:
+    """What ``plan`` printed of ``matrix``, and whether this host has an NVIDIA GPU."""
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "plan", "--matrix", str(matrix)],
+        cwd=REPO, env=harness_env(), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout, bool(shutil.which("nvidia-smi") or os.path.exists("/dev/nvidiactl"))
+
+
 def test_plan_says_a_bare_torch_version_is_a_cuda_build_on_a_host_without_a_gpu(tmp_path):
     # issue 41: torch: '2.12.0' on a CPU-only host quietly installed CUDA builds, and plan said nothing
     matrix = tmp_path / "matrix.yaml"
@@ -134,16 +145,11 @@ def test_plan_says_a_bare_torch_version_is_a_cuda_build_on_a_host_without_a_gpu(
         "schema_version: 1\nname: t\naxes: {torch: ['2.12.0', '2.13.0+cpu'], cudnn: [bundled]}\n"
         "suite: {device: cpu, workloads: [relu], dtypes: [fp32]}\nbaseline: {torch: '2.12.0'}\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "harness", "plan", "--matrix", str(matrix)],
-        cwd=REPO, env=harness_env(), capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    gpu = shutil.which("nvidia-smi") or os.path.exists("/dev/nvidiactl")
+    planned, gpu = _planned(matrix)
     said = "note: this host has no NVIDIA GPU, and torch 2.12.0 from PyPI is a CUDA build"
-    assert (said in done.stdout) is (not gpu), done.stdout
+    assert (said in planned) is (not gpu), planned
     if not gpu:  # the fix, for the bare version only
-        assert "torch: ['2.12.0+cpu']" in done.stdout and "download.pytorch.org/whl/cpu" in done.stdout
+        assert "torch: ['2.12.0+cpu']" in planned and "download.pytorch.org/whl/cpu" in planned
 
 
 def test_plan_says_cudnn_release_cells_need_a_gpu_on_a_host_without_one(tmp_path):
@@ -153,14 +159,9 @@ def test_plan_says_cudnn_release_cells_need_a_gpu_on_a_host_without_one(tmp_path
         "schema_version: 1\nname: s\naxes: {torch: [installed], cudnn: [bundled, {wheel: '9.15.1.9'}, "
         "{wheel: '9.28.1.4'}]}\nsuite: {workloads: [relu], dtypes: [fp32]}\nbaseline: {cudnn: bundled}\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "harness", "plan", "--matrix", str(matrix)],
-        cwd=REPO, env=harness_env(), capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    gpu = shutil.which("nvidia-smi") or os.path.exists("/dev/nvidiactl")
+    planned, gpu = _planned(matrix)
     said = "note: this host has no NVIDIA GPU: the cells of cuDNN wheel:9.15.1.9, wheel:9.28.1.4 need one"
-    assert (said in done.stdout) is (not gpu), done.stdout
+    assert (said in planned) is (not gpu), planned
 
 
 @pytest.mark.slow

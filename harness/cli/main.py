@@ -235,7 +235,7 @@ def _qualify(args: argparse.Namespace, out: Output) -> int:
 
 
 def _bisect(args: argparse.Namespace, out: Output) -> int:
-    from harness.workflows.bisect import bisect, run_with
+    from harness.workflows.bisect import bisect, rounds_said, run_with
 
     plan = requests.plan(args.matrix, registry.realizing(args.backend))
     workload, _, dtype = args.row.partition(":")
@@ -266,8 +266,7 @@ def _bisect(args: argparse.Namespace, out: Output) -> int:
         )
     for probe in found.probes:
         how = "measured" if probe.measured else "reused"
-        counted = "1 round" if probe.rounds == 1 else f"{probe.rounds} rounds"
-        print(f"  {probe.release.label}: {probe.verdict} ({counted}, {how})")
+        print(f"  {probe.release.label}: {probe.verdict} ({rounds_said(probe.rounds)}, {how})")
     where = f"; new results in {results}/" if found.measured else "; every round was reused, none measured"
     print(
         f"measured {found.measured} of the {found.between} releases from {args.good} to {args.bad} "

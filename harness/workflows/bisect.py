@@ -62,6 +62,11 @@ class Found:
     ends: str = ""  # the two ends' verdict against each other (bad against good)
 
 
+def rounds_said(count: int) -> str:
+    """``1 round``, ``3 rounds``."""
+    return "1 round" if count == 1 else f"{count} rounds"
+
+
 def bisect(
     plan: Plan,
     row: str,
@@ -268,8 +273,9 @@ class _Judge:
         wanted = rounds or min(FIRST_ROUNDS, self.plan.rounds)
         have = self._rounds(release)
         if have < wanted:
-            rounds_said = "1 round" if wanted == 1 else f"{wanted} rounds"
-            self.say(f"bisect: measuring {release.label} ({self.workload} {self.dtype}, {rounds_said})")
+            self.say(
+                f"bisect: measuring {release.label} ({self.workload} {self.dtype}, {rounds_said(wanted)})"
+            )
             cell = self.plan.cell(release.cell_id)
             probe_plan = dataclasses.replace(
                 self.plan,
