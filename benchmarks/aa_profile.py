@@ -36,12 +36,19 @@ from benchmarks.quiet_cheap import AA_GOAL, _pct, _read, _seconds, export, repor
 
 REFERENCE, FIRST, SECOND = "R1-0.15", "R1-0.18", "R2-0.18"
 REFERENCE_SECOND = "R2-0.15"  # suite 0.15's own A/A on the same GPU, where the lease ran it
+THIRD = "R3-0.18"  # a third round of suite 0.18 (no numerics), where the A/A matrix ran three
+# suite 0.18's round 1 once more, on suite 0.15's GPU after its processes, where the pairs ran on two GPUs
+BESIDE = "R1-0.18s"
+DEFAULTS = "R1-0.18d"  # suite 0.18's round 1 at its defaults, where the pairs ran with other settings
 # where each process's result file lies in the lease's folder
 FILES = {
     REFERENCE: "aa/suite-0.15.r1.json.gz",
     REFERENCE_SECOND: "aa/suite-0.15.r2.json.gz",
     FIRST: "aa-018/*.r1.json.gz",
     SECOND: "aa-018/*.r2.json.gz",
+    THIRD: "aa-018/*.r3.json.gz",
+    BESIDE: "aa/suite-0.18.r1.json.gz",
+    DEFAULTS: "aa/suite-0.18d.r1.json.gz",
 }
 LONG_US = 100.0  # the rows of 100 us or more: issue 34's second split
 
@@ -110,6 +117,10 @@ def report_aa(medians: list[dict[str, str]], worst: int) -> None:
     old = Pair(medians, REFERENCE, REFERENCE_SECOND, REFERENCE)
     if old.rows:  # the same rule's baseline on this GPU: suite 0.15's two processes
         print(old.line("suite 0.15's own A/A, its rows"))
+    for first, second in ((SECOND, THIRD), (FIRST, THIRD)):
+        more = Pair(medians, first, second, REFERENCE)
+        if more.rows:  # further pairs of suite 0.18, where a third round ran
+            print(more.line(f"{first} against {second}"))
     counts: dict[int, list[float]] = defaultdict(list)
     for r in pair.rows:
         counts[max(r.windows)].append(r.dev)
@@ -120,6 +131,7 @@ def report_aa(medians: list[dict[str, str]], worst: int) -> None:
         + ", ".join(f"{n}: {len(v)} rows {_pct(v, 0.95):.2%}" for n, v in sorted(counts.items()))
     )
     print(process_part(pair))
+    print(later_windows(pair))
     print(window_caps(pair))
     print(f"the {worst} rows worst in A/A (median us {FIRST} / {SECOND}, windows, round 1's stop):")
     for row, a, b, d, windows, old in sorted(pair.rows, key=lambda r: -r.dev)[:worst]:
@@ -184,6 +196,39 @@ def process_part(pair: Pair) -> str:
     )
 
 
+def later_windows(pair: Pair, least: int = 4) -> str:
+    """Whether a process's later windows are new placements: how far a row's first window lies from the
+    mean of its later ones, and the process part over the later windows alone (rows with at least
+    ``least`` windows in both processes), beyond 1.96 and beyond 3 against what their spread gives. Were
+    every window a placement drawn anew, the later windows' means would lie where their spread puts them;
+    a process that keeps one placement over its later windows shows as a share beyond 3 far above t's."""
+    from scipy import stats
+
+    first = []
+    found = []
+    for r in pair.rows:
+        a, b = _windows(r.row, FIRST), _windows(r.row, SECOND)
+        for windows in (a, b):
+            if len(windows) >= 3:
+                first.append(abs(windows[0] / statistics.fmean(windows[1:]) - 1))
+        if len(a) >= least and len(b) >= least:
+            z = welch(a[1:], b[1:])
+            if z is not None:
+                found.append(z)
+    if not first or not found:
+        return "later windows: too few rows with several windows in both processes"
+    z = [v for v, _ in found]
+    beyond = {t: sum(v > t for v in z) / len(z) for t in (1.96, 3.0)}
+    expected = {t: statistics.fmean(2 * stats.t.sf(t, df) for _, df in found) for t in (1.96, 3.0)}
+    return (
+        f"a row's first window against the mean of its later ones (a process of 3 windows or more): "
+        f"p50 {statistics.median(first):.2%}, p95 {_pct(first, 0.95):.2%}\n"
+        f"process part over the later windows alone ({len(z)} rows of {least} windows or more in both): "
+        f"beyond 1.96 in {beyond[1.96]:.1%} (their spread alone: {expected[1.96]:.1%}), beyond 3 in "
+        f"{beyond[3.0]:.1%} ({expected[3.0]:.1%})"
+    )
+
+
 def window_caps(pair: Pair, caps: tuple[int, ...] = (3, 4, 5, 6, 8)) -> str:
     """The A/A p95 of the mean of each process's first ``cap`` windows (all of them where it took fewer):
     what stopping a row at ``cap`` windows would have given, on the windows' mean (a row's figure is the
@@ -206,7 +251,11 @@ def report_seconds(processes: dict[str, dict[str, str]]) -> None:
         print("goal 2: needs suite 0.15's and suite 0.18's round 1")
         return
     report_cost(processes, "goal 2, 0.18 vs 0.15", f"{REFERENCE},{FIRST}")
-    for name in (REFERENCE, FIRST, SECOND):
+    if BESIDE in processes:  # on suite 0.15's GPU: the same comparison within one GPU
+        report_cost(processes, "goal 2 on one GPU", f"{REFERENCE},{BESIDE}")
+    if DEFAULTS in processes:
+        report_cost(processes, "goal 2 at 0.18's defaults", f"{REFERENCE},{DEFAULTS}")
+    for name in (REFERENCE, REFERENCE_SECOND, FIRST, SECOND, THIRD, BESIDE, DEFAULTS):
         if name in processes:
             p = processes[name]
             per_row = float(p["duration_s"]) / max(1, int(p["ok"]))

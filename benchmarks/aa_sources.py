@@ -96,7 +96,8 @@ def _one_process(out: Path, rows: list[tuple[str, str]], study: str = "placement
         if study == "flush"
         else {}
     )
-    gpu = GpuState(torch.cuda.current_device())
+    device = torch.cuda.current_device()
+    gpu = GpuState(device, str(getattr(torch.cuda.get_device_properties(device), "uuid", "")) or None)
     handle = gpu.handle
     lines = []
 

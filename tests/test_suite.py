@@ -223,6 +223,22 @@ def test_the_gpu_state_around_a_measurement_is_what_changed():
     assert delta({}, after) == {} and delta(before, {}) == {}  # no NVML: nothing recorded
 
 
+def test_nvml_reads_the_gpu_the_run_is_on_not_the_hosts_first():
+    # a run pinned to the host's GPU 3 sees it as CUDA's device 0; NVML numbers the host's GPUs, so the
+    # index alone read GPU 0's clock (lease 15: every sample dropped as throttled while GPU 0 idled)
+    from harness.suite.gpu_state import nvml_device
+
+    uuid = "552e6c6c-5861-bc10-985f-363246f127fe"  # as torch gives it, without NVML's prefix
+    assert nvml_device(0, uuid, "3") == f"GPU-{uuid}"
+    assert nvml_device(0, f"GPU-{uuid}", None) == f"GPU-{uuid}"
+    assert nvml_device(0, None, "3") == 3
+    assert nvml_device(1, None, "2, 3") == 3
+    assert nvml_device(0, None, None) == 0  # every GPU visible: the indices agree
+    # named by UUID, or fewer entries than the index: not guessed
+    assert nvml_device(0, None, "GPU-552e6c6c") is None
+    assert nvml_device(2, None, "0,1") is None
+
+
 @pytest.mark.skipif(torch.version.cuda is not None, reason="checks the CPU build's answers")
 def test_probe_on_a_cpu_build():
     bundled = cudnn_probe.probe({"source": "bundled"}, "cpu")

@@ -181,7 +181,9 @@ def _measured(
     from harness.suite.gpu_state import GpuState
     from harness.suite.timer import Timer
 
-    gpu = GpuState(torch.cuda.current_device()) if device == "cuda" else None
+    gpu = None
+    if device == "cuda":  # NVML finds the GPU by the UUID CUDA gave it (harness/suite/gpu_state.py)
+        gpu = GpuState(torch.cuda.current_device(), (doc["environment"].get("gpu") or {}).get("uuid"))
     doc["environment"]["gpu_state"] = gpu.static() if gpu is not None else None
     if gpu is not None and gpu.missing:
         doc["warnings"].append(

@@ -105,18 +105,19 @@ def _gpu() -> dict[str, Any]:
         "l2_cache_bytes": getattr(props, "L2_cache_size", None),
         "device_count": torch.cuda.device_count(),
     }
-    info["nvidia_smi"] = _nvidia_smi(index)
+    # nvidia-smi numbers the host's GPUs, not CUDA's visible ones: the UUID names this one to it
+    info["nvidia_smi"] = _nvidia_smi(f"GPU-{info['uuid']}" if info["uuid"] else str(index))
     info["driver_version"] = (info["nvidia_smi"] or {}).get("driver_version")
     return info
 
 
-def _nvidia_smi(index: int) -> dict[str, str] | None:
+def _nvidia_smi(device: str) -> dict[str, str] | None:
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return None
     try:
         out = subprocess.run(
-            [exe, f"--id={index}", f"--query-gpu={','.join(NVIDIA_SMI_FIELDS)}", "--format=csv,noheader"],
+            [exe, f"--id={device}", f"--query-gpu={','.join(NVIDIA_SMI_FIELDS)}", "--format=csv,noheader"],
             capture_output=True,
             text=True,
             timeout=20,

@@ -4,10 +4,16 @@ Per sample: the SM clock right after the sample, so a throttled sample can be di
 rule: below 75 % of the default application clock), and, where that clock is under the GPU's maximum,
 whether the power limit holds it there (``power_capped``; suite 0.8). Around a measurement: clock-event
 (throttle) reasons and the power/thermal violation counters, as deltas.
+
+NVML numbers every GPU of the host and ignores ``CUDA_VISIBLE_DEVICES``, so CUDA's device 0 in a run
+pinned to the host's GPU 3 is NVML's device 3: the GPU is found by the UUID CUDA gives it
+(``nvml_device``), and without one through ``CUDA_VISIBLE_DEVICES``. Reading another GPU's clock would
+discard samples because that GPU idles, or rest this one for another's power limit.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any, TypedDict, TypeVar
 
@@ -35,18 +41,46 @@ class Snapshot(TypedDict, total=False):
     thermal_violation_ns: int | None
 
 
+def nvml_device(index: int, uuid: str | None, visible: str | None) -> str | int | None:
+    """How NVML names CUDA's device ``index``: its UUID (``GPU-...``) where CUDA gave one, else the
+    host's index that ``CUDA_VISIBLE_DEVICES`` (``visible``; None: unset) maps it to; None where that
+    cannot be told (the variable names devices by UUID or MIG instance, or has fewer entries)."""
+    if uuid:
+        return uuid if uuid.startswith(("GPU-", "MIG-")) else f"GPU-{uuid}"
+    if visible is None:
+        return index
+    entries = [e.strip() for e in visible.split(",") if e.strip()]
+    if index < len(entries) and entries[index].isdigit():
+        return int(entries[index])
+    return None
+
+
 class GpuState:
-    def __init__(self, index: int) -> None:
+    def __init__(self, index: int, uuid: str | None = None) -> None:
+        """NVML's view of CUDA's device ``index``, whose UUID (``uuid``, as torch gives it) names it to
+        NVML; without one, ``CUDA_VISIBLE_DEVICES`` maps the index."""
         self.handle = None
         self.min_sm_mhz: float | None = None
         self.max_sm_mhz: int | None = None
         self.missing: str | None = None  # why NVML is not there, for the result's warnings
+        self.nvml_uuid: str | None = None  # the device NVML reads, as NVML names it
         if pynvml is None:
             self.missing = "nvidia-ml-py (pynvml) is not installed in this Python"
             return
+        device = nvml_device(index, uuid, os.environ.get("CUDA_VISIBLE_DEVICES"))
+        if device is None:
+            self.missing = (
+                f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')!r} does not say which of the "
+                f"host's GPUs CUDA's device {index} is"
+            )
+            return
         try:
             pynvml.nvmlInit()
-            self.handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            if isinstance(device, str):
+                self.handle = pynvml.nvmlDeviceGetHandleByUUID(device)
+            else:
+                self.handle = pynvml.nvmlDeviceGetHandleByIndex(device)
+            self.nvml_uuid = _read(lambda: _text(pynvml.nvmlDeviceGetUUID(self.handle)))
             default = pynvml.nvmlDeviceGetDefaultApplicationsClock(self.handle, pynvml.NVML_CLOCK_SM)
             self.min_sm_mhz = THROTTLE_FRACTION * default
             self.max_sm_mhz = int(pynvml.nvmlDeviceGetMaxClockInfo(self.handle, pynvml.NVML_CLOCK_SM))
@@ -95,7 +129,7 @@ class GpuState:
         """What decides the numbers and does not change during a run."""
         if self.handle is None:
             return {"nvml": False}
-        found: dict[str, Any] = {"nvml": True}
+        found: dict[str, Any] = {"nvml": True, "uuid": self.nvml_uuid}
         calls: dict[str, Callable[[], object]] = {
             "power_limit_w": lambda: pynvml.nvmlDeviceGetEnforcedPowerLimit(self.handle) / 1000,
             "persistence_mode": lambda: bool(pynvml.nvmlDeviceGetPersistenceMode(self.handle)),
@@ -114,6 +148,11 @@ class GpuState:
             except pynvml.NVMLError:
                 found[name] = None
         return found
+
+
+def _text(value: str | bytes) -> str:
+    """NVML's strings, which older bindings return as bytes."""
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def _violation_ns(handle: object, policy: int) -> int:
