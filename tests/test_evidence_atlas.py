@@ -326,3 +326,59 @@ def test_lease_14_put_22_of_the_26_later_backward_changes_at_9_26_1_1_to_9_27_0_
     assert len(turned) == 5 and (turned["step"] == turned["verdict_12"]).all()
     d3a = turned[(turned["workload"] == "conv2d_unet_d3a_bwd_data.cl") & (turned["dtype"] == "fp32")]
     assert 6.2 < d3a["step_ratio"].iloc[0] < 6.5
+
+
+@pytest.fixture(scope="module")
+def locate(tmp_path_factory) -> dict[str, pd.DataFrame]:
+    out = tmp_path_factory.mktemp("locate-a")
+    return _render(ATLAS / "locate-a", ATLAS / "locate-a-matrix.yaml", out)
+
+
+FIRST_AT_9_21 = {  # lease 15, GPU 0: judged against bundled at 9.21.0.82, its direction
+    ("conv2d_unet_mid_b_bwd_weight", "tf32"): "slower",
+    ("conv2d_r50_c5_down_bwd_data", "tf32"): "faster",
+    ("conv2d_unet_d4a_bwd_weight.cl", "fp16"): "slower",
+    ("conv2d_unet_e3a_bwd_weight.cl", "fp16"): "slower",
+    ("conv2d_unet_d3a_bwd_weight.cl", "fp16"): "faster",
+}
+
+
+def test_lease_15_puts_five_rows_first_change_before_9_21_0_82_and_none_after_it_to_9_24_0_43(
+    locate, backward_path
+):
+    # lease 15: bundled and the 7 PyPI releases 9.21.0.82 ... 9.24.0.43, 3 rounds each on one H200
+    verdicts = locate["verdicts"].assign(release=locate["verdicts"]["group"].str.extract(r"wheel-([\d.]+)_")[0])
+    assert set(verdicts["rounds_baseline"]) == set(verdicts["rounds_candidate"]) == {3}
+    assert verdicts["release"].nunique() == 7
+    changes = locate["changes"]
+    at_9_21 = changes[changes["after"] == "9.21.0.82"].set_index(["workload", "dtype"])["verdict"]
+    assert {row: at_9_21[row] for row in FIRST_AT_9_21} == FIRST_AT_9_21
+    adjacent = changes[changes["before"] != "9.19.0 (bundled)"]
+    for row in FIRST_AT_9_21:  # no judged step of theirs between 9.21.0.82 and 9.24.0.43
+        assert steps(adjacent, *row) == []
+    # lease 13 (another H200) had the four rows other than mid_b `same` at 9.20.0.48, ratios like these
+    earlier = backward_path["verdicts"]
+    at_9_20 = earlier[earlier["release"] == "9.20.0.48"].set_index(["workload", "dtype"])["verdict"]
+    assert all(at_9_20[row] == "same" for row in FIRST_AT_9_21)
+    # the two rows with no judged change in the span: e1a fp32 and c3_3x3 tf32
+    for row in (("conv2d_unet_e1a_bwd_weight.cl", "fp32"), ("conv2d_r50_c3_3x3_bwd_data", "tf32")):
+        assert steps(changes, *row) == []
+
+
+def test_lease_15_mid_a_runs_in_two_modes_from_9_23_0_39(locate):
+    # its one judged step, 9.22.0.52 -> 9.23.0.39, is the start of windows at ~208 us beside ~171 us
+    assert steps(locate["changes"], "conv2d_unet_mid_a_bwd_weight", "tf32") == [
+        ("9.22.0.52", "9.23.0.39", "slower")
+    ]
+    results = locate["results"]
+    mid_a = results[(results["workload"] == "conv2d_unet_mid_a_bwd_weight") & (results["dtype"] == "tf32")]
+    rounds_us = mid_a.groupby(mid_a["cell_id"].str.extract(r"wheel-([\d.]+)_")[0])["median_s"].agg(list)
+    assert max(rounds_us["9.22.0.52"]) < 175e-6 and min(rounds_us["9.23.0.39"]) > 200e-6
+    # at 9.23.1.3 one round of three sits in the fast mode: the same release in two modes
+    assert sorted(t < 180e-6 for t in rounds_us["9.23.1.3"]) == [False, False, True]
+
+
+def test_lease_15_second_half_judged_nothing():
+    # GPU 1 of the same host: its clock guard read GPU 0 (fixed since), bundled has one round: no verdicts
+    verdicts = pd.read_csv(ATLAS / "locate-b-report" / "verdicts.csv")
+    assert set(verdicts["verdict"]) == {"inconclusive"}
