@@ -347,7 +347,8 @@ def test_lease_15_puts_five_rows_first_change_before_9_21_0_82_and_none_after_it
     locate, backward_path
 ):
     # lease 15: bundled and the 7 PyPI releases 9.21.0.82 ... 9.24.0.43, 3 rounds each on one H200
-    verdicts = locate["verdicts"].assign(release=locate["verdicts"]["group"].str.extract(r"wheel-([\d.]+)_")[0])
+    verdicts = locate["verdicts"]
+    verdicts = verdicts.assign(release=verdicts["group"].str.extract(r"wheel-([\d.]+)_")[0])
     assert set(verdicts["rounds_baseline"]) == set(verdicts["rounds_candidate"]) == {3}
     assert verdicts["release"].nunique() == 7
     changes = locate["changes"]
