@@ -11,6 +11,8 @@ from typing import Any
 
 import torch
 
+from harness.suite.gpu_state import nvml_device
+
 # Variables that change which libraries load or how kernels behave; recorded verbatim.
 RELEVANT_ENV = (
     "CUDA_VISIBLE_DEVICES",
@@ -106,7 +108,8 @@ def _gpu() -> dict[str, Any]:
         "device_count": torch.cuda.device_count(),
     }
     # nvidia-smi numbers the host's GPUs, not CUDA's visible ones: the UUID names this one to it
-    info["nvidia_smi"] = _nvidia_smi(f"GPU-{info['uuid']}" if info["uuid"] else str(index))
+    device = nvml_device(index, info["uuid"], os.environ.get("CUDA_VISIBLE_DEVICES"))
+    info["nvidia_smi"] = _nvidia_smi(str(device)) if device is not None else None
     info["driver_version"] = (info["nvidia_smi"] or {}).get("driver_version")
     return info
 
