@@ -76,8 +76,8 @@ class GpuState:
             return
         try:
             pynvml.nvmlInit()
-            if isinstance(device, str):
-                self.handle = pynvml.nvmlDeviceGetHandleByUUID(device)
+            if isinstance(device, str):  # bytes: what every binding's ctypes call takes
+                self.handle = pynvml.nvmlDeviceGetHandleByUUID(device.encode())
             else:
                 self.handle = pynvml.nvmlDeviceGetHandleByIndex(device)
             self.nvml_uuid = _read(lambda: _text(pynvml.nvmlDeviceGetUUID(self.handle)))
