@@ -152,3 +152,31 @@ def test_the_part_of_the_a_a_more_windows_cannot_average_and_what_a_cap_would_gi
         "A/A p95 of the first windows' mean, at most: 3: 10.00% (3.00 windows a row), "
         "6: 15.00% (4.00 windows a row)"
     ), caps
+
+
+def test_later_windows_show_a_place_each_process_keeps():
+    # batchnorm: each process's first window off its later ones, which agree closely within a process and
+    # lie 5 % apart between the two (a place each keeps); relu: both processes' windows alike
+    fields = [
+        "workload",
+        "dtype",
+        "knobs",
+        "R1-0.18:us",
+        "R2-0.18:us",
+        "R1-0.18:windows_us",
+        "R2-0.18:windows_us",
+    ]
+    rows = [
+        ("batchnorm", "716.5", "752.5", "740 716 717 716 717", "730 753 752 753 752"),
+        ("relu", "100", "100", "100 99 100 101", "100 99 100 101"),
+    ]
+    medians = [dict(zip(fields, (r[0], "bf16", "c0d0t0", *r[1:]), strict=True)) for r in rows]
+    later = aa_profile.later_windows(aa_profile.Pair(medians, "R1-0.18", "R2-0.18", "R1-0.15"))
+    # first windows: 740 / 716.5 and 730 / 752.5 (3.28 %, 2.99 %) beside relu's two at 0
+    assert "p50 1.50%, p95 3.28%" in later, later
+    # batchnorm's later means are 36 us apart over a standard error of 0.41 us: beyond 3; relu's are equal
+    assert "(2 rows of 4 windows or more in both): beyond 1.96 in 50.0%" in later
+    assert "beyond 3 in 50.0%" in later
+    # too few windows: no figure, and it says why
+    short = [dict(m, **{"R1-0.18:windows_us": "1 2", "R2-0.18:windows_us": "1 2"}) for m in medians]
+    assert "too few rows" in aa_profile.later_windows(aa_profile.Pair(short, "R1-0.18", "R2-0.18", "R1-0.15"))
