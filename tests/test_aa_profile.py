@@ -112,27 +112,26 @@ def test_suite_0_15s_own_a_a_is_read_where_the_lease_ran_its_second_round(tmp_pa
     assert "suite 0.15's own A/A, its rows 2 rows: p50 0.400%, p95 0.500%, max 0.500%" in out
 
 
+def _pair(rows: list[tuple[str, str, str, str, str]]) -> aa_profile.Pair:
+    """Suite 0.18's two processes over ``rows``: (workload, R1 us, R2 us, R1's windows, R2's windows)."""
+    fields = ("R1-0.18:us", "R2-0.18:us", "R1-0.18:windows_us", "R2-0.18:windows_us")
+    medians = [
+        {"workload": name, "dtype": "fp32", "knobs": "c0d0t0"} | dict(zip(fields, values, strict=True))
+        for name, *values in rows
+    ]
+    return aa_profile.Pair(medians, "R1-0.18", "R2-0.18", "R1-0.15")
+
+
 def test_the_part_of_the_a_a_more_windows_cannot_average_and_what_a_cap_would_give(tmp_path):
     # relu: both processes' windows alike (0 standard errors apart); gemm: 10 % apart, far beyond its
     # windows' spread; sigmoid: its first 3 windows agree, its later ones (6 in each process) do not
-    fields = [
-        "workload",
-        "dtype",
-        "knobs",
-        "R1-0.18:us",
-        "R2-0.18:us",
-        "R1-0.18:windows_us",
-        "R2-0.18:windows_us",
-    ]
-    rows = [
-        ("relu", "100", "100", "99 100 101", "99 100 101"),
-        ("gemm", "100", "110", "99.9 100 100.1", "109.9 110 110.1"),
-        ("sigmoid", "10", "11.5", "10 10 10 10 10 10", "10 10 10 13 13 13"),
-    ]
-    medians = [
-        dict(zip(fields, ("w", "fp32", "c0d0t0", *r[1:]), strict=True)) | {"workload": r[0]} for r in rows
-    ]
-    pair = aa_profile.Pair(medians, "R1-0.18", "R2-0.18", "R1-0.15")
+    pair = _pair(
+        [
+            ("relu", "100", "100", "99 100 101", "99 100 101"),
+            ("gemm", "100", "110", "99.9 100 100.1", "109.9 110 110.1"),
+            ("sigmoid", "10", "11.5", "10 10 10 10 10 10", "10 10 10 13 13 13"),
+        ]
+    )
     part = aa_profile.process_part(pair)
     # relu 0, sigmoid 1.5 over sqrt(2.7 / 6) = 2.24, gemm 10 over sqrt(2 x 0.01 / 3) = 122.5 standard errors
     # against Student's t at each row's Welch degrees of freedom: relu and gemm 4 (12.2 %), sigmoid 5 (10.7 %)
@@ -157,26 +156,16 @@ def test_the_part_of_the_a_a_more_windows_cannot_average_and_what_a_cap_would_gi
 def test_later_windows_show_a_place_each_process_keeps():
     # batchnorm: each process's first window off its later ones, which agree closely within a process and
     # lie 5 % apart between the two (a place each keeps); relu: both processes' windows alike
-    fields = [
-        "workload",
-        "dtype",
-        "knobs",
-        "R1-0.18:us",
-        "R2-0.18:us",
-        "R1-0.18:windows_us",
-        "R2-0.18:windows_us",
-    ]
     rows = [
         ("batchnorm", "716.5", "752.5", "740 716 717 716 717", "730 753 752 753 752"),
         ("relu", "100", "100", "100 99 100 101", "100 99 100 101"),
     ]
-    medians = [dict(zip(fields, (r[0], "bf16", "c0d0t0", *r[1:]), strict=True)) for r in rows]
-    later = aa_profile.later_windows(aa_profile.Pair(medians, "R1-0.18", "R2-0.18", "R1-0.15"))
+    later = aa_profile.later_windows(_pair(rows))
     # first windows: 740 / 716.5 and 730 / 752.5 (3.28 %, 2.99 %) beside relu's two at 0
     assert "p50 1.50%, p95 3.28%" in later, later
     # batchnorm's later means are 36 us apart over a standard error of 0.41 us: beyond 3; relu's are equal
     assert "(2 rows of 4 windows or more in both): beyond 1.96 in 50.0%" in later
     assert "beyond 3 in 50.0%" in later
     # too few windows: no figure, and it says why
-    short = [dict(m, **{"R1-0.18:windows_us": "1 2", "R2-0.18:windows_us": "1 2"}) for m in medians]
-    assert "too few rows" in aa_profile.later_windows(aa_profile.Pair(short, "R1-0.18", "R2-0.18", "R1-0.15"))
+    short = [(name, a, b, "1 2", "1 2") for name, a, b, _, _ in rows]
+    assert "too few rows" in aa_profile.later_windows(_pair(short))
