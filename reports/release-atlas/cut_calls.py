@@ -30,18 +30,10 @@ def tree_mib() -> float:
     return sum(os.path.getsize(f) for f in files if f and os.path.isfile(f)) / 2**20
 
 
-def chain_order(deltas: Path) -> list[str]:
-    """Releases in the order they can be rebuilt: each after the release it is patched from."""
-    sources = {d.name: (d / "FROM").read_text().strip() for d in deltas.iterdir() if (d / "FROM").is_file()}
-    order: list[str] = []
-    while len(order) < len(sources):
-        ready = sorted(
-            v for v, src in sources.items() if v not in order and (src in order or src not in sources)
-        )
-        if not ready:
-            raise SystemExit(f"cut_calls: the chain in {deltas} has a cycle")
-        order += ready
-    return order
+def releases(deltas: Path) -> list[str]:
+    """The release folders of ``deltas`` (each with its FROM), in version order."""
+    found = [d.name for d in deltas.iterdir() if (d / "FROM").is_file()]
+    return sorted(found, key=lambda v: tuple(int(p) for p in v.split(".")))
 
 
 def main() -> int:
@@ -60,7 +52,7 @@ def main() -> int:
         return 2
     files = [
         (version, path)
-        for version in chain_order(args.deltas)
+        for version in releases(args.deltas)
         for path in sorted((args.deltas / version).iterdir())
         if path.is_file()
     ]
