@@ -4,7 +4,8 @@
 #   bash reports/release-atlas/device-lease.sh start SECONDS NAME:GPU:MATRIX[:AFTER]...
 #                                                start each run (once the file AFTER exists, if given), then wait
 #   bash reports/release-atlas/device-lease.sh wait SECONDS NAME...               wait for the runs named
-# Each run is `harness run --matrix MATRIX --gpus GPU --wheelhouse /var/tmp/wheelhouse` into
+# Each run is `harness run --matrix MATRIX --gpus GPU --wheelhouse /var/tmp/wheelhouse` (the wheelhouse only where
+# it holds a wheel when the run starts: cells of the machine's own torch and cuDNN need none) into
 # /var/tmp/lease/NAME, in a session of its own (setsid: a call's end does not stop it), with its own
 # HARNESS_CACHE (runs side by side do not share a cell environment being built). A call waits up to
 # SECONDS for every run named to finish, then returns NAME.tar.gz (the results folder, its output and the
@@ -29,7 +30,8 @@ for spec in "$@"; do
   nvidia-smi --query-gpu=index,name,uuid,driver_version,power.limit --format=csv,noheader > "$lease/$name-gpu.txt"
   (cd "$lease/$name-src" && HARNESS_CACHE=/var/tmp/hc-$name PYTHONPATH=/tmp/site setsid nohup bash -c "
     while [ -n '$after' ] && [ ! -e '$after' ]; do sleep 5; done
-    python3 -m harness run --matrix matrix.yaml --gpus $gpu --wheelhouse /var/tmp/wheelhouse --out $lease/$name \
+    wh=; ls /var/tmp/wheelhouse/*.whl > /dev/null 2>&1 && wh='--wheelhouse /var/tmp/wheelhouse'
+    python3 -m harness run --matrix matrix.yaml --gpus $gpu \$wh --out $lease/$name \
       > $lease/$name-output.txt 2>&1; echo \"exit \$?\" >> $lease/$name-output.txt; touch $lease/$name.DONE" \
     > /dev/null 2>&1 < /dev/null &)
 done
