@@ -1,8 +1,9 @@
 """The committed evidence of issue 40's later leases: what their READMEs claim holds, re-derived from the
-results (reports/release-atlas resnet-layers, layer-path, stem-bf16 and variants-backward-step;
+results (reports/release-atlas resnet-layers, layer-path, stem-bf16, locate-a and last-rows;
 reports/torch-axis-h100/t215; reports/torch-build-docker), or from the committed render where the results left
 the tree (variants-report, variants-path-report: their results are in git at cb71162;
-variants-backward-report: at 57694ad; variants-backward-path-report: at ff50c59)."""
+variants-backward-report: at 57694ad; variants-backward-path-report: at ff50c59; variants-backward-step-report:
+at 60801c5; last-rows-g2-report: at the commit reports/README.md names)."""
 
 from __future__ import annotations
 
@@ -286,9 +287,9 @@ def test_lease_13_put_32_of_the_68_backward_changes_at_9_21_0_82_and_26_after_it
 
 
 @pytest.fixture(scope="module")
-def backward_step(tmp_path_factory) -> dict[str, pd.DataFrame]:
-    out = tmp_path_factory.mktemp("variants-backward-step")
-    return _render(ATLAS / "variants-backward-step", ATLAS / "variants-backward-step-matrix.yaml", out)
+def backward_step() -> dict[str, pd.DataFrame]:
+    report = ATLAS / "variants-backward-step-report"  # its results: git, 60801c5
+    return {name: pd.read_csv(report / f"{name}.csv") for name in ("changes", "verdicts")}
 
 
 def test_lease_14_put_22_of_the_26_later_backward_changes_at_9_26_1_1_to_9_27_0_42(
@@ -383,3 +384,48 @@ def test_lease_15_second_half_judged_nothing():
     # GPU 1 of the same host: its clock guard read GPU 0 (fixed since), bundled has one round: no verdicts
     verdicts = pd.read_csv(ATLAS / "locate-b-report" / "verdicts.csv")
     assert set(verdicts["verdict"]) == {"inconclusive"}
+
+
+@pytest.fixture(scope="module")
+def last_rows(tmp_path_factory) -> dict[str, pd.DataFrame]:
+    out = tmp_path_factory.mktemp("last-rows")
+    return _render(ATLAS / "last-rows", ATLAS / "last-rows-matrix.yaml", out)
+
+
+AT_9_25_1_1 = {  # lease 16: judged between the adjacent releases 9.24.1.1 and 9.25.1.1, on GPUs 1 and 2
+    ("conv2d_unet_mid_a_bwd_weight", "tf32"): "faster",
+    ("conv2d_unet_mid_b_bwd_weight", "tf32"): "faster",
+    ("conv2d_r50_c3_3x3_bwd_data", "tf32"): "faster",
+}
+
+
+def test_lease_16_locates_the_last_backward_steps_at_9_24_1_1_to_9_25_1_1(last_rows):
+    # lease 16: bundled and 9.24.0.43 ... 9.26.1.1, 7 rounds each, the same matrix on two GPUs of one host
+    verdicts = last_rows["verdicts"]
+    assert set(verdicts["rounds_baseline"]) == set(verdicts["rounds_candidate"]) == {7}
+    second = pd.read_csv(ATLAS / "last-rows-g2-report" / "changes.csv")  # GPU 2; its results: git
+    for changes in (last_rows["changes"], second):
+        adjacent = changes[changes["before"] != "9.19.0 (bundled)"]
+        judged = adjacent[adjacent["verdict"].isin(["slower", "faster"])]
+        assert {(r.workload, r.dtype): (r.before, r.after, r.verdict) for r in judged.itertuples()} == {
+            row: ("9.24.1.1", "9.25.1.1", verdict) for row, verdict in AT_9_25_1_1.items()
+        }
+        # mid_a and mid_b were slower than bundled up to 9.24.1.1 and no longer from 9.25.1.1
+        for row in (("conv2d_unet_mid_a_bwd_weight", "tf32"), ("conv2d_unet_mid_b_bwd_weight", "tf32")):
+            assert steps(changes, *row) == [
+                ("9.19.0 (bundled)", "9.24.0.43", "slower"),
+                ("9.24.1.1", "9.25.1.1", "faster"),
+            ]
+    # e3a_bwd_data tf32: no step from 9.24.0.43 to 9.26.1.1
+    assert steps(last_rows["changes"], "conv2d_unet_e3a_bwd_data", "tf32") == []
+
+
+def test_lease_16_e1a_steps_by_4_percent_under_the_threshold(last_rows):
+    # every round of 9.24.1.1 lies above every round of 9.25.1.1 (165 -> 158 us), a step the 5 % rule
+    # calls `same`: located, not judged
+    results = last_rows["results"]
+    e1a = results[(results["workload"] == "conv2d_unet_e1a_bwd_weight.cl") & (results["dtype"] == "fp32")]
+    rounds = e1a.groupby(e1a["cell_id"].str.extract(r"(bundled|wheel-[\d.]+)_")[0])["median_s"].agg(list)
+    assert min(rounds["wheel-9.24.1.1"]) > max(rounds["wheel-9.25.1.1"])
+    assert 0.95 < sum(rounds["wheel-9.25.1.1"]) / sum(rounds["wheel-9.24.1.1"]) < 0.97
+    assert steps(last_rows["changes"], "conv2d_unet_e1a_bwd_weight.cl", "fp32") == []
