@@ -429,3 +429,19 @@ def test_lease_16_e1a_steps_by_4_percent_under_the_threshold(last_rows):
     assert min(rounds["wheel-9.24.1.1"]) > max(rounds["wheel-9.25.1.1"])
     assert 0.95 < sum(rounds["wheel-9.25.1.1"]) / sum(rounds["wheel-9.24.1.1"]) < 0.97
     assert steps(last_rows["changes"], "conv2d_unet_e1a_bwd_weight.cl", "fp32") == []
+
+
+def test_lease_17_finds_no_change_at_the_patch_steps_and_one_more_between_9_19_1_2_and_9_28_0_42():
+    # lease 17: lease 1's 75 rows undecided at a step, its four cells on one H200 (3 to 4 rounds a cell)
+    report = ATLAS / "undecided-report"  # its results: git, at the commit reports/README.md names
+    families = pd.read_csv(report / "families.csv")
+    steps_judged = families[~families["compared"].str.startswith("installed")]
+    counts = steps_judged.groupby("compared")[["rows", "faster", "slower", "same", "undecided"]].sum()
+    assert counts.loc["9.19.1.2"].to_dict() == {"rows": 75, "faster": 0, "slower": 0, "same": 67, "undecided": 8}
+    assert counts.loc["9.28.1.4"].to_dict() == {"rows": 75, "faster": 0, "slower": 0, "same": 73, "undecided": 2}
+    assert (counts.loc["9.28.0.42", "faster"], counts.loc["9.28.0.42", "slower"]) == (5, 4)
+    # the one change among the 33 rows no lease had followed: U-Net e1b's NHWC bf16 backward-data
+    changes = pd.read_csv(report / "changes.csv")
+    assert steps(changes, "conv2d_unet_e1b_bwd_data.cl", "bf16") == [("9.19.1.2", "9.28.0.42", "faster")]
+    between = (ATLAS / "between-matrix.yaml").read_text()
+    assert "conv2d_unet_e1b_bwd_data.cl:bf16" not in between
