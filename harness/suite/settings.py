@@ -22,7 +22,8 @@ Device = Literal["auto", "cuda", "cpu"]
 # as its process needs (harness/suite/share.py); min_time_s is nvbench's 0.5 s and the time budget 1 s, the
 # lengths where no share is asked (a CPU). On a GPU a row's median averages the places its windows put it
 # in memory, so a row is timed in ``windows`` windows and more, up to ``windows_max``, while its windows
-# disagree (harness/suite/windows.py). docs/method.md gives the measurements behind them.
+# disagree (harness/suite/windows.py). ``windows_max`` is 3 since suite 0.19: up to 8 windows bought an A/A of
+# 0.96 % where 3 gave 1.00 %, at 1.5x the process's time. docs/method.md gives the measurements behind them.
 @dataclass(frozen=True)
 class SuiteSettings:
     """What the suite measures and how long it samples each measurement."""
@@ -38,7 +39,7 @@ class SuiteSettings:
     numerics: bool = True  # check each measurement against an fp64 reference
     what_ran: bool = True  # profile one extra call per measurement: the operators and kernels that ran
     windows: int = 3  # on a GPU, the least windows a row is timed in
-    windows_max: int = 8  # on a GPU, the most (at most ``windows``: every row exactly ``windows``)
+    windows_max: int = 3  # on a GPU, the most (at most ``windows``: every row exactly ``windows``)
     window_target: float = 0.002  # a row's windows stop once their mean's relative standard error is this
     placement_pad_mib: int = 0  # on a GPU, each window first holds a pad of 0 to this many MiB (0: none)
 
