@@ -169,3 +169,19 @@ def test_later_windows_show_a_place_each_process_keeps():
     # too few windows: no figure, and it says why
     short = [(name, a, b, "1 2", "1 2") for name, a, b, _, _ in rows]
     assert "too few rows" in aa_profile.later_windows(_pair(short))
+
+
+@pytest.mark.slow  # 300 trials a row of the early verdicts: seconds
+def test_lease_3s_committed_output_is_what_its_committed_tables_print(capsys):
+    # reports/aa-h100/windows3: every row in 3 windows (suite 0.19's default), suite 0.15 on the same host
+    lease = Path(__file__).resolve().parent.parent / "reports" / "aa-h100" / "windows3"
+    aa_profile.main(["--tables", str(lease)])
+    printed = capsys.readouterr().out
+    assert printed == (lease / "output.txt").read_text()
+    # what the READMEs read from it
+    assert "goal 1, A/A p95 <= 0.5 % over all paired rows: 0.992% (NOT met, 1.98x the goal)" in printed
+    assert "suite 0.15's own A/A, its rows      256 rows: p50 0.128%, p95 1.015%" in printed
+    assert "windows a row: mean 3.00 (least 3, most 3)" in printed
+    assert "against suite 0.15 261.8 s, process 263.3 s: 0.846, process 0.850  (goal <= 1: met)" in printed
+    for goal in ("(goal >= 99 %: met)", "(goal <= 1 %: met)", "(goal >= 95 %: met)"):
+        assert goal in printed
