@@ -33,7 +33,7 @@ for spec in "$@"; do
     wh=; ls /var/tmp/wheelhouse/*.whl > /dev/null 2>&1 && wh='--wheelhouse /var/tmp/wheelhouse'
     python3 -m harness run --matrix matrix.yaml --gpus $gpu \$wh --out $lease/$name \
       > $lease/$name-output.txt 2>&1; echo \"exit \$?\" >> $lease/$name-output.txt; touch $lease/$name.DONE" \
-    > /dev/null 2>&1 < /dev/null &)
+    > /dev/null 2>&1 < /dev/null &) > /dev/null 2>&1 < /dev/null  # the and-list forks a shell that waits: not on our stdout
 done
 end=$(( $(date +%s) + seconds ))
 for name in "${names[@]}"; do
