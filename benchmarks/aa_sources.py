@@ -85,6 +85,7 @@ def _one_process(out: Path, rows: list[tuple[str, str]], study: str = "placement
 
     from harness.suite import numerics
     from harness.suite.catalog import CATALOG, FAMILY
+    from harness.suite.environment import device_uuid
     from harness.suite.gpu_state import GpuState
     from harness.suite.measure import Sampling, measure
     from harness.suite.timer import Timer
@@ -97,7 +98,7 @@ def _one_process(out: Path, rows: list[tuple[str, str]], study: str = "placement
         else {}
     )
     device = torch.cuda.current_device()
-    gpu = GpuState(device, str(getattr(torch.cuda.get_device_properties(device), "uuid", "")) or None)
+    gpu = GpuState(device, device_uuid(device))
     handle = gpu.handle
     lines = []
 

@@ -50,6 +50,11 @@ def layers(tmp_path_factory) -> dict[str, pd.DataFrame]:
     return _render(ATLAS / "resnet-layers", ATLAS / "resnet-layers-matrix.yaml", out)
 
 
+def _release(cell_ids: pd.Series) -> pd.Series:
+    """The PyPI cuDNN release of each cell id (``...cudnn-wheel-9.21.0.82_<hash>``; NaN for bundled)."""
+    return cell_ids.str.extract(r"wheel-([\d.]+)_")[0]
+
+
 def steps(changes: pd.DataFrame, workload: str, dtype: str) -> list[tuple[str, str, str]]:
     rows = changes[(changes["workload"] == workload) & (changes["dtype"] == dtype)]
     return [(r.before, r.after, r.verdict) for r in rows.itertuples() if r.verdict in ("slower", "faster")]
@@ -298,7 +303,7 @@ def test_lease_14_put_22_of_the_26_later_backward_changes_at_9_26_1_1_to_9_27_0_
 ):
     # lease 14: bundled, 9.26.1.1 and 9.27.0.42, 3 rounds each on one H200
     verdicts = backward_step["verdicts"]
-    verdicts = verdicts.assign(release=verdicts["group"].str.extract(r"wheel-([\d.]+)_")[0])
+    verdicts = verdicts.assign(release=_release(verdicts["group"]))
     assert set(verdicts["rounds_baseline"]) == set(verdicts["rounds_candidate"]) == {3}
     changes = backward_step["changes"]
     step = changes[(changes["before"] == "9.26.1.1") & (changes["after"] == "9.27.0.42")]
@@ -350,7 +355,7 @@ def test_lease_15_puts_five_rows_first_change_before_9_21_0_82_and_none_after_it
 ):
     # lease 15: bundled and the 7 PyPI releases 9.21.0.82 ... 9.24.0.43, 3 rounds each on one H200
     verdicts = locate["verdicts"]
-    verdicts = verdicts.assign(release=verdicts["group"].str.extract(r"wheel-([\d.]+)_")[0])
+    verdicts = verdicts.assign(release=_release(verdicts["group"]))
     assert set(verdicts["rounds_baseline"]) == set(verdicts["rounds_candidate"]) == {3}
     assert verdicts["release"].nunique() == 7
     changes = locate["changes"]
@@ -375,7 +380,7 @@ def test_lease_15_mid_a_runs_in_two_modes_from_9_23_0_39(locate):
     ]
     results = locate["results"]
     mid_a = results[(results["workload"] == "conv2d_unet_mid_a_bwd_weight") & (results["dtype"] == "tf32")]
-    rounds_us = mid_a.groupby(mid_a["cell_id"].str.extract(r"wheel-([\d.]+)_")[0])["median_s"].agg(list)
+    rounds_us = mid_a.groupby(_release(mid_a["cell_id"]))["median_s"].agg(list)
     assert max(rounds_us["9.22.0.52"]) < 175e-6 and min(rounds_us["9.23.0.39"]) > 200e-6
     # at 9.23.1.3 one round of three sits in the fast mode: the same release in two modes
     assert sorted(t < 180e-6 for t in rounds_us["9.23.1.3"]) == [False, False, True]

@@ -94,13 +94,19 @@ def _host() -> dict[str, Any]:
     }
 
 
+def device_uuid(index: int) -> str | None:
+    """The UUID CUDA gives its device ``index`` (what names it to NVML and nvidia-smi), None where the torch
+    build gives none."""
+    return str(getattr(torch.cuda.get_device_properties(index), "uuid", "")) or None
+
+
 def _gpu() -> dict[str, Any]:
     index = torch.cuda.current_device()
     props = torch.cuda.get_device_properties(index)
     info: dict[str, Any] = {
         "index": index,
         "name": props.name,
-        "uuid": str(getattr(props, "uuid", "")) or None,
+        "uuid": device_uuid(index),
         "capability": f"{props.major}.{props.minor}",
         "total_memory_bytes": props.total_memory,
         "multiprocessors": props.multi_processor_count,
