@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -118,6 +119,21 @@ def test_a_report_with_regressions_ends_its_answer_with_their_reproducers(tmp_pa
     assert f"python -m harness repro \\\n    --results {GPU_LOCAL_ROUNDS} \\\n    --workload" in steps
     assert text.index("## What to do next") < text.index("## Method")  # the end of the answer
     assert "What to do next" in (out / "summary.md").read_text()
+
+
+def test_the_cell_to_ship_is_named_with_the_rows_that_were_measured(tmp_path):
+    # the atlas's lease 18 on an H100, two of its 17 cells: 9.26.0.51 is faster than bundled in one of the
+    # matrix's 3 rows and the same in two; the advice says it rests on 3 rows, not on the profile
+    lease = REPO / "reports" / "release-atlas" / "remaining-path"
+    for side, cell in (("a", "bundled"), ("b", "wheel-9.26.0.51")):
+        (tmp_path / side).mkdir()
+        for path in [lease / "plan.json", *lease.glob(f"*cudnn-{cell}_*")]:
+            shutil.copy(path, tmp_path / side)
+    done = run_cli("compare", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "report"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    steps = " ".join(_section((tmp_path / "report" / "report.md").read_text(), "What to do next").split())
+    assert re.search(r"\*\*Ship B: [^*]+\*\*: of the 3 rows measured, 1 faster than \*\*A: ", steps), steps
+    assert "none slower or undecided" in steps and "rows not measured here are not judged" in steps
 
 
 @pytest.mark.slow

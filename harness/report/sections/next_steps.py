@@ -76,12 +76,14 @@ def _ship(view: View, analysis: Analysis, judged: pd.DataFrame) -> str:
             )
         elif counts.get("faster", 0) and not counts.get("inconclusive", 0) and not counts.get("missing", 0):
             geomean = stats.geomean(rows["ratio"]) or 1.0
-            better.append((geomean, str(group), int(counts["faster"])))
+            better.append((geomean, str(group), int(counts["faster"]), len(rows)))
     if better:
-        geomean, group, faster = min(better)
+        geomean, group, faster, measured = min(better)
+        # the count of rows measured keeps the advice to what ran: a matrix of 3 rows says nothing of the rest
         text = (
-            f"**Ship {markdown.inline(view.labels.get(group, group), LABEL)}**: {faster} rows faster than "
-            f"{baseline}, none slower or undecided (geometric mean of its ratios {geomean:.3f})."
+            f"**Ship {markdown.inline(view.labels.get(group, group), LABEL)}**: of the {_rows(measured)} "
+            f"measured, {faster} faster than {baseline} and none slower or undecided "
+            f"(geometric mean of its ratios {geomean:.3f}); rows not measured here are not judged."
         )
     else:
         text = f"No cell is shown better than {baseline}: **keep it**."
@@ -89,6 +91,10 @@ def _ship(view: View, analysis: Analysis, judged: pd.DataFrame) -> str:
         more = f" and {len(regressed) - NAMES} more" if len(regressed) > NAMES else ""
         text += " Switching to " + ", ".join(regressed[:NAMES]) + more + " would regress."
     return text
+
+
+def _rows(count: int) -> str:
+    return f"{count} row" if count == 1 else f"{count} rows"
 
 
 def _counted(counts: pd.Series[Any], verdicts: tuple[str, ...]) -> str:
