@@ -507,7 +507,7 @@ def test_lease_18_mid_rows_later_rise_is_two_steps_each_under_the_threshold(rema
         assert later == []
 
 
-def test_lease_18_decides_the_rows_lease_17_left_undecided(tmp_path):
+def test_lease_18_judges_the_rows_lease_17_left_undecided_in_7_rounds(tmp_path):
     # lease 18's second run: lease 17's 11 undecided rows in the atlas's four cells, 7 rounds each, one H100
     ends = _render(ATLAS / "remaining-ends", ATLAS / "remaining-ends-matrix.yaml", tmp_path)
     assert set(ends["verdicts"]["rounds_candidate"]) == {7}
