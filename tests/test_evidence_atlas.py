@@ -1,13 +1,14 @@
 """The committed evidence of issue 40's later leases: what their READMEs claim holds, re-derived from the
-results (reports/release-atlas resnet-layers, layer-path, stem-bf16, locate-a and last-rows;
-reports/torch-axis-h100/t215; reports/torch-build-docker), or from the committed render where the results left
-the tree (variants-report, variants-path-report: their results are in git at cb71162;
-variants-backward-report: at 57694ad; variants-backward-path-report: at ff50c59;
-variants-backward-step-report: at 60801c5; last-rows-g2-report, undecided-report: at the commits
-reports/README.md names)."""
+results (reports/release-atlas resnet-layers, layer-path, stem-bf16, remaining-path, remaining-ends,
+step-d4a-e4b and step-e4b; reports/torch-axis-h100/t215; reports/torch-build-docker), or from the committed
+render where the results left the tree (variants-report, variants-path-report: their results are in git at
+cb71162; variants-backward-report: at 57694ad; variants-backward-path-report: at ff50c59;
+variants-backward-step-report: at 60801c5; locate-a-report, last-rows-report, last-rows-g2-report,
+undecided-report: at the commits reports/README.md names)."""
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 
 import pandas as pd
@@ -54,6 +55,19 @@ def layers(tmp_path_factory) -> dict[str, pd.DataFrame]:
 def _release(cell_ids: pd.Series) -> pd.Series:
     """The PyPI cuDNN release of each cell id (``...cudnn-wheel-9.21.0.82_<hash>``; NaN for bundled)."""
     return cell_ids.str.extract(r"wheel-([\d.]+)_")[0]
+
+
+def _by_release(verdicts: pd.DataFrame, workload: str) -> pd.DataFrame:
+    """One workload's verdict rows, indexed by their cell's PyPI release."""
+    rows = verdicts[verdicts["workload"] == workload]
+    return rows.set_index(_release(rows["group"]))
+
+
+def _step_counts(families: pd.DataFrame) -> pd.DataFrame:
+    """Each adjacent step's verdict counts (families.csv's rows against the release before, not the baseline),
+    indexed by the later release."""
+    adjacent = families[~families["compared"].str.startswith("installed")]
+    return adjacent.groupby("compared")[["faster", "slower", "same", "undecided"]].sum()
 
 
 def steps(changes: pd.DataFrame, workload: str, dtype: str) -> list[tuple[str, str, str]]:
@@ -384,8 +398,7 @@ def test_lease_15_mid_a_runs_in_two_modes_from_9_23_0_39(locate):
         ("9.22.0.52", "9.23.0.39", "slower")
     ]
     verdicts = locate["verdicts"]
-    mid_a = verdicts[verdicts["workload"] == "conv2d_unet_mid_a_bwd_weight"]
-    mid_a = mid_a.set_index(_release(mid_a["group"]))
+    mid_a = _by_release(verdicts, "conv2d_unet_mid_a_bwd_weight")
     assert mid_a.loc["9.22.0.52", "median_candidate_s"] < 175e-6
     assert mid_a.loc["9.23.0.39", "candidate_s"] > 200e-6
     # at 9.23.1.3 one round of three sits in the fast mode: the median of its rounds is slow, their geometric
@@ -437,9 +450,7 @@ def test_lease_16_e1a_steps_by_4_percent_under_the_threshold(last_rows):
     # 165 -> 158 us at 9.24.1.1 -> 9.25.1.1 (the README: every round of one beyond every round of the other,
     # in the results in git), a step the 5 % rule calls `same`: located, not judged
     verdicts = last_rows["verdicts"]
-    e1a = verdicts[verdicts["workload"] == "conv2d_unet_e1a_bwd_weight.cl"]
-    e1a = e1a.set_index(_release(e1a["group"]))
-    medians = e1a["median_candidate_s"]
+    medians = _by_release(verdicts, "conv2d_unet_e1a_bwd_weight.cl")["median_candidate_s"]
     assert 0.95 < medians["9.25.1.1"] / medians["9.24.1.1"] < 0.97
     assert steps(last_rows["changes"], "conv2d_unet_e1a_bwd_weight.cl", "fp32") == []
 
@@ -447,9 +458,7 @@ def test_lease_16_e1a_steps_by_4_percent_under_the_threshold(last_rows):
 def test_lease_17_finds_no_change_at_the_patch_steps_and_one_more_between_9_19_1_2_and_9_28_0_42():
     # lease 17: lease 1's 75 rows undecided at a step, its four cells on one H200 (3 to 4 rounds a cell)
     report = ATLAS / "undecided-report"  # its results: git, at the commit reports/README.md names
-    families = pd.read_csv(report / "families.csv")
-    steps_judged = families[~families["compared"].str.startswith("installed")]
-    counts = steps_judged.groupby("compared")[["faster", "slower", "same", "undecided"]].sum()
+    counts = _step_counts(pd.read_csv(report / "families.csv"))
     assert counts.loc["9.19.1.2"].to_dict() == {"faster": 0, "slower": 0, "same": 67, "undecided": 8}
     assert counts.loc["9.28.1.4"].to_dict() == {"faster": 0, "slower": 0, "same": 73, "undecided": 2}
     assert (counts.loc["9.28.0.42", "faster"], counts.loc["9.28.0.42", "slower"]) == (5, 4)
@@ -497,10 +506,9 @@ def test_lease_18_mid_rows_later_rise_is_two_steps_each_under_the_threshold(rema
     # change: it rose at 9.26.1.1 -> 9.27.0.42 and at 9.27.0.42 -> 9.28.0.42, each under 5 %
     results = remaining_path["results"]
     verdicts = remaining_path["verdicts"]
-    mid_b = verdicts[verdicts["workload"] == "conv2d_unet_mid_b_bwd_weight"]
-    assert mid_b.set_index(_release(mid_b["group"])).loc["9.28.1.4", "verdict"] == "slower"
+    assert _by_release(verdicts, "conv2d_unet_mid_b_bwd_weight").loc["9.28.1.4", "verdict"] == "slower"
     for workload in ("conv2d_unet_mid_a_bwd_weight", "conv2d_unet_mid_b_bwd_weight"):
-        median = _round_medians(results, workload, "tf32").map(lambda times: float(pd.Series(times).median()))
+        median = _round_medians(results, workload, "tf32").map(statistics.median)
         first, second = median["9.27.0.42"] / median["9.26.1.1"], median["9.28.0.42"] / median["9.27.0.42"]
         assert 1.0 < first < 1.05 and 1.0 < second < 1.05 and first * second > 1.03
         later = [step for step in steps(remaining_path["changes"], workload, "tf32") if step[0] >= "9.25.1.1"]
@@ -511,9 +519,7 @@ def test_lease_18_judges_the_rows_lease_17_left_undecided_in_7_rounds(tmp_path):
     # lease 18's second run: lease 17's 11 undecided rows in the atlas's four cells, 7 rounds each, one H100
     ends = _render(ATLAS / "remaining-ends", ATLAS / "remaining-ends-matrix.yaml", tmp_path)
     assert set(ends["verdicts"]["rounds_candidate"]) == {7}
-    families = ends["families"]
-    adjacent = families[~families["compared"].str.startswith("installed")]
-    counts = adjacent.groupby("compared")[["faster", "slower", "same", "undecided"]].sum()
+    counts = _step_counts(ends["families"])
     assert counts.loc["9.19.1.2"].to_dict() == {"faster": 0, "slower": 0, "same": 11, "undecided": 0}
     assert counts.loc["9.28.0.42"].to_dict() == {"faster": 0, "slower": 2, "same": 9, "undecided": 0}
     assert counts.loc["9.28.1.4"].to_dict() == {"faster": 0, "slower": 0, "same": 9, "undecided": 2}
