@@ -89,6 +89,7 @@ def _one_process(out: Path, rows: list[tuple[str, str]], study: str = "placement
     from harness.suite.gpu_state import GpuState
     from harness.suite.measure import Sampling, measure
     from harness.suite.timer import Timer
+    from harness.suite.precision import tf32_asked
     from harness.suite.workloads.tensors import apply_knobs
 
     timer = Timer("cuda")
@@ -152,7 +153,7 @@ def _one_process(out: Path, rows: list[tuple[str, str]], study: str = "placement
     for workload, dtype in rows:
         spec = CATALOG[workload]
         family = FAMILY[spec.family]
-        apply_knobs(KNOBS, tf32=dtype == "tf32")
+        apply_knobs(KNOBS, tf32=tf32_asked(dtype, False))
         if study == "flush":  # the suite's way (4 graphs taken in turn), its L2 flush written or read
             built = family.build(spec, "default", "cuda", dtype)  # type: ignore[union-attr]
             for rep in (1, 2):

@@ -11,7 +11,7 @@ import hashlib
 import os
 from pathlib import Path
 
-SUITE_VERSION = "0.19"  # what reports compare: results of two versions are never merged into one table
+SUITE_VERSION = "0.20"  # what reports compare: results of two versions are never merged into one table
 RESULT_SCHEMA_VERSION = 1
 
 

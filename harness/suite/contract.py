@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-ALL_DTYPES = ("fp32", "tf32", "bf16", "fp16")
+ALL_DTYPES = ("fp32_default", "fp32", "tf32", "bf16", "fp16")  # precision modes (``precision``)
 PROFILES = ("smoke", "default", "full", "atlas")
 EVERY_PROFILE = ("smoke", "default", "full")  # every profile but the atlas, which measures layer families
 LARGER_PROFILES = ("default", "full")  # what a workload runs in unless it is part of the smoke test

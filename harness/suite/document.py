@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 if TYPE_CHECKING:  # the annotations are never evaluated, so the cell's Python needs no typing_extensions
     from typing_extensions import NotRequired
 
-Dtype = Literal["fp32", "tf32", "bf16", "fp16"]
+Dtype = Literal["fp32_default", "fp32", "tf32", "bf16", "fp16"]  # a precision mode (``precision``)
 Timer = Literal["cuda_graph", "cuda_event", "perf_counter"]
 GpuAccessMode = Literal["toolkit", "cdi", "devices"]  # how a docker cell's container reaches the GPUs
 StopReason = Literal["noise_target", "time_budget", "max_samples", "timeout", "timed_floor", "short_loop"]

@@ -21,9 +21,11 @@ REL_RMSE_TOLERANCE = {"fp32": 1e-5, "tf32": 5e-3, "bf16": 1.6e-2, "fp16": 1e-3}
 
 
 def precision(dtype: str, tf32: bool) -> str:
-    """The arithmetic a measurement ran in: fp32 with the tf32 knob on multiplies in TF32, so TF32's
-    tolerance is the one it can be held to."""
-    return "tf32" if dtype == "fp32" and tf32 else dtype
+    """The arithmetic a measurement ran in: fp32 storage with TF32 in effect (the tf32 knob, or torch's
+    defaults for convolutions) multiplies in TF32, so TF32's tolerance is the one it can be held to."""
+    if dtype in ("fp32", "fp32_default"):
+        return "tf32" if tf32 else "fp32"
+    return dtype
 
 
 def tensors(result: Any) -> list[torch.Tensor]:

@@ -14,6 +14,7 @@ from typing import Any
 from harness.suite.catalog import CATALOG, FAMILY
 from harness.suite.contract import BuildsCalls, Built, Unsupported, WorkloadSpec
 from harness.suite.document import Numerics
+from harness.suite.precision import flags, tf32_in_effect
 from harness.suite.rows import error_text
 
 
@@ -24,6 +25,7 @@ def numerics_pass(measurements: list[dict[str, Any]], profile: str, device: str)
     import torch
 
     from harness.suite import numerics
+    from harness.suite.precision import tf32_asked
     from harness.suite.workloads.tensors import apply_knobs
 
     for entry in measurements:
@@ -33,7 +35,7 @@ def numerics_pass(measurements: list[dict[str, Any]], profile: str, device: str)
             continue
         knobs, dtype = entry["knobs"], entry["dtype"]
         start = time.perf_counter()
-        apply_knobs(knobs, tf32=knobs["tf32"] or dtype == "tf32")
+        apply_knobs(knobs, tf32=tf32_asked(dtype, knobs["tf32"]))
         try:
             built = family.build(spec, profile, device, dtype)
             with contextlib.nullcontext() if built.grad else torch.inference_mode():
@@ -73,11 +75,12 @@ def _numerics(
         _references.clear()  # rows run a workload's dtypes one after another: one reference held at a time
         _references[key] = _reference(family, spec, profile, device, numerics)
     expected, note = _references[key]
+    tf32 = tf32_in_effect(flags(), dtype, knobs["tf32"])  # as the pass's apply_knobs just set them
     found: Numerics
     try:
-        found = numerics.check(built.fn, expected, dtype, knobs["tf32"])
+        found = numerics.check(built.fn, expected, dtype, tf32)
     except torch.OutOfMemoryError:
-        found = numerics.check(built.fn, None, dtype, knobs["tf32"])
+        found = numerics.check(built.fn, None, dtype, tf32)
         note = "the fp64 reference did not fit in GPU memory"
     if note:
         found["reference_error"] = note

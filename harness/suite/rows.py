@@ -213,6 +213,8 @@ def measure_one(row: Row, which: Which, window: Window, ask: ShareAsk | None = N
     import contextlib
 
     from harness.suite.graphs import release
+    from harness.suite.precision import flags as math_flags
+    from harness.suite.precision import tf32_asked
     from harness.suite.workloads.tensors import apply_knobs
 
     spec = CATALOG[which.workload]
@@ -223,7 +225,8 @@ def measure_one(row: Row, which: Which, window: Window, ask: ShareAsk | None = N
             "status": "unsupported",
             "error": f"{which.workload} is not defined for {which.dtype}",
         }
-    apply_knobs(which.knobs, tf32=which.knobs["tf32"] or which.dtype == "tf32")
+    apply_knobs(which.knobs, tf32=tf32_asked(which.dtype, which.knobs["tf32"]))
+    entry["math_flags"] = math_flags()
     family = FAMILY[spec.family]
     start = time.perf_counter()
     pad = None

@@ -30,7 +30,7 @@ class SuiteSettings:
 
     profile: Profile = "smoke"
     device: Device = "auto"
-    dtypes: tuple[str, ...] = ("fp32", "bf16")
+    dtypes: tuple[str, ...] = ("fp32_default", "bf16")
     time_budget_s: float = 1.0  # an upper bound on sampling time per measurement
     min_time_s: float = 0.5  # measured time before the noise target may stop sampling
     timed_share: float = 0.3  # on a GPU, the share of the process's wall time timed work should fill
@@ -119,7 +119,7 @@ class SuiteSettings:
         parser.add_argument("--profile", choices=get_args(Profile), default=default.profile)
         parser.add_argument("--device", choices=get_args(Device), default=default.device)
         parser.add_argument(
-            "--dtypes", type=_words, default=default.dtypes, help="any of fp32,tf32,bf16,fp16"
+            "--dtypes", type=_words, default=default.dtypes, help="any of fp32_default,fp32,tf32,bf16,fp16 (harness.suite.precision)"
         )
         parser.add_argument(
             "--workloads", type=_words, default=default.workloads, help="comma-separated ids (default: all)"

@@ -114,10 +114,11 @@ def measure_here(side: str) -> OneProcess:
     from harness.suite import what_ran
     from harness.suite.measure import measure
     from harness.suite.timer import Timer
+    from harness.suite.precision import tf32_asked
     from harness.suite.workloads.tensors import apply_knobs
 
     knobs, dtype, device = ROW["knobs"], ROW["dtype"], ROW["device"]
-    apply_knobs(knobs, tf32=knobs["tf32"] or dtype == "tf32")
+    apply_knobs(knobs, tf32=tf32_asked(dtype, knobs["tf32"]))
     torch.backends.cudnn.enabled = ROW["sides"][side]["cudnn_enabled"]
     spec = next(s for s in family.SPECS if s.id == ROW["workload"])
     built = family.build(spec, ROW["profile"], device, dtype)

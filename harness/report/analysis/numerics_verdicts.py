@@ -11,8 +11,8 @@ from harness.report.analysis.frames import KEYS, by_key, keys_of, known
 
 # Numerics gate (TorchDynamo's `same`): the candidate's error against fp64 may grow to multiplier x
 # baseline error + tolerance / 10.
-NUMERICS_MULTIPLIER = {"fp32": 2.0, "tf32": 2.0, "bf16": 3.0, "fp16": 3.0}
-NUMERICS_TOLERANCE = {"fp32": 1e-4, "tf32": 1e-3, "bf16": 1e-2, "fp16": 1e-3}
+NUMERICS_MULTIPLIER = {"fp32_default": 2.0, "fp32": 2.0, "tf32": 2.0, "bf16": 3.0, "fp16": 3.0}
+NUMERICS_TOLERANCE = {"fp32_default": 1e-3, "fp32": 1e-4, "tf32": 1e-3, "bf16": 1e-2, "fp16": 1e-3}
 
 
 def numerics(frame: pd.DataFrame, baseline: str, groups: Sequence[str]) -> pd.DataFrame:

@@ -141,6 +141,7 @@ def _rank(rank: int, job: _Job) -> None:
     import torch
     import torch.distributed as dist
 
+    from harness.suite.precision import tf32_asked
     from harness.suite.workloads.tensors import apply_knobs
 
     size, device, dtype, knobs = job.size, job.device, job.dtype, job.knobs
@@ -151,7 +152,7 @@ def _rank(rank: int, job: _Job) -> None:
         torch.cuda.set_device(rank)
     else:
         torch.set_num_threads(1)  # the ranks share the host's cores
-    apply_knobs(knobs, tf32=knobs.get("tf32", False) or dtype == "tf32")
+    apply_knobs(knobs, tf32=tf32_asked(dtype, knobs.get("tf32", False)))
     init_method = f"tcp://127.0.0.1:{job.port}"
     if cuda:
         dist.init_process_group(

@@ -159,7 +159,7 @@ DEFAULT = DefaultLayers(
         ("unet", "e1b"),
         ("unet", "d1a"),
     ),
-    conv_pairs=(("fp32", "nchw"), ("bf16", "cl")),
+    conv_pairs=(("fp32_default", "nchw"), ("fp32", "nchw"), ("bf16", "cl")),
     batchnorms=(("r50", 64, 112), ("r50", 2048, 7)),
     pools=("adaptive_avgpool2d_r50_head", "maxpool2d_unet_64x256"),
     dtypes=("bf16",),

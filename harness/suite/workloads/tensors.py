@@ -12,8 +12,9 @@ from collections import OrderedDict
 
 import torch
 
-# tf32 is fp32 storage with TF32 tensor-core math allowed (the suite sets the flags around it).
+# the fp32 modes differ only in the math flags the suite sets around them (``harness.suite.precision``)
 DTYPES = {
+    "fp32_default": torch.float32,
     "fp32": torch.float32,
     "tf32": torch.float32,
     "bf16": torch.bfloat16,
@@ -70,8 +71,11 @@ def element_size(dtype: str) -> int:
     return torch.empty((), dtype=DTYPES[dtype]).element_size()
 
 
-def apply_knobs(knobs: dict[str, bool], tf32: bool) -> None:
-    """Set a knob set's torch flags in this process (the DDP workload's ranks set them in theirs)."""
+def apply_knobs(knobs: dict[str, bool], tf32: bool | None) -> None:
+    """Set a knob set's torch flags in this process (the DDP workload's ranks set them in theirs); TF32 on
+    or off everywhere, or (None) as the torch build has it by default."""
+    from harness.suite.precision import set_tf32
+
     torch.backends.cudnn.benchmark = knobs["cudnn_benchmark"]
     torch.backends.cudnn.deterministic = knobs["deterministic"]
     deterministic = knobs["deterministic"]
@@ -79,7 +83,4 @@ def apply_knobs(knobs: dict[str, bool], tf32: bool) -> None:
         deterministic and not torch.is_deterministic_algorithms_warn_only_enabled()
     ):  # only where it changes: its first call imports torch._dynamo, 3 to 4 s a process (issue 19)
         torch.use_deterministic_algorithms(deterministic, warn_only=True)
-    with warnings.catch_warnings():  # newer torch prefers fp32_precision; the old flags still rule
-        warnings.simplefilter("ignore")
-        torch.backends.cuda.matmul.allow_tf32 = tf32
-        torch.backends.cudnn.allow_tf32 = tf32
+    set_tf32(tf32)
