@@ -88,8 +88,8 @@ def _one_process(out: Path, rows: list[tuple[str, str]], study: str = "placement
     from harness.suite.environment import device_uuid
     from harness.suite.gpu_state import GpuState
     from harness.suite.measure import Sampling, measure
-    from harness.suite.timer import Timer
     from harness.suite.precision import tf32_asked
+    from harness.suite.timer import Timer
     from harness.suite.workloads.tensors import apply_knobs
 
     timer = Timer("cuda")

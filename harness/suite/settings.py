@@ -119,7 +119,10 @@ class SuiteSettings:
         parser.add_argument("--profile", choices=get_args(Profile), default=default.profile)
         parser.add_argument("--device", choices=get_args(Device), default=default.device)
         parser.add_argument(
-            "--dtypes", type=_words, default=default.dtypes, help="any of fp32_default,fp32,tf32,bf16,fp16 (harness.suite.precision)"
+            "--dtypes",
+            type=_words,
+            default=default.dtypes,
+            help="precision modes, any of fp32_default,fp32,tf32,bf16,fp16 (harness.suite.precision)",
         )
         parser.add_argument(
             "--workloads", type=_words, default=default.workloads, help="comma-separated ids (default: all)"

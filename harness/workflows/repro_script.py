@@ -113,8 +113,8 @@ def measure_here(side: str) -> OneProcess:
     family = importlib.import_module(f"harness.suite.workloads.{ROW['family']}")
     from harness.suite import what_ran
     from harness.suite.measure import measure
-    from harness.suite.timer import Timer
     from harness.suite.precision import tf32_asked
+    from harness.suite.timer import Timer
     from harness.suite.workloads.tensors import apply_knobs
 
     knobs, dtype, device = ROW["knobs"], ROW["dtype"], ROW["device"]

@@ -7,7 +7,6 @@ and the same builder called with ``dtype="fp64"`` gives the reference the numeri
 from __future__ import annotations
 
 import os
-import warnings
 from collections import OrderedDict
 
 import torch
