@@ -105,4 +105,6 @@ def repro(args: argparse.Namespace, out: Output) -> int:
     print(f"reproducer of {written.title}:")
     for path in written.files:
         print(f"  {path}")
+    for note in written.notes:  # a side repro.py will refuse to run until it is given its Python
+        out.warn(f"note: {note}")
     return EXIT_OK

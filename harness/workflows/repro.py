@@ -5,6 +5,10 @@ and timer code carried verbatim, the row's workload, dtype, knobs and suite sett
 side's environment is made), ``README.md`` (the row as the report judged it, both environments as the
 results recorded them, how to run it) and, for docker cells, one Dockerfile per side that installs
 the cell's torch and cuDNN and runs the script.
+
+Each side runs the torch build its results recorded: where the sides' environments differ (a row across
+torch builds, or Pythons), each side runs under the interpreter its result ran under, and each side's
+process refuses another torch than its own.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import difflib
 import filecmp
 import json
 import os
+import re
 import shlex
 import shutil
 import stat
@@ -25,7 +30,7 @@ import pandas as pd
 
 from harness import jsonio, resources
 from harness.backends.docker import dockerfile
-from harness.errors import InputError, Problem
+from harness.errors import InputError, Problem, shown
 from harness.plan.model import Cell, Plan
 from harness.report.analysis import row_verdicts, stats
 from harness.report.analysis.analyze import analyze
@@ -35,14 +40,17 @@ from harness.report.analysis.release_gate import Policy
 from harness.report.analysis.row_verdicts import TimingRow
 from harness.report.writers import markdown
 from harness.results import documents
+from harness.suite import precision
 from harness.suite.catalog import CATALOG
 from harness.suite.document import Measurement, ResultDocument
 from harness.workflows.repro_script import ScriptRow, SideRecipe
 
 SCRIPT = Path(__file__).resolve().parent / "repro_script.py"
 SUITE_ROOT = resources.PACKAGE.parent  # the folder that holds the harness package
-# what the script runs besides the workload's family: the timer, what-ran, the knobs
-ENTRY_MODULES = ("harness.suite.measure", "harness.suite.what_ran", "harness.suite.workloads.tensors")
+# what a result records that lands in repro.py and is run or compared there, each checked whole
+TORCH_VERSION = re.compile(r"[0-9][0-9A-Za-z.+_-]{0,99}")  # 2.13.0+cu130, 2.6.0a0+ecf3bae40a.nv25.01
+TORCH_GIT = re.compile(r"[0-9A-Za-z]{1,64}")
+INTERPRETER = re.compile(r"(/[A-Za-z0-9_.+@-]+)*/python[0-9.]*t?")  # an absolute path to a python
 
 
 @dataclass(frozen=True)
@@ -50,6 +58,7 @@ class Written:
     folder: Path
     files: tuple[Path, ...]
     title: str
+    notes: tuple[str, ...] = ()  # what whoever runs it here must know first (a side's Python not here)
 
 
 @dataclass(frozen=True)
@@ -72,44 +81,66 @@ def write(
     options: dockerfile.BuildOptions | None = None,
 ) -> Written:
     """The reproducer of the ``asked`` row into ``out``."""
-    workload, dtype = asked.workload, asked.dtype
     loaded = documents.load_many(dirs)
     view = View.from_plan(plan)
     analysis = analyze(view, loaded, policy)
-    row = _the_row(analysis.timing, view, workload, dtype, asked.candidate, asked.knobs)
+    row = _the_row(analysis.timing, view, asked.workload, asked.dtype, asked.candidate, asked.knobs)
+    cells = {c.id: c for c in plan.cells}
+    groups = {"baseline": view.baseline, "candidate": str(row["group"])}
+    docs = {side: _first_ok(analysis.docs.get(group, []), group) for side, group in groups.items()}
+    script_row = _script_row(plan, view, row, {side: cells[group] for side, group in groups.items()}, docs)
+    backend = script_row["backend"]
+    out.mkdir(parents=True, exist_ok=True)
+    files = [_write_script(out / "repro.py", script_row, _sources(asked.workload))]
+    if backend == "docker":
+        for side, group in groups.items():
+            files += _write_dockerfile(out, cells[group], side, options or dockerfile.BuildOptions())
+    readme = out / "README.md"
+    jsonio.write_text_atomic(readme, _readme(row, script_row, docs, view))
+    files.append(readme)
+    return Written(out, tuple(files), script_row["title"], _not_here(script_row))
+
+
+def _script_row(
+    plan: Plan, view: View, row: TimingRow, cells: dict[str, Cell], docs: dict[str, ResultDocument]
+) -> ScriptRow:
+    """What repro.py is filled in with: the row, how the suite measured it, and each side's environment;
+    refused where a side's torch (or, across environments, its Python) is not recorded."""
     ratio = row["ratio"]
     assert ratio is not None  # the row was chosen for its finite ratio
-    cells = {c.id: c for c in plan.cells}
-    sides = {"baseline": view.baseline, "candidate": str(row["group"])}
-    docs = {side: _first_ok(analysis.docs.get(group, []), group) for side, group in sides.items()}
     measurement = _measurement(docs["baseline"], row)
+    knobs = {name: bool(on) for name, on in measurement["knobs"].items()}
+    mode = precision.label(row["dtype"], knobs.get("tf32", False))
     title = (
-        f"{workload} {dtype} [{row['knobs']}]: {view.labels[sides['candidate']]} against "
-        f"{view.labels[view.baseline]}: {row['verdict']}, ratio {row['ratio']:.3f}"
+        f"{row['workload']} {mode} [{row['knobs']}]: {view.labels[cells['candidate'].id]} against "
+        f"{view.labels[view.baseline]}: {row['verdict']}, ratio {ratio:.3f}"
     )
     backend = docs["baseline"]["run"]["backend"]
-    script_row: ScriptRow = {
+    sides = {side: _side(cells[side], docs[side], backend) for side in cells}
+    own = _own_interpreters(sides)
+    for side, recipe in sides.items():
+        if own and backend == "local" and recipe["interpreter"] is None:
+            why = (
+                f"the {side} side ran another torch or Python than the other side, and its result records no "
+                "interpreter repro.py may run it with (environment.python.executable, an absolute path to a "
+                "python); run the cell again with this harness (harness run --fresh) to record one"
+            )
+            raise InputError([Problem(cells[side].id, "results", why)])
+    return {
         "title": title,
-        "workload": workload,
-        "family": CATALOG[workload].family,
-        "dtype": dtype,
-        "knobs": {name: bool(on) for name, on in measurement["knobs"].items()},
+        "backend": backend,
+        "own_interpreters": own,
+        "workload": row["workload"],
+        "family": CATALOG[row["workload"]].family,
+        "dtype": row["dtype"],
+        "knobs": knobs,
         "device": docs["baseline"]["device"],
         "profile": docs["baseline"]["profile"],
         "time_budget_s": float(plan.suite.time_budget_s),
         "min_time_s": float(plan.suite.min_time_s),
         "report_ratio": ratio,
-        "sides": {side: _side(cells[group], docs[side], backend) for side, group in sides.items()},
+        "sides": sides,
     }
-    out.mkdir(parents=True, exist_ok=True)
-    files = [_write_script(out / "repro.py", script_row, _sources(workload))]
-    if backend == "docker":
-        for side, group in sides.items():
-            files += _write_dockerfile(out, cells[group], side, options or dockerfile.BuildOptions())
-    readme = out / "README.md"
-    jsonio.write_text_atomic(readme, _readme(title, row, script_row, docs, view, backend))
-    files.append(readme)
-    return Written(out, tuple(files), title)
 
 
 def _the_row(
@@ -196,49 +227,121 @@ def _measurement(doc: ResultDocument, row: TimingRow) -> Measurement:
 
 def _side(cell: Cell, doc: ResultDocument, backend: str) -> SideRecipe:
     cudnn = doc["cudnn"]
-    env = doc["environment"]
-    gpu = (env["gpu"] if env else None) or {}
-    system_dir = None
-    if backend == "local" and cell.cudnn.kind == "system":
-        system_dir = next(iter(cudnn.get("loaded_dirs") or []), None)
+    env = doc.get("environment")
+    if not env:
+        why = "its result records no environment: no torch build for repro.py to check each side against"
+        raise InputError([Problem(cell.id, "results", why)])
+    torch, git = env["torch"]["version"], env["torch"].get("git_version")
+    if not isinstance(torch, str) or not TORCH_VERSION.fullmatch(torch):
+        why = f"{shown(torch)} is no torch version"
+        raise InputError([Problem(cell.id, "environment.torch.version", why)])
+    if git is not None and not (isinstance(git, str) and TORCH_GIT.fullmatch(git)):
+        why = f"{shown(git)} is no git hash"
+        raise InputError([Problem(cell.id, "environment.torch.git_version", why)])
+    gpu = env["gpu"] or {}
+    lib_dir = None
+    if backend == "local" and cell.cudnn.kind in ("system", "wheel"):  # loaded through a shadow
+        lib_dir = next(iter(cudnn.get("loaded_dirs") or []), None)
+    venv = doc["run"].get("environment", {}).get("path")
     return {
         "cell": cell.id,
         "label": cell.label,
         "cudnn_enabled": cudnn["enabled"],
-        "system_lib_dir": system_dir,
-        "torch": env["torch"]["version"] if env else None,
-        "cuda": env["torch"].get("cuda") if env else None,
+        "cudnn_lib_dir": lib_dir,
+        "torch": torch,
+        "torch_git": git,
+        "interpreter": _interpreter(env["python"].get("executable")),
+        "environment": venv if isinstance(venv, str) else None,
+        "install": _install(cell.torch),
+        "cuda": env["torch"].get("cuda"),
         "cudnn_runtime": cudnn["runtime_version"],
         "cudnn_built_for": cudnn["compile_version"],
         "cudnn_libraries": cudnn["loaded_libraries"],
         "compat_check_overridden": cudnn.get("compat_check_overridden", False),
         "gpu": gpu.get("name"),
         "driver": gpu.get("driver_version"),
-        "python": env["python"]["version"] if env else None,
+        "python": env["python"]["version"],
     }
 
 
+def _interpreter(recorded: object) -> str | None:
+    """The Python a result ran under, where it is one repro.py may run: an absolute, normalized path to a
+    ``python`` (results are untrusted; this one is executed)."""
+    if not isinstance(recorded, str) or not INTERPRETER.fullmatch(recorded):
+        return None
+    return recorded if os.path.normpath(recorded) == recorded else None
+
+
+def _install(torch: str) -> str | None:
+    """What pip installs a cell's torch build from (PyTorch's index for a +VARIANT, else PyPI's); None for
+    a cell that took the torch it found."""
+    if torch in ("installed", "image"):
+        return None
+    variant = torch.partition("+")[2]
+    if not variant:
+        return f"torch=={torch}"
+    index = dockerfile.INDEX_URL.format(variant=variant)
+    return f"torch=={torch} --index-url {index} --extra-index-url {dockerfile.PYPI_URL}"
+
+
+def _own_interpreters(sides: dict[str, SideRecipe]) -> bool:
+    """Whether the sides ran in other environments (a torch build, its git hash, a Python, an interpreter):
+    then each side runs under its own."""
+    keys: tuple[Literal["torch", "torch_git", "python", "interpreter"], ...] = (
+        "torch",
+        "torch_git",
+        "python",
+        "interpreter",
+    )
+    baseline, candidate = sides.values()
+    return any(baseline[key] != candidate[key] for key in keys)
+
+
+def _not_here(row: ScriptRow) -> tuple[str, ...]:
+    """For a local row across environments: each side whose Python is not on this machine, as repro.py
+    will refuse it until it is given one."""
+    if not row["own_interpreters"] or row["backend"] != "local":
+        return ()
+    notes = []
+    for side, recipe in row["sides"].items():
+        python = recipe["interpreter"]
+        if python is None or not (os.path.isfile(python) and os.access(python, os.X_OK)):
+            notes.append(
+                f"the {side} side's Python, {python} (torch {recipe['torch']}), is not on this machine: "
+                f"repro.py refuses to run until it is named, --python {side}=PATH (a Python with that torch)"
+            )
+    return tuple(notes)
+
+
 def _sources(workload: str) -> dict[str, str]:
-    """The family's module and every harness.suite module it and the entry modules import, verbatim."""
-    todo = [f"harness.suite.workloads.{CATALOG[workload].family}", *ENTRY_MODULES]
+    """The family's module and every harness.suite module it and repro.py import (at the top or inside a
+    function, as tensors.apply_knobs imports precision), verbatim."""
+    todo = [f"harness.suite.workloads.{CATALOG[workload].family}", *_suite_imports(SCRIPT.read_text())]
     found: dict[str, str] = {}
     while todo:
         name = todo.pop()
         path = SUITE_ROOT / (name.replace(".", "/") + ".py")
         key = str(path.relative_to(SUITE_ROOT))
-        if key in found:
-            continue
-        text = path.read_text()
-        found[key] = text
-        for node in ast.walk(ast.parse(text)):
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("harness.suite"):
-                for alias in node.names:  # 'from harness.suite import what_ran' names a module
-                    sub = f"{node.module}.{alias.name}"
-                    if (SUITE_ROOT / (sub.replace(".", "/") + ".py")).is_file():
-                        todo.append(sub)
-                if (SUITE_ROOT / (node.module.replace(".", "/") + ".py")).is_file():
-                    todo.append(node.module)
+        if key not in found:
+            found[key] = path.read_text()
+            todo += _suite_imports(found[key])
     return dict(sorted(found.items()))
+
+
+def _suite_imports(source: str) -> list[str]:
+    """The harness.suite modules ``source`` imports anywhere in it: ``import harness.suite.x``, ``from
+    harness.suite.x import y`` and ``from harness.suite import x`` (x a module)."""
+    names: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names += [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+    return [
+        name
+        for name in names
+        if name.startswith("harness.suite.") and (SUITE_ROOT / (name.replace(".", "/") + ".py")).is_file()
+    ]
 
 
 def _write_script(path: Path, row: ScriptRow, sources: dict[str, str]) -> Path:
@@ -325,26 +428,22 @@ def _judged(row: TimingRow) -> str:
     )
 
 
-def _readme(
-    title: str,
-    row: TimingRow,
-    script_row: ScriptRow,
-    docs: dict[str, ResultDocument],
-    view: View,
-    backend: str,
-) -> str:
+def _readme(row: TimingRow, script_row: ScriptRow, docs: dict[str, ResultDocument], view: View) -> str:
     text, code = markdown.inline, markdown.code  # what results hold is shown: it never makes Markdown
+    knobs = script_row["knobs"]
+    mode = precision.label(script_row["dtype"], knobs.get("tf32", False))  # never a bare "fp32"
     lines = [
-        f"# {text(title)}",
+        f"# {text(script_row['title'])}",
         "",
         f"From the report of matrix {code(view.name)}: {row['verdict']}, time ratio (candidate / baseline) "
-        f"{row['ratio']:.3f}, {_judged(row)}"
+        f"{script_row['report_ratio']:.3f}, {_judged(row)}"
         + (f"; what ran: {text(ran)}" if isinstance(ran := row.get("what_ran"), str) else "")
         + (f" ({text(change)})" if isinstance(change := row.get("ran_change"), str) else "")
         + ".",
         "",
         f"Workload {code(script_row['workload'])} ({CATALOG[script_row['workload']].description}), dtype "
-        f"{text(script_row['dtype'])}, knobs {text(json.dumps(script_row['knobs']))}, profile "
+        f"{code(script_row['dtype'])}: {text(mode)}, "
+        f"knobs {text(json.dumps(knobs))}, profile "
         f"{code(str(script_row['profile']))} on {text(str(script_row['device']))}; shapes "
         f"{text(json.dumps(_measurement(docs['baseline'], row).get('params')))}; "
         f"inputs from fixed seeds; {TIMERS.get(str(row.get('timer_baseline')), TIMERS['cuda_event'])}, "
@@ -359,8 +458,8 @@ def _readme(
     for key in sides["baseline"]:
         values = [_cell(sides[side].get(key)) for side in ("baseline", "candidate")]
         lines.append(f"| {_cell(key.replace('_', ' '))} | {values[0]} | {values[1]} |")
-    lines += ["", "## Run it", ""]
-    if backend == "docker":
+    lines += ["", "## Which torch each side runs", "", *_which_torch(script_row), "", "## Run it", ""]
+    if script_row["backend"] == "docker":
         lines += [
             "```sh",
             "for side in baseline candidate; do docker build -f $side.Dockerfile -t repro-$side . ; done",
@@ -375,10 +474,46 @@ def _readme(
             "python3 repro.py --rounds 7   # both sides, interleaved processes, on this machine",
             "```",
             "",
-            "The candidate's system cuDNN comes in through a shadow of site-packages built by the script "
-            "from the library directory above (`system_lib_dir`); `--one --side NAME` measures one process.",
+            "`--one --side NAME` measures one process of one side.",
+        ]
+        lines += [
+            f"The {side}'s cuDNN comes in through a shadow of its site-packages built by the script from the "
+            f"library directory above (`cudnn_lib_dir`), as the harness loaded it."
+            for side, recipe in sides.items()
+            if recipe["cudnn_lib_dir"]
         ]
     return "\n".join(lines) + "\n"
+
+
+def _which_torch(row: ScriptRow) -> list[str]:
+    """What the README says of each side's torch: where it comes from, and that each side checks it."""
+    text, code = markdown.inline, markdown.code
+    sides = row["sides"]
+    builds = {side: f"torch {text(recipe['torch'])}" for side, recipe in sides.items()}
+    check = (
+        "Each side's process first checks that the torch it imported is the build its result recorded (the "
+        "version and, where recorded, the git hash) and refuses (exit 2), naming both, where it is not."
+    )
+    if row["backend"] == "docker":
+        made = "; ".join(f"`{side}.Dockerfile` installs {builds[side]}" for side in sides)
+        return [
+            f"Each side runs in its own image, with that image's Python and torch: {made}. {check} "
+            "`--ratio` checks that each file holds its side's lines, each with its side's torch."
+        ]
+    if not row["own_interpreters"]:
+        return [
+            f"Both sides recorded the same environment ({builds['baseline']}): both run under the Python "
+            f"that runs repro.py, whose torch must be that build. {check}"
+        ]
+    each = "; ".join(
+        f"the {side} under {code(str(recipe['interpreter']))} ({builds[side]})"
+        for side, recipe in sides.items()
+    )
+    return [
+        "The sides ran in different environments, so each runs under its own Python, as its cell did: "
+        f"{each}. Where one is not on this machine, make a Python with that build (the `install` row "
+        f"above) and name it with `--python SIDE=PATH`. {check}"
+    ]
 
 
 def _cell(value: object) -> str:

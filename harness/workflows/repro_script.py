@@ -6,8 +6,12 @@ code, carried verbatim in SOURCES below (same shapes, dtype, seeds, knobs and ti
 numbers are the row's, not a re-implementation's.
 
     python repro.py                       # both sides, interleaved rounds, here (local cells)
+    python repro.py --python SIDE=PATH    # ... with SIDE run by another Python with the same torch
     python repro.py --one [--side NAME]   # one process of one side: prints one JSON line
     python repro.py --ratio A.jsonl B.jsonl   # the ratio of two sides' --one lines (docker cells)
+
+Each side's process checks first that the torch it imported is the build the side's result recorded, and
+refuses (exit 2) where it is not: a row across torch builds is never measured with one torch for both.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import TypedDict
+from typing import NoReturn, TypedDict
 
 
 class SideRecipe(TypedDict):
@@ -29,8 +33,12 @@ class SideRecipe(TypedDict):
     cell: str
     label: str
     cudnn_enabled: bool
-    system_lib_dir: str | None  # a system cuDNN the local backend shadowed in (None: the cell's own)
-    torch: str | None
+    cudnn_lib_dir: str | None  # a cuDNN the local backend shadowed in, system or a release's (None: torch's)
+    torch: str  # the build the side's process must import: torch.__version__ as its result recorded it
+    torch_git: str | None  # and its torch.version.git_version, where recorded
+    interpreter: str | None  # the Python that ran the side's result (its environment's, for a torch build)
+    environment: str | None  # local, a torch build: the cell's virtual environment
+    install: str | None  # what makes that torch elsewhere, e.g. torch==2.13.0 (None: the cell took any)
     cuda: str | None
     cudnn_runtime: str | None
     cudnn_built_for: str | None
@@ -45,6 +53,8 @@ class ScriptRow(TypedDict):
     """The row this script reproduces: its workload, how the suite measured it, and its two sides."""
 
     title: str
+    backend: str  # local, docker or k8s: how the cells ran
+    own_interpreters: bool  # the sides recorded other environments (a torch build, a Python): each its own
     workload: str
     family: str
     dtype: str
@@ -65,7 +75,10 @@ class OneProcess(TypedDict):
     n: int
     timer: str
     params: dict[str, object]  # the workload's shape and settings, as its spec holds them
+    python: str  # the interpreter that ran it
     torch: str
+    torch_git: str | None
+    torch_path: str  # the folder of the torch it imported
     cudnn: int | None
     cudnn_enabled: bool
     gpu: str | None
@@ -84,12 +97,37 @@ class Summary(TypedDict):
     report_ratio: float
     within_5_pct_of_report: bool
     rounds: dict[str, int]
+    torch: dict[str, list[str]]  # each side's torch builds, as its processes imported them
     what_ran: dict[str, list[str]]
     runs: dict[str, list[OneProcess]]
 
 
 ROW: ScriptRow = json.loads("{}")  # filled in: the row, its workload, and how each side's environment is made
 SOURCES: dict[str, str] = {}  # filled in: harness/suite files this workload needs, verbatim
+
+
+def refuse(message: str) -> NoReturn:
+    """Exit 2, as the harness does for bad input: what is wrong and what to do, on stderr."""
+    print(f"repro.py: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def _build(version: str, git: str | None) -> str:
+    return f"{version} (git {git[:12]})" if git else version
+
+
+def check_torch(side: str, version: str, git: str | None, where: str) -> None:
+    """Refuse a side whose process imported another torch than the build its result recorded: a row across
+    torch builds measured with one torch for both would answer another question."""
+    recipe = ROW["sides"][side]
+    wanted, wanted_git = recipe["torch"], recipe["torch_git"]
+    if version == wanted and not (wanted_git and git and git != wanted_git):
+        return
+    ran = f" (its result ran under {recipe['interpreter']})" if recipe["interpreter"] else ""
+    refuse(
+        f"the {side} side's result recorded torch {_build(wanted, wanted_git)}, but {where} imported torch "
+        f"{_build(version, git)}: run the {side} side under a Python that holds torch {wanted}{ran}"
+    )
 
 
 def _suite_on_path() -> None:
@@ -102,13 +140,22 @@ def _suite_on_path() -> None:
 
 
 def measure_here(side: str) -> OneProcess:
-    """One process of ``side``: build the workload, time it as the suite does, and say what ran."""
+    """One process of ``side``: check its torch, build the workload, time it as the suite does, and say
+    what ran."""
     import importlib
 
     if ROW["knobs"]["deterministic"]:
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # before CUDA initializes
-    import torch
+    if ROW["sides"][side]["compat_check_overridden"]:  # as the harness ran it; the row records it
+        os.environ.setdefault("PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK", "1")
+    try:
+        import torch
+    except ImportError as exc:
+        wanted = ROW["sides"][side]["torch"]
+        refuse(f"the {side} side needs torch {wanted}, but {sys.executable} cannot import torch ({exc})")
 
+    git = getattr(torch.version, "git_version", None)
+    check_torch(side, str(torch.__version__), git, f"this process ({sys.executable}, {torch.__file__})")
     _suite_on_path()
     family = importlib.import_module(f"harness.suite.workloads.{ROW['family']}")
     from harness.suite import what_ran
@@ -134,7 +181,10 @@ def measure_here(side: str) -> OneProcess:
         "n": found["stats"]["n"],
         "timer": found["timer"],
         "params": built.params,
-        "torch": torch.__version__,
+        "python": sys.executable,
+        "torch": str(torch.__version__),
+        "torch_git": git,
+        "torch_path": os.path.dirname(torch.__file__),
         "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
         "cudnn_enabled": torch.backends.cudnn.enabled,
         "gpu": torch.cuda.get_device_name() if device == "cuda" else None,
@@ -145,15 +195,54 @@ def measure_here(side: str) -> OneProcess:
     }
 
 
-def _environment(side: str, scratch: Path) -> dict[str, str]:
-    """The process environment of ``side`` on this machine: a system cuDNN comes in through a shadow of
-    site-packages (torch finds cuDNN by an RPATH, so LD_LIBRARY_PATH cannot switch it)."""
-    env = dict(os.environ)
-    lib_dir = ROW["sides"][side].get("system_lib_dir")
-    if lib_dir:
-        import torch
+def interpreters(asked: dict[str, str]) -> dict[str, str]:
+    """The Python that runs each side: ``--python SIDE=PATH``; else, where the sides' results recorded other
+    environments (a row across torch builds), the one each side's result ran under; else this one."""
+    chosen: dict[str, str] = {}
+    for side, recipe in ROW["sides"].items():
+        own = recipe["interpreter"] if ROW["own_interpreters"] else sys.executable
+        python = asked.get(side) or own
+        if not python or not os.path.isfile(python) or not os.access(python, os.X_OK):
+            refuse(_no_interpreter(side, python, side in asked))
+        chosen[side] = python
+    return chosen
 
-        site = Path(torch.__file__).resolve().parent.parent
+
+def _no_interpreter(side: str, python: str | None, asked: bool) -> str:
+    recipe = ROW["sides"][side]
+    if asked:
+        return f"--python {side}={python}: no such executable"
+    recorded = f"its result ran under {python}, which is not on this machine" if python else "none recorded"
+    make = (
+        f"python3 -m venv {side}-env && {side}-env/bin/pip install {recipe['install']}"
+        if recipe["install"]
+        else f"a Python whose torch is {recipe['torch']}"
+    )
+    docker = "; or build and run each side's Dockerfile (README.md)" if ROW["backend"] == "docker" else ""
+    return (
+        f"the {side} side runs torch {recipe['torch']} in its own environment, and {recorded}: make one "
+        f"({make}) and name it: python3 repro.py --python {side}={side}-env/bin/python{docker}"
+    )
+
+
+def _site_packages(python: str) -> Path:
+    """Where ``python`` finds torch, asked without importing it."""
+    ask = "import importlib.util as u; s = u.find_spec('torch'); print(s.origin if s else '')"
+    done = subprocess.run([python, "-c", ask], capture_output=True, text=True, check=False)
+    origin = done.stdout.strip()
+    if done.returncode != 0 or not origin:
+        refuse(f"{python} has no torch")
+    return Path(origin).resolve().parent.parent
+
+
+def _environment(side: str, python: str, scratch: Path) -> dict[str, str]:
+    """The process environment of ``side`` on this machine: a system cuDNN or a release's comes in through
+    a shadow of the side's site-packages (torch finds cuDNN by an RPATH, so LD_LIBRARY_PATH cannot switch
+    it), as the harness ran it."""
+    env = dict(os.environ)
+    lib_dir = ROW["sides"][side]["cudnn_lib_dir"]
+    if lib_dir:
+        site = _site_packages(python)
         shadow = scratch / side / "site-packages"
         shadow.mkdir(parents=True)
         for entry in site.iterdir():
@@ -168,25 +257,31 @@ def _environment(side: str, scratch: Path) -> dict[str, str]:
         for library in sorted(Path(lib_dir).glob("libcudnn*.so*")):
             (lib / library.name).symlink_to(library.resolve())
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(shadow), env.get("PYTHONPATH")]))
-        env["PYTORCH_SKIP_CUDNN_COMPATIBILITY_CHECK"] = "1"  # as the harness ran it; the row records it
     return env
 
 
-def compare_here(rounds: int) -> Summary:
-    """Interleaved rounds, one fresh process per side per round, as the harness ran the row."""
+def compare_here(rounds: int, asked: dict[str, str]) -> Summary:
+    """Interleaved rounds, one fresh process per side per round, each side under its own Python, as the
+    harness ran the row."""
     sides = list(ROW["sides"])
+    pythons = interpreters(asked)
+    for side in sides:
+        print(f"{side}: {pythons[side]}, torch {ROW['sides'][side]['torch']}", file=sys.stderr)
     found: dict[str, list[OneProcess]] = {side: [] for side in sides}
     with tempfile.TemporaryDirectory(prefix="repro-env-") as scratch:
-        envs = {side: _environment(side, Path(scratch)) for side in sides}
+        envs = {side: _environment(side, pythons[side], Path(scratch)) for side in sides}
         for index in range(rounds):
             for side in sides:
                 done = subprocess.run(
-                    [sys.executable, os.path.abspath(__file__), "--one", "--side", side],
+                    [pythons[side], os.path.abspath(__file__), "--one", "--side", side],
                     env=envs[side],
                     capture_output=True,
                     text=True,
                     check=False,
                 )
+                if done.returncode == 2:  # the side refused: another torch than its result's, or none
+                    said = (done.stderr.strip().splitlines() or [""])[-1].removeprefix("repro.py: ")
+                    refuse(f"{said}; name it with: python3 repro.py --python {side}=PATH")
                 if done.returncode != 0:
                     sys.exit(f"{side} round {index + 1} failed:\n{done.stderr[-3000:]}")
                 found[side].append(json.loads(done.stdout.strip().splitlines()[-1]))
@@ -207,6 +302,7 @@ def summary(found: dict[str, list[OneProcess]]) -> Summary:
         "report_ratio": ROW["report_ratio"],
         "within_5_pct_of_report": abs(ratio / ROW["report_ratio"] - 1) <= 0.05,
         "rounds": {side: len(rows) for side, rows in found.items()},
+        "torch": {side: sorted({r["torch"] for r in rows}) for side, rows in found.items()},
         "what_ran": {side: sorted({_what_ran(r) for r in rows}) for side, rows in found.items()},
         "runs": found,
     }
@@ -218,21 +314,50 @@ def _what_ran(run: OneProcess) -> str:
     return f"attention backend {run['attention_backend']}: {ran}" if run["attention_backend"] else ran
 
 
+def _asked_pythons(parser: argparse.ArgumentParser, given: list[str]) -> dict[str, str]:
+    asked: dict[str, str] = {}
+    for item in given:
+        side, _, path = item.partition("=")
+        if side not in ROW["sides"] or not path:
+            parser.error(f"--python {item}: give SIDE=PATH, SIDE one of {', '.join(ROW['sides'])}")
+        asked[side] = path
+    return asked
+
+
+def ratio_of(paths: list[str]) -> Summary:
+    """The sides' ``--one`` lines (from their images), each checked to be its side's, with its torch."""
+    found: dict[str, list[OneProcess]] = {}
+    for side, path in zip(ROW["sides"], paths, strict=True):
+        lines = [json.loads(line) for line in Path(path).read_text().split("\n") if line.strip()]
+        for line in lines:
+            if line.get("side") != side:
+                refuse(f"{path} holds a line of the {line.get('side')} side, given as the {side} side's")
+            check_torch(side, str(line.get("torch")), line.get("torch_git"), f"a line of {path}")
+        found[side] = lines
+    return summary(found)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=ROW.get("title", __doc__))
     parser.add_argument("--one", action="store_true", help="measure one process of --side and print JSON")
     parser.add_argument("--side", choices=list(ROW["sides"]), default="baseline")
     parser.add_argument("--rounds", type=int, default=7, help="processes per side (default 7, as the row)")
     parser.add_argument("--ratio", nargs=2, metavar=("BASELINE_JSONL", "CANDIDATE_JSONL"))
+    parser.add_argument(
+        "--python",
+        action="append",
+        default=[],
+        metavar="SIDE=PATH",
+        help="run SIDE under this Python (its torch must be the side's recorded build); repeatable",
+    )
     args = parser.parse_args()
+    asked = _asked_pythons(parser, args.python)
     if args.one:
         print(json.dumps(measure_here(args.side)))
     elif args.ratio:
-        lines = [Path(p).read_text().split("\n") for p in args.ratio]
-        rows = [[json.loads(line) for line in text if line.strip()] for text in lines]
-        print(json.dumps(summary(dict(zip(ROW["sides"], rows, strict=True))), indent=1))
+        print(json.dumps(ratio_of(args.ratio), indent=1))
     else:
-        print(json.dumps(compare_here(args.rounds), indent=1))
+        print(json.dumps(compare_here(args.rounds, asked), indent=1))
 
 
 if __name__ == "__main__":
