@@ -1,0 +1,117 @@
+"""The committed evidence of issue 58 (reports/precision-modes, reports/host-cudnn-h200): what their READMEs claim
+holds, re-derived from the results. One H200, torch 2.11.0+cu130, suite 0.20."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.conftest import REPO, run_cli
+
+pytestmark = pytest.mark.slow  # each renders committed GPU results: seconds each
+
+MODES = REPO / "reports" / "precision-modes"
+HOST = REPO / "reports" / "host-cudnn-h200"
+
+
+def _render(results: Path, matrix: Path, out: Path) -> dict[str, pd.DataFrame]:
+    """Render a lease's results (each holds slower rows against its baseline: exit 1)."""
+    done = run_cli("report", "--results", str(results), "--matrix", str(matrix), "--out", str(out))
+    assert done.returncode == 1, done.stdout + done.stderr
+    return {name: pd.read_csv(out / f"{name}.csv") for name in ("verdicts", "changes")}
+
+
+@pytest.fixture(scope="module")
+def step_a(tmp_path_factory) -> dict[str, pd.DataFrame]:
+    return _render(MODES / "step-a", MODES / "step-a-matrix.yaml", tmp_path_factory.mktemp("step-a"))
+
+
+@pytest.fixture(scope="module")
+def step_b(tmp_path_factory) -> dict[str, pd.DataFrame]:
+    return _render(MODES / "step-b", MODES / "step-b-matrix.yaml", tmp_path_factory.mktemp("step-b"))
+
+
+def _row(verdicts: pd.DataFrame, workload: str, dtype: str) -> dict[str, tuple[str, float]]:
+    """A row's verdict and ratio against bundled, by cuDNN release."""
+    mine = verdicts[(verdicts["workload"] == workload) & (verdicts["dtype"] == dtype)]
+    releases = mine["group"].str.extract(r"wheel-([\d.]+)_")[0]
+    return {r: (v, round(float(x), 3)) for r, v, x in zip(releases, mine["verdict"], mine["ratio"], strict=True)}
+
+
+def test_every_measurement_records_the_math_flags_its_mode_asks_for() -> None:
+    """fp32_default ran with torch 2.11's own flags (TF32 in cuDNN, not in matrix products), fp32 with TF32 off."""
+    seen: dict[str, set[tuple[bool, bool]]] = {}
+    for path in sorted(MODES.glob("step-*/*.json.gz")) + sorted(HOST.glob("host-cudnn/*.json.gz")):
+        with gzip.open(path) as f:
+            for m in json.load(f)["measurements"]:
+                flags = m["math_flags"]
+                seen.setdefault(m["dtype"], set()).add((flags["cudnn_allow_tf32"], flags["matmul_allow_tf32"]))
+    assert seen["fp32_default"] == {(True, False)}
+    assert seen["fp32"] == {(False, False)}
+    assert seen["bf16"] == {(False, False)}  # the suite's bf16 rows set TF32 off for what stays in fp32
+
+
+def test_the_resnet50_step_changes_only_with_tf32_off(step_a, step_b) -> None:
+    """The atlas's headline (1.35x slower from 9.21.0.82 to 9.26.1.1) holds with TF32 off; under PyTorch's
+    defaults and with bf16 AMP the step is the same at every release measured."""
+    verdicts = pd.concat([step_a["verdicts"], step_b["verdicts"]])
+    off = _row(verdicts, "train_resnet50", "fp32")
+    assert off["9.20.0.48"][0] == "same"
+    for release in ("9.21.0.82", "9.26.1.1"):
+        assert off[release][0] == "slower" and 1.35 <= off[release][1] <= 1.38
+    assert off["9.27.0.42"][0] == off["9.28.1.4"][0] == "same"
+    for dtype in ("fp32_default", "bf16"):
+        row = _row(verdicts, "train_resnet50", dtype)
+        assert set(row) == {"9.20.0.48", "9.21.0.82", "9.26.1.1", "9.27.0.42", "9.28.1.4"}
+        assert {v for v, _ in row.values()} == {"same"}, (dtype, row)
+    for dtype in ("fp32_default", "fp32", "bf16"):
+        assert {v for v, _ in _row(verdicts, "train_transformer_block", dtype).values()} == {"same"}
+
+
+def test_the_layers_behind_the_tf32_off_step_are_the_same_under_torch_defaults(step_a) -> None:
+    """The weight-gradient layers that make the TF32-off step slower at 9.21.0.82 do not move under PyTorch's
+    defaults; the 3x3 data gradient moves far less (2.72x with TF32 off, 1.13x on defaults)."""
+    verdicts = step_a["verdicts"]
+    for workload, least in (("conv2d_r50_c2_expand_bwd_weight", 9.0), ("conv2d_r50_c3_reduce1_bwd_weight", 4.5)):
+        assert _row(verdicts, workload, "fp32")["9.21.0.82"][0] == "slower"
+        assert _row(verdicts, workload, "fp32")["9.21.0.82"][1] >= least
+        assert _row(verdicts, workload, "fp32_default")["9.21.0.82"][0] == "same"
+    data = "conv2d_r50_c3_3x3_bwd_data"
+    assert _row(verdicts, data, "fp32")["9.21.0.82"] == ("slower", pytest.approx(2.72, abs=0.02))
+    assert _row(verdicts, data, "fp32_default")["9.21.0.82"] == ("slower", pytest.approx(1.13, abs=0.01))
+
+
+def test_the_9_28_layer_changes_the_atlas_names_are_tf32_off_changes(step_b) -> None:
+    """At 9.28.1.4 the TF32-off changes the README quoted (c3_3x3 2.14x, 3x3 0.49x, d3a data-grad 3.85x) are
+    same, slightly faster and same under torch's defaults; U-Net e4a moves on defaults at 9.26.1.1 alone."""
+    verdicts = step_b["verdicts"]
+    expect = {
+        "conv2d_r50_c3_3x3": ("slower", "same"),
+        "conv2d_r50_3x3": ("faster", "faster"),
+        "conv2d_unet_d3a_bwd_data": ("slower", "same"),
+    }
+    for workload, (off, default) in expect.items():
+        assert _row(verdicts, workload, "fp32")["9.28.1.4"][0] == off
+        assert _row(verdicts, workload, "fp32_default")["9.28.1.4"][0] == default
+    assert _row(verdicts, "conv2d_r50_3x3", "fp32")["9.28.1.4"][1] < 0.5
+    assert 0.9 < _row(verdicts, "conv2d_r50_3x3", "fp32_default")["9.28.1.4"][1] < 0.95
+    e4a = _row(verdicts, "conv2d_unet_e4a", "fp32_default")
+    assert e4a["9.26.1.1"][0] == "slower" and e4a["9.27.0.42"][0] == e4a["9.28.1.4"][0] == "same"
+
+
+def test_the_host_question_keeps_pytorchs_cudnn(tmp_path) -> None:
+    """On the H200, NVIDIA's system 9.14 is the same as PyTorch's bundled 9.19.0.56 on every row of the default
+    matrix; PyPI's 9.28.1.4 is slower on the small CNN's bf16 step and on bf16 attention."""
+    verdicts = _render(HOST / "host-cudnn", HOST / "matrix.yaml", tmp_path)["verdicts"]
+    system = verdicts[verdicts["group"].str.contains("system")]
+    assert len(system) == 22 and set(system["verdict"]) == {"same"}
+    newest = verdicts[verdicts["group"].str.contains("9.28.1.4")]
+    slower = newest[newest["verdict"] == "slower"]
+    assert sorted(zip(slower["workload"], slower["dtype"], strict=True)) == [
+        ("sdpa", "bf16"),
+        ("train_small_cnn", "bf16"),
+    ]
