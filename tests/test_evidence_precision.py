@@ -1,5 +1,5 @@
-"""The committed evidence of issue 58 (reports/precision-modes, reports/host-cudnn-h200): what their READMEs claim
-holds, re-derived from the results. One H200, torch 2.11.0+cu130, suite 0.20."""
+"""The committed evidence of issue 58 (reports/precision-modes, reports/host-cudnn-h200): what their READMEs
+claim holds, re-derived from the results. One H200, torch 2.11.0+cu130, suite 0.20."""
 
 from __future__ import annotations
 
@@ -39,17 +39,20 @@ def _row(verdicts: pd.DataFrame, workload: str, dtype: str) -> dict[str, tuple[s
     """A row's verdict and ratio against bundled, by cuDNN release."""
     mine = verdicts[(verdicts["workload"] == workload) & (verdicts["dtype"] == dtype)]
     releases = mine["group"].str.extract(r"wheel-([\d.]+)_")[0]
-    return {r: (v, round(float(x), 3)) for r, v, x in zip(releases, mine["verdict"], mine["ratio"], strict=True)}
+    found = zip(releases, mine["verdict"], mine["ratio"], strict=True)
+    return {release: (verdict, round(float(ratio), 3)) for release, verdict, ratio in found}
 
 
 def test_every_measurement_records_the_math_flags_its_mode_asks_for() -> None:
-    """fp32_default ran with torch 2.11's own flags (TF32 in cuDNN, not in matrix products), fp32 with TF32 off."""
+    """fp32_default ran with torch 2.11's own flags (TF32 in cuDNN, not in matrix products), fp32 with TF32
+    off."""
     seen: dict[str, set[tuple[bool, bool]]] = {}
     for path in sorted(MODES.glob("step-*/*.json.gz")) + sorted(HOST.glob("host-cudnn/*.json.gz")):
         with gzip.open(path) as f:
             for m in json.load(f)["measurements"]:
                 flags = m["math_flags"]
-                seen.setdefault(m["dtype"], set()).add((flags["cudnn_allow_tf32"], flags["matmul_allow_tf32"]))
+                pair = (flags["cudnn_allow_tf32"], flags["matmul_allow_tf32"])
+                seen.setdefault(m["dtype"], set()).add(pair)
     assert seen["fp32_default"] == {(True, False)}
     assert seen["fp32"] == {(False, False)}
     assert seen["bf16"] == {(False, False)}  # the suite's bf16 rows set TF32 off for what stays in fp32
@@ -76,7 +79,8 @@ def test_the_layers_behind_the_tf32_off_step_are_the_same_under_torch_defaults(s
     """The weight-gradient layers that make the TF32-off step slower at 9.21.0.82 do not move under PyTorch's
     defaults; the 3x3 data gradient moves far less (2.72x with TF32 off, 1.13x on defaults)."""
     verdicts = step_a["verdicts"]
-    for workload, least in (("conv2d_r50_c2_expand_bwd_weight", 9.0), ("conv2d_r50_c3_reduce1_bwd_weight", 4.5)):
+    weight_grads = (("conv2d_r50_c2_expand_bwd_weight", 9.0), ("conv2d_r50_c3_reduce1_bwd_weight", 4.5))
+    for workload, least in weight_grads:
         assert _row(verdicts, workload, "fp32")["9.21.0.82"][0] == "slower"
         assert _row(verdicts, workload, "fp32")["9.21.0.82"][1] >= least
         assert _row(verdicts, workload, "fp32_default")["9.21.0.82"][0] == "same"
@@ -104,8 +108,8 @@ def test_the_9_28_layer_changes_the_atlas_names_are_tf32_off_changes(step_b) -> 
 
 
 def test_the_host_question_keeps_pytorchs_cudnn(tmp_path) -> None:
-    """On the H200, NVIDIA's system 9.14 is the same as PyTorch's bundled 9.19.0.56 on every row of the default
-    matrix; PyPI's 9.28.1.4 is slower on the small CNN's bf16 step and on bf16 attention."""
+    """On the H200, NVIDIA's system 9.14 is the same as PyTorch's bundled 9.19.0.56 on every row of the
+    default matrix; PyPI's 9.28.1.4 is slower on the small CNN's bf16 step and on bf16 attention."""
     verdicts = _render(HOST / "host-cudnn", HOST / "matrix.yaml", tmp_path)["verdicts"]
     system = verdicts[verdicts["group"].str.contains("system")]
     assert len(system) == 22 and set(system["verdict"]) == {"same"}
