@@ -218,15 +218,17 @@ def test_log_ticks_are_round_few_and_inside_the_axis(low, high, expected):
 
 @pytest.mark.slow
 def test_the_heatmap_comes_right_after_the_answer_and_is_in_the_contents(rendered):
-    # the answer: the scorecard, then each candidate summed up by family (issue 40), then the heatmap
+    # the answer: which cuDNN for this host (issue 58), the scorecard, then each candidate summed up by
+    # family (issue 40), then the heatmap
     page = (rendered / "report.html").read_text()
     headings = re.findall(r"<h2 id='([^']*)'>", page)
-    assert headings[:4] == ["scorecard", "by-family", "time-ratio-heatmap", "read-this-first"], headings
+    answer = ["which-cudnn-for-this-host", "scorecard", "by-family", "time-ratio-heatmap", "read-this-first"]
+    assert headings[:5] == answer, headings
     section = page[page.index("<h2 id='time-ratio-heatmap'>") : page.index("<h2 id='read-this-first'>")]
     captions = re.findall(r"<figcaption>([^<]*)</figcaption>", section)
     assert len(captions) == 1 and htmllib.unescape(captions[0]).startswith("time ratio heatmap")
     nav = page[page.index("<nav>") : page.index("</nav>")]
-    assert re.findall(r"href='#([^']*)'", nav)[:3] == ["scorecard", "by-family", "time-ratio-heatmap"]
+    assert re.findall(r"href='#([^']*)'", nav)[:4] == answer[:4]
     # Markdown has no plots: no empty heading, no dead link
     assert "heatmap" not in (rendered / "report.md").read_text().lower()
 
@@ -376,8 +378,10 @@ def test_numbers_link_to_their_measurements(page):
 def test_the_answer_comes_first_and_the_method_is_folded_away(page):
     headings = [h.text for h in page.find_elements(By.TAG_NAME, "h2")]
     assert headings.index("Scorecard") < headings.index("Verdicts against the baseline")
-    # the family summary belongs to the answer: right after the scorecard
-    assert headings[:4] == ["Scorecard", "By family", "Time ratio heatmap", "Read this first"], headings
+    # which cuDNN for this host first (issue 58), then the scorecard; the family summary belongs to the
+    # answer: right after the scorecard
+    first = ["Which cuDNN for this host", "Scorecard", "By family", "Time ratio heatmap", "Read this first"]
+    assert headings[:5] == first, headings
     body = page.find_element(By.TAG_NAME, "body").text
     assert body.index("NVIDIA H100 80GB HBM3") < body.index("Scorecard")  # the GPU in the first lines
     scorecard = page.find_elements(By.CSS_SELECTOR, "table.sortable")[0].text
@@ -408,7 +412,13 @@ def test_a_big_table_shows_the_changes_first_and_can_be_searched(page):
     search.clear()
     search.send_keys(" ")
     links = [a.text for a in page.find_elements(By.CSS_SELECTOR, "nav a")]
-    assert links[:4] == ["Scorecard", "By family", "Time ratio heatmap", "Read this first"]
+    assert links[:5] == [
+        "Which cuDNN for this host",
+        "Scorecard",
+        "By family",
+        "Time ratio heatmap",
+        "Read this first",
+    ]
     assert "Verdicts against the baseline" in links
     target = page.find_element(By.CSS_SELECTOR, "nav a[href='#verdicts-against-the-baseline']")
     assert page.find_element(By.ID, "verdicts-against-the-baseline").text == "Verdicts against the baseline"

@@ -182,3 +182,75 @@ def test_qualify_on_a_finished_folder_says_nothing_was_left_to_decide(tmp_path, 
     again = run_cli(*args)
     assert again.returncode == first.returncode, again.stdout + again.stderr
     assert "nothing was left to decide" in again.stdout and "raise 'rounds:'" in again.stdout
+
+
+ATLAS_PATH = REPO / "reports" / "release-atlas" / "remaining-path"  # lease 18, H100s: 17 cells, 3 rows
+
+
+def _lease_of_three(tmp_path: Path, left_out: list[dict[str, object]]) -> Path:
+    """Lease 18's results of three cells (bundled 9.19.0, PyPI's 9.26.0.51 and 9.28.1.4), in a folder whose
+    plan.json is the lease's narrowed to them, with ``left_out`` and what ``{wheel: newest}`` chose as a
+    planning host would have written them."""
+    results = tmp_path / "results"
+    results.mkdir()
+    kept = ("cudnn-bundled", "cudnn-wheel-9.26.0.51", "cudnn-wheel-9.28.1.4")
+    plan = json.loads((ATLAS_PATH / "plan.json").read_text())
+    plan["cells"] = [c for c in plan["cells"] if c["id"].split("_")[1] in kept]
+    plan["left_out"] = left_out
+    newest = next(c["id"] for c in plan["cells"] if "9.28.1.4" in c["id"])
+    how = "the newest nvidia-cudnn-cu13 (of 5 releases) in the wheelhouse /var/tmp/wheelhouse"
+    plan["chosen"] = [{"cell": newest, "written": {"wheel": "newest"}, "how": how}]
+    (results / "plan.json").write_text(json.dumps(plan))
+    for cell in plan["cells"]:
+        for path in ATLAS_PATH.glob(f"{cell['id']}.r*.json.gz"):
+            shutil.copy(path, results)
+    return results
+
+
+@pytest.mark.slow
+def test_the_first_screen_answers_which_cudnn_this_host_should_use(tmp_path):
+    # issue 58: the answer comes first, in cuDNN's own names and versions and the rows' precision modes
+    out = _report(tmp_path, GPU_LOCAL_ROUNDS)
+    text = (out / "report.md").read_text()
+    assert text.index("## Which cuDNN for this host") < text.index("## Scorecard")
+    answer = " ".join(_section(text, "Which cuDNN for this host").split())
+    assert answer.startswith(
+        "On this **NVIDIA H100 80GB HBM3**, for these 15 rows in fp32 (TF32 off) and bf16: **keep PyTorch's "
+        "cuDNN 9.19.0** (A, the baseline): no other is shown better."
+    ), answer
+    assert (
+        "- B: **NVIDIA's system cuDNN 9.14.0**: slower in 1 row (sdpa bf16, 1.53x slower), faster in 1 row"
+        in answer
+    )
+    assert "- C: **cuDNN disabled**: slower in 7 rows (4 fp32 (TF32 off), 3 bf16; largest: conv2d" in answer
+    assert "Left out" not in answer  # that plan left nothing out
+
+
+@pytest.mark.slow
+def test_a_release_shown_better_is_the_answer_and_what_was_left_out_is_named_with_why(tmp_path):
+    why = "no system cuDNN found in /usr/lib/x86_64-linux-gnu or the ld.so cache"
+    system = {"torch": "installed", "cudnn": {"system": "auto"}, "base_image": "auto", "python": "installed"}
+    results = _lease_of_three(tmp_path, [{"cell": system, "why": why}])
+    out = _report(tmp_path, results)
+    text = (out / "report.md").read_text()
+    answer = " ".join(_section(text, "Which cuDNN for this host").split())
+    assert (
+        "for these 3 rows in fp32 (TF32 on) and bf16: **use PyPI's cuDNN 9.26.0.51** (B): faster than "
+        "**PyTorch's cuDNN 9.19.0** (A, the baseline) in 1 of them, slower in none, none undecided." in answer
+    )
+    assert (
+        "- C: **PyPI's cuDNN 9.28.1.4**: slower in 1 row (conv2d_unet_mid_b_bwd_weight fp32 (TF32 on)"
+        in answer
+    )
+    assert (  # how the plan chose it
+        "undecided in 1 row (wheel: newest: the newest nvidia-cudnn-cu13 (of 5 releases) in the "
+        "wheelhouse /var/tmp/wheelhouse)." in answer
+    )
+    assert (
+        "**Left out on this host** (named, not run, not failed): NVIDIA's system cuDNN (system: auto): "
+        f"{why}." in answer
+    )
+    steps = " ".join(_section(text, "What to do next").split())
+    assert "The plan left out 1 cell of the matrix on this host" in steps
+    assert "install NVIDIA's cuDNN for torch's CUDA (Debian's libcudnn9-cuda-NN)" in steps
+    assert "The plan left out 1 cell" in (out / "summary.md").read_text()  # what a pull request reads

@@ -8,12 +8,21 @@ the source when they cannot be had.
 
 from __future__ import annotations
 
+import base64
+import html.parser
+import http.client
+import json
 import os
+import platform
+import re
 import shutil
 import stat
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,6 +123,133 @@ def wheels(wheelhouse: Path, pattern: str = "*.whl") -> list[Path]:
     if problems:
         raise InputError(problems)
     return found
+
+
+DEFAULT_INDEX = "https://pypi.org/simple"
+INDEX_ENV = ("PIP_INDEX_URL", "UV_DEFAULT_INDEX", "UV_INDEX_URL")  # what the installers read, in this order
+INDEX_TIMEOUT_S = 20.0
+INDEX_BYTES = 16 * 1024 * 1024  # a project's page on PyPI's simple index is a few hundred KB
+_FINAL = re.compile(r"[0-9]{1,2}(\.[0-9]{1,3}){1,3}")  # a release as a matrix names one (schemas/)
+_SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"
+
+
+@dataclass(frozen=True)
+class Releases:
+    """The final releases of one distribution that a package source holds a wheel of for this machine."""
+
+    distribution: str
+    versions: tuple[str, ...]  # oldest first
+    where: str  # the source, in words
+
+    @property
+    def newest(self) -> str:
+        return self.versions[-1]
+
+
+def releases(distribution: str, source: PackageSource) -> Releases:
+    """What ``source`` holds of ``distribution``: the wheelhouse's files by their names (nothing is opened),
+    else the index's simple page (PEP 691 JSON, else its HTML), yanked files left out. Raises LookupError
+    saying why where the source cannot say or holds none that installs here."""
+    if source.wheelhouse is not None:
+        where = f"the wheelhouse {source.wheelhouse}"
+        names = [path.name for path in wheels(source.wheelhouse)]
+    else:
+        url = index_url(source)
+        where = f"the index {shown_url(url)}"
+        names = _index_files(distribution, url)
+    found = sorted(
+        {v for v in (_fitting_version(name, distribution) for name in names) if v},
+        key=lambda v: tuple(int(p) for p in v.split(".")),
+    )
+    if not found:
+        raise LookupError(f"{where} holds no {distribution} release with a wheel for {_machine()} Linux")
+    return Releases(distribution, tuple(found), where)
+
+
+def index_url(source: PackageSource) -> str:
+    """The index an install from ``source`` reads: its own, else the one the environment gives the
+    installers, else PyPI."""
+    return source.index_url or next((os.environ[k] for k in INDEX_ENV if os.environ.get(k)), DEFAULT_INDEX)
+
+
+def shown_url(url: str) -> str:
+    """``url`` without a user name or password, as a message may show it."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.netloc.rsplit("@", 1)[-1]
+    return urllib.parse.urlunsplit(parts._replace(netloc=host))
+
+
+def _index_files(distribution: str, url: str) -> list[str]:
+    """The file names of ``distribution``'s simple page on the index at ``url``, yanked ones left out."""
+    project = re.sub(r"[-_.]+", "-", distribution).lower()
+    page = url.rstrip("/") + f"/{project}/"
+    parts = urllib.parse.urlsplit(page)
+    request = urllib.request.Request(
+        urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1])),
+        headers={"Accept": f"{_SIMPLE_JSON}, text/html;q=0.1"},
+    )
+    if parts.username is not None:  # credentials in the URL, as pip and uv take them
+        login = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
+        request.add_header("Authorization", "Basic " + base64.b64encode(login.encode()).decode())
+    try:
+        with urllib.request.urlopen(request, timeout=INDEX_TIMEOUT_S) as answer:
+            body = answer.read(INDEX_BYTES + 1)
+            kind = answer.headers.get_content_type()
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:
+            raise LookupError(f"the index {shown_url(url)} has no {distribution}") from None
+        raise LookupError(f"the index {shown_url(url)} answered HTTP {exc.code} for {distribution}") from None
+    except (OSError, ValueError, http.client.HTTPException) as exc:
+        reason = getattr(exc, "reason", None) or exc
+        raise LookupError(
+            f"the package index is not reachable: {shown_url(url)}: {one_line(str(reason), 200)}"
+        ) from None
+    if len(body) > INDEX_BYTES:
+        raise LookupError(f"the index {shown_url(url)} answered more than {INDEX_BYTES} bytes for {project}")
+    text = body.decode(errors="replace")
+    if kind == _SIMPLE_JSON:
+        try:
+            files = json.loads(text).get("files", [])
+            return [str(f["filename"]) for f in files if isinstance(f, dict) and not f.get("yanked")]
+        except (ValueError, AttributeError, KeyError, TypeError):
+            raise LookupError(f"the index {shown_url(url)} answered no simple page for {project}") from None
+    links = _Links()
+    links.feed(text)
+    return links.names
+
+
+class _Links(html.parser.HTMLParser):
+    """The file names an HTML simple page links to (PEP 503), yanked ones (PEP 592) left out."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if tag == "a" and found.get("href") and "data-yanked" not in found:
+            path = urllib.parse.urlsplit(str(found["href"])).path
+            self.names.append(urllib.parse.unquote(path.rsplit("/", 1)[-1]))
+
+
+def _fitting_version(name: str, distribution: str) -> str | None:
+    """The version of the wheel file ``name`` where it is ``distribution``'s, a final release, and installs
+    on this machine (a Linux wheel of its architecture, or one for any platform); else None."""
+    parts = name[: -len(".whl")].split("-") if name.endswith(".whl") else []
+    if len(parts) not in (5, 6) or parts[0].lower() != distribution.replace("-", "_").lower():
+        return None
+    version, platforms = parts[1], parts[-1].split(".")
+    machine = _machine()
+    fits = any(
+        tag == "any" or (tag.startswith(("manylinux", "musllinux", "linux_")) and tag.endswith("_" + machine))
+        for tag in platforms
+    )
+    return version if fits and _FINAL.fullmatch(version) else None
+
+
+def _machine() -> str:
+    machine = platform.machine().lower()
+    return {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
 
 
 def _uv_cache(cache_root: Path | None) -> dict[str, str]:

@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import shlex
-import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -106,9 +105,10 @@ def _init(args: argparse.Namespace, out: Output) -> int:
 def _plan(args: argparse.Namespace, out: Output) -> int:
     from tabulate import tabulate
 
+    from harness.backends.host import has_nvidia_gpu
     from harness.plan.axes import AXES
 
-    plan = requests.plan(args.matrix)
+    plan = requests.plan(args.matrix, None, args)
     if args.json:
         print(json.dumps(plan.to_json(), indent=2))
         return EXIT_OK
@@ -120,15 +120,25 @@ def _plan(args: argparse.Namespace, out: Output) -> int:
         f"\n{len(plan.cells)} cells x {len(plan.knob_sets)} knob sets, backend {plan.backend}, "
         f"suite profile {plan.suite.profile}, regression threshold {plan.regression_pct:g}%"
     )
-    if plan.backend == "local" and not _has_gpu():
+    decided = _decided(plan)
+    if decided:
+        print("\n" + "\n".join(decided))
+    if plan.backend == "local" and not has_nvidia_gpu():
         for note in (_cuda_builds_without_a_gpu(plan), _cudnn_releases_without_a_gpu(plan)):
             if note:
                 print(f"\nnote: {note}")
     return EXIT_OK
 
 
-def _has_gpu() -> bool:
-    return bool(shutil.which("nvidia-smi")) or os.path.exists("/dev/nvidiactl")
+def _decided(plan: Plan) -> list[str]:
+    """What this host made of the matrix's conditional cuDNN sources: the release each ``{wheel: newest}``
+    is, and each cell left out with why (named, never run and failed)."""
+    lines = [f"chosen here: {c.written.label} is cell {c.cell_id}: {c.how}" for c in plan.chosen]
+    if plan.left_out:
+        count = f"{len(plan.left_out)} cell" + ("s" if len(plan.left_out) > 1 else "")
+        lines.append(f"left out here ({count} of the matrix; not run, not failed):")
+        lines += [f"  {left.cell.label}: {left.why}" for left in plan.left_out]
+    return lines
 
 
 def _cudnn_releases_without_a_gpu(plan: Plan) -> str | None:
@@ -176,7 +186,9 @@ def _run(args: argparse.Namespace, out: Output) -> int:
         return cli_docker.k8s(args, out)
     from harness.executors import launch
 
-    plan = requests.plan(args.matrix, registry.realizing(args.backend))
+    plan = requests.plan(args.matrix, registry.realizing(args.backend), args)
+    for line in _decided(plan):
+        out.say(line)
     request = requests.run_request(args, plan.backend, args.out or Path("results") / plan.name)
     return exit_code(launch.run(plan, request, out.say, out.detail, out.console.runs), out)
 
@@ -197,7 +209,13 @@ def _qualify(args: argparse.Namespace, out: Output) -> int:
         raise InputError.one(
             "--backend", "", "qualify runs and judges; 'run --backend k8s --dry-run' prints the Jobs"
         )
-    plan = requests.plan(args.matrix, registry.realizing(args.backend))
+    plan = requests.plan(args.matrix, registry.realizing(args.backend), args)
+    for line in _decided(plan):
+        out.say(line)
+    if len(plan.cells) == 1 and plan.left_out:
+        out.warn(
+            "only the baseline can be made on this host: its rounds run, and the report compares nothing"
+        )
     results = args.out or Path("results") / plan.name
     report_out = jsonio.output_folder(args.report_out or Path("reports") / plan.name, "report_out")
     request = requests.run_request(args, plan.backend, results)
@@ -237,7 +255,7 @@ def _qualify(args: argparse.Namespace, out: Output) -> int:
 def _bisect(args: argparse.Namespace, out: Output) -> int:
     from harness.workflows.bisect import bisect, rounds_said, run_with
 
-    plan = requests.plan(args.matrix, registry.realizing(args.backend))
+    plan = requests.plan(args.matrix, registry.realizing(args.backend), args)
     workload, _, dtype = args.row.partition(":")
     results = args.out or Path("results") / f"{plan.name}-bisect" / f"{workload}-{dtype}"
     # a fresh search measures every release it needs again: no folder's earlier rounds are reused

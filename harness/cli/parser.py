@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.cli import option_groups
-from harness.cli.checked_types import TIMEOUT, Parser, Version, number
+from harness.cli.checked_types import TIMEOUT, Parser, Version, index_url, number
 from harness.plan.model import DEFAULT_ALPHA, DEFAULT_REGRESSION_PCT
 from harness.report.writers import choices
 
@@ -74,9 +74,31 @@ def parser(description: str, prog: str = PROG) -> argparse.ArgumentParser:
     )
     init.add_argument("--force", action="store_true", help="replace a file already there")
 
-    plan = command("plan", "validate a matrix and list its cells (no side effects)", "--matrix matrix.yaml")
+    plan = command(
+        "plan",
+        "validate a matrix and list its cells (no side effects)",
+        "--matrix matrix.yaml",
+        more="A cuDNN source with a device or optional term is decided on this host as a run would decide "
+        "it\n(with the interpreter and the package source these options give): the cells it leaves out are "
+        "listed,\nwith why.",
+    )
     option_groups.matrix_arg(plan)
     plan.add_argument("--json", action="store_true", help="print the plan as JSON")
+    plan.add_argument(
+        "--python",
+        help="interpreter with torch for torch: installed cells, as run takes it (default: this one)",
+    )
+    plan.add_argument(
+        "--wheelhouse",
+        type=Path,
+        help="where cuDNN wheels come from, as run takes it: {wheel: newest} is the newest release in it",
+    )
+    plan.add_argument(
+        "--index-url",
+        type=index_url,
+        help="package index, as run takes it (default: the installers' own, PyPI): {wheel: newest} is the "
+        "newest release on it",
+    )
 
     validate = command(
         "validate",

@@ -5,6 +5,7 @@ library names in an error."""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,16 +15,27 @@ from harness.backends.docker import dockerfile
 from harness.errors import HarnessError, InputError, Problem
 
 if TYPE_CHECKING:
+    from harness.backends.host import ThisHost
     from harness.executors.k8s import jobs as k8s_jobs
     from harness.executors.launch import RunRequest
     from harness.plan.model import Plan
 
 
-def plan(path: Path, backend: str | None = None) -> Plan:
-    """The matrix, checked for the backend that will realize its cells (the command line's, else its own)."""
+def plan(path: Path, backend: str | None = None, args: argparse.Namespace | None = None) -> Plan:
+    """The matrix, checked for the backend that will realize its cells (the command line's, else its own),
+    its conditional cuDNN sources decided on this host as ``args`` would run them (``host``)."""
     from harness.plan import matrix
 
-    return matrix.load(path, suite_listing.workload_ids(), registry.cell_problems, backend)
+    return matrix.load(path, suite_listing.workload_ids(), registry.cell_problems, backend, host(args))
+
+
+def host(args: argparse.Namespace | None) -> ThisHost:
+    """This machine as a run of ``args`` sees it: the interpreter of ``torch: installed`` cells and where
+    cuDNN wheels come from (the defaults where ``args`` gives none)."""
+    from harness.backends.host import ThisHost
+
+    source = packages.PackageSource(getattr(args, "index_url", None), getattr(args, "wheelhouse", None))
+    return ThisHost(source, getattr(args, "python", None) or sys.executable)
 
 
 def k8s_target(args: argparse.Namespace) -> k8s_jobs.Target:

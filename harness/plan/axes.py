@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 CudnnKind = Literal["bundled", "disabled", "wheel", "system"]
+NEWEST = "newest"  # {wheel: newest}: the newest release the package source holds, chosen when planned
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,46 @@ class CudnnSource:
     @property
     def label(self) -> str:
         return self.kind if self.value is None else f"{self.kind}:{self.value}"
+
+    @property
+    def words(self) -> str:
+        """The source as a reader names it: whose cuDNN, and which where the source says."""
+        if self.kind == "bundled":
+            return "PyTorch's cuDNN"
+        if self.kind == "disabled":
+            return "cuDNN disabled"
+        if self.kind == "wheel":
+            return "PyPI's newest cuDNN" if self.value == NEWEST else f"PyPI's cuDNN {self.value}"
+        if self.value in (None, "auto", "image"):
+            return "NVIDIA's system cuDNN" + (" in the image" if self.value == "image" else "")
+        return f"NVIDIA's system cuDNN {self.value}"
+
+
+@dataclass(frozen=True)
+class SourceTerms:
+    """Where a matrix's cuDNN source is a cell: ``device`` ('cuda' or 'cpu'): only where the suite runs on
+    that device; ``optional``: only where this host can make it. A cell a term leaves out is named with why,
+    in the plan and its report; it is never run and failed."""
+
+    device: str | None = None
+    optional: bool = False
+
+    @property
+    def conditional(self) -> bool:
+        return self.device is not None or self.optional
+
+
+TERMS = ("device", "optional")
+
+
+def cudnn_entry(raw: str | Mapping[str, Any]) -> tuple[CudnnSource, SourceTerms]:
+    """An entry of a matrix's ``axes.cudnn`` as its schema checked it: its source and its terms.
+    ``{disabled: true, device: cpu}`` is the source ``disabled`` with a term."""
+    if isinstance(raw, str):
+        return CudnnSource.from_json(raw), SourceTerms()
+    terms = SourceTerms(raw.get("device"), bool(raw.get("optional", False)))
+    ((kind, value),) = [(k, v) for k, v in raw.items() if k not in TERMS]
+    return CudnnSource.from_json(kind if value is True else {kind: value}), terms
 
 
 @dataclass(frozen=True)

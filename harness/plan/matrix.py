@@ -6,6 +6,7 @@ backends registry's), so this module knows no backend.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import hashlib
 import itertools
@@ -16,17 +17,21 @@ from pathlib import Path
 from typing import Any, TypedDict, cast
 
 from harness import schemas
-from harness.errors import InputError, Problem
+from harness.errors import InputError, Problem, bounded
 from harness.plan import yamlfile
-from harness.plan.axes import AXES
+from harness.plan.axes import AXES, NEWEST, CudnnSource, SourceTerms, cudnn_entry
 from harness.plan.model import (
     DEFAULT_ALPHA,
     DEFAULT_REGRESSION_PCT,
     DEFAULT_ROUNDS,
+    ELSEWHERE,
     KNOBS,
     Cell,
     CellProblem,
+    Chosen,
     DockerSection,
+    Host,
+    LeftOut,
     Plan,
     SlurmSection,
     checked_section,
@@ -37,7 +42,10 @@ from harness.suite.settings import SuiteSettings
 # already more GPU time than any qualification we run (each cell is an image and rounds of the suite).
 MAX_CELLS = 1024
 CellRules = Callable[[str, Sequence[Cell]], list[CellProblem]]
-AxisValue = str | dict[str, str]  # an axis value as a matrix writes it (``axes.AXES``: how each reads)
+AxisValue = str | dict[str, Any]  # an axis value as a matrix writes it (``axes.AXES``: how each reads)
+Terms = dict[CudnnSource, tuple[int, SourceTerms]]  # each cuDNN source of the axis: its entry's index, terms
+DEVICES = {"cuda": "a GPU", "cpu": "the CPU"}
+TOLD = 1500  # characters of why a cell is left out, or how it was chosen (plan.json holds up to 2000)
 
 
 class Rules(TypedDict, total=False):
@@ -69,16 +77,29 @@ class MatrixDocument(TypedDict, total=False):
     docker: DockerSection
 
 
+@dataclass(frozen=True)
+class Made:
+    """What a host makes of a matrix's cells: the cells it runs, those it leaves out and why, and how it
+    chose what a conditional source became."""
+
+    cells: list[Cell]
+    left_out: list[LeftOut]
+    chosen: list[Chosen]
+
+
 def load(
     path: Path,
     known_workloads: Iterable[str] | None = None,
     cell_rules: CellRules | None = None,
     backend: str | None = None,
+    host: Host | None = None,
 ) -> Plan:
     """Read, validate and expand a matrix file. Raises InputError listing every problem found.
 
     ``cell_rules``: what the backend that will run the cells cannot realize (``backends.registry``);
-    ``backend``: that backend, where the command line overrides the matrix's.
+    ``backend``: that backend, where the command line overrides the matrix's; ``host``: what this machine
+    makes of the cuDNN sources a ``device`` or ``optional`` term or ``{wheel: newest}`` leaves to it (a
+    matrix that has one needs it).
     """
     data, line_of = yamlfile.load(path)
     source = str(path)
@@ -87,11 +108,14 @@ def load(
         raise InputError(found)
     document = cast(MatrixDocument, data)  # what the schema checked; each part read below only if sound
     matrix = _Matrix(document, source, line_of, found)
-    cells = (
+    product = (
         _cells(document, matrix.problem, found) if "axes" in data and matrix.sound("axes", "rules") else None
     )
-    if cells is not None:
-        matrix.check_cells(cells, cell_rules, backend)
+    made = None
+    if product is not None:
+        matrix.check_cells(product[0], cell_rules, backend)
+        made = matrix.resolve(*product, host)
+        matrix.check_baseline(made)
     if known_workloads is not None:
         matrix.check_workloads(set(known_workloads))
     if found:
@@ -100,8 +124,8 @@ def load(
             more = Problem(source, "", f"and {len(found) - schemas.MAX_PROBLEMS} more problems, not listed")
             found = [*found[: schemas.MAX_PROBLEMS], more]
         raise InputError(found)
-    assert cells is not None  # no problem: the axes and rules were sound
-    return _plan(document, cells, backend or document.get("backend", "local"), path)
+    assert made is not None  # no problem: the axes and rules were sound
+    return _plan(document, made, backend or document.get("backend", "local"), path)
 
 
 @dataclass
@@ -128,7 +152,8 @@ class _Matrix:
         return Problem(self.source, schemas.field_name(json_path), message, self.line_of(json_path))
 
     def check_cells(self, cells: list[Cell], cell_rules: CellRules | None, backend: str | None) -> None:
-        """What the backend cannot realize, and a baseline that is not exactly one cell."""
+        """What the backend cannot realize of the axes' product (a cell a term may leave out included: on
+        another host it is made)."""
         data, found = self.data, self.found
         if backend or self.sound("backend"):
             for unrealizable in (
@@ -136,12 +161,66 @@ class _Matrix:
             ):
                 where: list[Any] = ["axes", unrealizable.axis] if unrealizable.axis else ["axes"]
                 found.append(self.problem(where, unrealizable.message))
-        if "baseline" in data and self.sound("baseline"):
-            baseline = [c for c in cells if c.matches(data["baseline"])]
-            if len(baseline) != 1:
-                which = ", ".join(c.id for c in baseline[:5]) if baseline else "none"
-                which += f" and {len(baseline) - 5} more" if len(baseline) > 5 else ""
-                found.append(self.problem(["baseline"], f"must match exactly one cell; matches {which}"))
+
+    def check_baseline(self, made: Made) -> None:
+        """A baseline that is not exactly one of the cells this host makes: it may match one left out."""
+        data = self.data
+        if "baseline" not in data or not self.sound("baseline"):
+            return
+        baseline = [c for c in made.cells if c.matches(data["baseline"])]
+        if len(baseline) == 1:
+            return
+        left = [left for left in made.left_out if left.cell.matches(data["baseline"])]
+        if not baseline and left:
+            message = (
+                f"matches {left[0].cell.label}, which this host leaves out ({left[0].why}); the baseline "
+                "must be a cell wherever the matrix runs: give its cuDNN source no device or optional term"
+            )
+        else:
+            which = ", ".join(c.id for c in baseline[:5]) if baseline else "none"
+            which += f" and {len(baseline) - 5} more" if len(baseline) > 5 else ""
+            message = f"must match exactly one cell; matches {which}"
+        self.found.append(self.problem(["baseline"], message))
+
+    def resolve(self, cells: list[Cell], terms: Terms, host: Host | None) -> Made:
+        """The cells ``host`` makes of the product: a source with a ``device`` term only where the suite runs
+        on that device, an ``optional`` one only where the host can make it (else left out, with why),
+        ``{wheel: newest}`` as the release it is. A source that must be made and cannot is a problem."""
+        device = str(self.data.get("suite", {}).get("device", "auto")) if self.sound("suite") else "auto"
+        made = Made([], [], [])
+        for cell in cells:
+            index, term = terms.get(cell.cudnn, (-1, SourceTerms()))
+            if not term.conditional and cell.cudnn.value != NEWEST:
+                made.cells.append(cell)
+                continue
+            if host is None:
+                why = "needs the host that runs the matrix to decide it (plan it through the command line)"
+                self.found.append(self.problem(["axes", "cudnn", index], why))
+                continue
+            elsewhere = _elsewhere(cell, term, device, host)
+            if elsewhere:
+                made.left_out.append(LeftOut(cell, elsewhere))
+                continue
+            if not term.optional and cell.cudnn.value != NEWEST:  # a device term alone: made as written
+                made.cells.append(cell)
+                continue
+            try:
+                source, how = host.source(cell)
+            except LookupError as exc:
+                if term.optional:
+                    made.left_out.append(LeftOut(cell, bounded(str(exc), TOLD)))
+                else:
+                    fix = "mark it optional: true to leave it out where it cannot be made, or name a release"
+                    message = f"{cell.cudnn.words} for torch {cell.torch}: {exc}; {fix}"
+                    self.found.append(self.problem(["axes", "cudnn", index], message))
+                continue
+            chosen = dataclasses.replace(cell, cudnn=source)
+            if chosen in made.cells or (chosen != cell and chosen in cells):
+                made.left_out.append(LeftOut(cell, f"it is {source.label} ({how}), already a cell"))
+                continue
+            made.cells.append(chosen)
+            made.chosen.append(Chosen(chosen.id, cell.cudnn, bounded(how, TOLD)))
+        return made
 
     def check_workloads(self, known: set[str]) -> None:
         """Every workload the suite settings and the thresholds name is one the suite knows."""
@@ -170,8 +249,22 @@ class _Matrix:
                     found.append(self.problem(["thresholds", "per_workload", name], message))
 
 
-def _plan(data: MatrixDocument, cells: list[Cell], backend: str, path: Path) -> Plan:
+def _elsewhere(cell: Cell, term: SourceTerms, device: str, host: Host) -> str | None:
+    """Why a cell whose source names a device is left out here (None: the suite runs on that device)."""
+    if term.device is None:
+        return None
+    where, why = (device, f"suite.device is {device}") if device != "auto" else host.device(cell)
+    if where == term.device:
+        return None
+    return (
+        f"{ELSEWHERE}{DEVICES[term.device]} (device: {term.device}); here it runs on "
+        f"{DEVICES.get(where, where)}: {why}"
+    )
+
+
+def _plan(data: MatrixDocument, made: Made, backend: str, path: Path) -> Plan:
     """The plan of a matrix found sound."""
+    cells = made.cells
     thresholds = data.get("thresholds", {})
     knobs = data.get("knobs", {})
     knob_sets = tuple(
@@ -193,15 +286,27 @@ def _plan(data: MatrixDocument, cells: list[Cell], backend: str, path: Path) -> 
         alpha=float(thresholds.get("alpha", DEFAULT_ALPHA)),
         slurm=checked_section(data, "slurm"),
         docker=checked_section(data, "docker"),
+        left_out=tuple(made.left_out),
+        chosen=tuple(made.chosen),
     )
 
 
 def _cells(
     data: MatrixDocument, problem: Callable[[list[Any], str], Problem], found: list[Problem]
-) -> list[Cell] | None:
-    """The axes' product with the rules applied; None where it would be too large to make (said in
-    ``found``, as is every rule that does nothing)."""
-    axes = {a.name: data["axes"].get(a.name, [a.default]) for a in AXES}
+) -> tuple[list[Cell], Terms] | None:
+    """The axes' product with the rules applied, and each cuDNN source's terms; None where it would be
+    too large to make (said in ``found``, as is every rule that does nothing)."""
+    axes: dict[str, list[Any]] = {a.name: data["axes"].get(a.name, [a.default]) for a in AXES}
+    terms: Terms = {}
+    for i, entry in enumerate(axes["cudnn"]):
+        source, term = cudnn_entry(entry)
+        if source in terms:
+            first = f"axes.cudnn[{terms[source][0]}]"
+            found.append(
+                problem(["axes", "cudnn", i], f"{source.label} is {first} again; list a source once")
+            )
+        terms.setdefault(source, (i, term))
+    axes["cudnn"] = [source.to_json() for source in terms]
     expanded = math.prod(len(values) for values in axes.values())
     if expanded > MAX_CELLS:
         sizes = " x ".join(f"{len(values)} {axis}" for axis, values in axes.items())
@@ -234,7 +339,7 @@ def _cells(
         found.append(problem(["rules"], "the rules leave no cell to run"))
     if len(cells) > MAX_CELLS:
         found.append(problem(["rules", "include"], f"the matrix has {len(cells)} cells; at most {MAX_CELLS}"))
-    return cells
+    return cells, terms
 
 
 def _meant(name: str, known: set[str]) -> str:

@@ -11,7 +11,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Any, Protocol, TypedDict
 
 from harness.plan.axes import AXES, BY_NAME, Axis, CudnnSource
 from harness.suite.settings import SuiteSettings
@@ -86,11 +86,82 @@ class Thresholds(TypedDict):
     alpha: float
 
 
+class LeftOutDocument(TypedDict):
+    cell: AxisValues  # as the matrix wrote it: cudnn may be {wheel: newest}
+    why: str
+
+
+class ChosenDocument(TypedDict):
+    cell: str  # the id of the cell it became
+    written: str | dict[str, str]  # the cuDNN source as the matrix wrote it
+    how: str
+
+
+ELSEWHERE = "only where the suite runs on "  # how a cell left out for its device term says why
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """A cell of the matrix's product that a plan leaves out, as the matrix wrote it, and why: a term of its
+    cuDNN source (the device the suite runs on here, or what this host cannot make). Named wherever the
+    plan is shown, never run and failed."""
+
+    cell: Cell
+    why: str
+
+    @property
+    def elsewhere(self) -> bool:
+        """Whether it was left out for the device the suite runs on here (not for what the host lacks)."""
+        return self.why.startswith(ELSEWHERE)
+
+    def to_json(self) -> LeftOutDocument:
+        return {"cell": self.cell.to_json(), "why": self.why}
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> LeftOut:
+        return cls(Cell.from_json(raw["cell"]), str(raw["why"]))
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """What this host made of a conditional cuDNN source: the cell it became and how it was chosen (the
+    release ``{wheel: newest}`` found, the system cuDNN ``{system: auto}`` found)."""
+
+    cell_id: str
+    written: CudnnSource
+    how: str
+
+    def to_json(self) -> ChosenDocument:
+        return {"cell": self.cell_id, "written": self.written.to_json(), "how": self.how}
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> Chosen:
+        return cls(str(raw["cell"]), CudnnSource.from_json(raw["written"]), str(raw["how"]))
+
+
+class Host(Protocol):
+    """What the host that plans knows of itself (``backends.host`` answers for this machine): where a cell's
+    suite runs, and what it can make of a conditional cuDNN source. Each raises LookupError saying why
+    where it cannot answer."""
+
+    def device(self, cell: Cell) -> tuple[str, str]:
+        """'cuda' or 'cpu': where the cell's suite runs with ``suite.device: auto``, and why, in words."""
+        ...
+
+    def source(self, cell: Cell) -> tuple[CudnnSource, str]:
+        """The source the cell's cuDNN is made from here (``{wheel: newest}``: the release it is), and how
+        it was found, in words."""
+        ...
+
+
 class PlanSections(TypedDict, total=False):
-    """What of a matrix only some backends read, in plan.json only where the matrix gave it."""
+    """What of a matrix only some backends read, and what only some plans hold: in plan.json only where
+    the matrix gave it or the plan made it."""
 
     slurm: SlurmSection
     docker: DockerSection
+    left_out: list[LeftOutDocument]
+    chosen: list[ChosenDocument]
 
 
 class PlanDocument(PlanSections):
@@ -127,6 +198,8 @@ class Plan:
     alpha: float = DEFAULT_ALPHA
     slurm: SlurmSection = field(default_factory=lambda: SlurmSection())
     docker: DockerSection = field(default_factory=lambda: DockerSection())
+    left_out: tuple[LeftOut, ...] = ()  # cells of the matrix this host does not run, and why
+    chosen: tuple[Chosen, ...] = ()  # what this host made of the matrix's conditional sources
 
     @property
     def gpu_access(self) -> str:
@@ -149,6 +222,10 @@ class Plan:
             sections["slurm"] = self.slurm
         if self.docker:
             sections["docker"] = self.docker
+        if self.left_out:  # only where there are: a plan without them hashes as it always did
+            sections["left_out"] = [left.to_json() for left in self.left_out]
+        if self.chosen:
+            sections["chosen"] = [chosen.to_json() for chosen in self.chosen]
         return {
             **sections,
             "schema_version": 1,
@@ -185,6 +262,8 @@ class Plan:
             alpha=float(raw["thresholds"].get("alpha", DEFAULT_ALPHA)),
             slurm=checked_section(raw, "slurm"),
             docker=checked_section(raw, "docker"),
+            left_out=tuple(LeftOut.from_json(left) for left in raw.get("left_out", ())),
+            chosen=tuple(Chosen.from_json(chosen) for chosen in raw.get("chosen", ())),
         )
 
     def threshold_pct(self, workload: str) -> float:

@@ -18,15 +18,17 @@ from harness.errors import InputError, Problem
 
 STARTER = """\
 # A version matrix: which PyTorch x cuDNN combinations to measure, and how to judge them.
-# This one runs anywhere (no GPU or Docker engine needed): cuDNN as torch ships it against cuDNN
-# disabled, on the torch of the Python that runs the harness. On a GPU machine it runs on the GPU.
-#   harness plan --matrix matrix.yaml      lists the cells, runs nothing
+# This one runs anywhere (no Docker engine needed), on the torch of the Python that runs the harness.
+# On a GPU it judges NVIDIA's system cuDNN and PyPI's newest cuDNN against the cuDNN torch ships, where
+# this host has them; on a CPU (where cuDNN is not used) cuDNN as torch ships it against cuDNN disabled:
+# an A/A check of the harness.
+#   harness plan --matrix matrix.yaml      lists the cells, and those left out here with why; runs nothing
 #   harness qualify --matrix matrix.yaml   runs every cell and judges it against the baseline
 
 schema_version: 1            # the matrix format; this harness reads 1
 name: smoke                  # names results/<name>/ and reports/<name>/ (a-z, 0-9, '_', '.', '-')
 # One line on what the matrix asks, shown with its plan and reports.
-description: cuDNN as torch ships it against cuDNN disabled; on a CPU, an A/A check of the harness.
+description: PyTorch's cuDNN against NVIDIA's system cuDNN and PyPI's newest on a GPU; an A/A check on a CPU.
 
 # local: the suite runs in a Python on this host (torch: installed, or a version in an environment of
 # its own); docker: one image per cell (torch: VERSION+VARIANT such as '2.11.0+cu130', or PyPI's VERSION
@@ -36,7 +38,15 @@ backend: local
 # The axes: every combination of their values is a cell (each cell is one environment).
 axes:
   torch: [installed]         # installed | VERSION (PyPI) | VERSION+cpu / +cu130 (PyTorch's index) | image
-  cudnn: [bundled, disabled] # bundled | disabled | {wheel: '9.12.0.46'} | {system: auto | VERSION | /dir}
+  # cuDNN sources: bundled (torch's own) | disabled | {wheel: '9.12.0.46'} (PyPI's nvidia-cudnn-cuNN) |
+  # {wheel: newest} (the newest in the index, or in the run's --wheelhouse) | {system: auto | VERSION | /dir}
+  # (NVIDIA's). A mapping may add terms: device: cuda | cpu (a cell only where the suite runs there) and
+  # optional: true (left out, and named with why, where this host cannot make it); {disabled: true, ...}.
+  cudnn:
+    - bundled                                        # the baseline: the cuDNN torch ships
+    - {system: auto, device: cuda, optional: true}   # NVIDIA's system cuDNN, the newest installed
+    - {wheel: newest, device: cuda, optional: true}  # nvidia-cudnn-cuNN's newest release
+    - {disabled: true, device: cpu}                  # on a CPU: the A/A check
   # base_image: [auto]       # docker: the nvidia/cuda image matching the torch build, or an image reference
   # python: [installed]      # installed (local) or '3.12' (in quotes: YAML reads 3.10 as 3.1)
 
@@ -51,7 +61,9 @@ suite:
   profile: smoke             # smoke (small shapes, seconds) | default | full | atlas (every distinct layer
                              # of ResNet-50, U-Net and a transformer block, and their training steps)
   device: auto               # auto (the GPU where there is one) | cuda | cpu
-  dtypes: [fp32, bf16]       # fp32 | tf32 | bf16 | fp16
+  # precision modes: fp32_default (fp32 under torch's own flags: TF32 in cuDNN convolutions) | fp32 (TF32
+  # off) | tf32 (TF32 everywhere) | bf16 | fp16
+  dtypes: [fp32_default, bf16]
   time_budget_s: 0.2         # at most this long sampling each measurement
   # workloads: [conv2d_r50_3x3, sdpa]   # only these, instead of the profile's
   # rows: [conv2d_r50_3x3:fp32, conv2d_r50_3x3.cl:bf16]   # exactly these workload:dtype rows

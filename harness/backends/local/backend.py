@@ -83,20 +83,7 @@ class LocalBackend:
     def _probe_interpreter(self, python: str) -> Interpreter:
         if python in self._interpreters:
             return self._interpreters[python]
-        if shutil.which(python) is None and not Path(python).is_file():
-            raise BackendUnavailable(f"{python}: no such interpreter")
-        try:
-            out = subprocess.run(
-                [python, str(_PROBE)],
-                capture_output=True,
-                text=True,
-                errors="replace",
-                timeout=60,
-                check=True,
-            ).stdout
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise BackendUnavailable(f"{python} does not run: {exc}") from None
-        answer = _probe_answer(python, out)  # no torch is fine where every cell names a torch build
+        answer = probe(python)  # no torch is fine where every cell names a torch build
         try:
             listed = suite_listing.listing(python)
             version, source = listed["suite_version"], listed["source_sha256"]
@@ -320,6 +307,26 @@ class LocalBackend:
     def _relay(self, follow: TextIO, prefix: str) -> None:
         for line in follow.readlines():
             self.progress(prefix + line.rstrip())
+
+
+def probe(python: str) -> ProbeAnswer:
+    """What ``python`` says of itself (``interpreter_probe``, which imports nothing of torch): its Python,
+    torch build and the cuDNN wheel beside it. Raises BackendUnavailable where it does not run, InputError
+    where it answers as no Python would."""
+    if shutil.which(python) is None and not Path(python).is_file():
+        raise BackendUnavailable(f"{python}: no such interpreter")
+    try:
+        out = subprocess.run(
+            [python, str(_PROBE)],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=60,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise BackendUnavailable(f"{python} does not run: {exc}") from None
+    return _probe_answer(python, out)
 
 
 _NOT_PYTHON = "does not answer as a Python interpreter does; name a python executable"

@@ -64,10 +64,11 @@ def find_system(wanted: str) -> CudnnInstall:
     installs = {jsonio.real_path(i.lib_dir): i for i in map(read_install, _candidate_dirs()) if i is not None}
     matching = [i for i in installs.values() if wanted == "auto" or _same_version(wanted, i.version)]
     if not matching:
-        seen = ", ".join(f"{i.version} in {i.lib_dir}" for i in installs.values()) or "none"
+        seen = "; found: " + ", ".join(f"{i.version} in {i.lib_dir}" for i in installs.values())
+        which = "" if wanted == "auto" else f" {wanted}"
         raise LookupError(
-            f"no system cuDNN {wanted} found (looked in {', '.join(SYSTEM_DIRS)} and the "
-            f"ld.so cache; found: {seen}). Install NVIDIA's libcudnn package or give "
+            f"no system cuDNN{which} found in {', '.join(SYSTEM_DIRS)} or the ld.so cache"
+            f"{seen if installs else ''}; install NVIDIA's cuDNN package (libcudnn9-cuda-NN) or give "
             "system: /path/to/lib"
         )
     return max(matching, key=lambda i: tuple(int(p) for p in i.version.split(".")))

@@ -1,21 +1,28 @@
-"""The top of a report: the answer before the method. One line of environment, the outcome, what may
-make the numbers less than they seem (validity), and a scorecard with one row per candidate group."""
+"""The top of a report: the answer before the method. One line of environment, the outcome, which cuDNN
+this host should use for the rows measured (``host_answer``: in their precision modes, with the cells the
+plan left out here and why), what may make the numbers less than they seem (validity), and a scorecard
+with one row per candidate group."""
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from harness.errors import InputError
 from harness.plan.axes import AXIS_NAMES
+from harness.plan.model import Cell, LeftOut, Plan
 from harness.report.analysis import row_verdicts, stats
 from harness.report.analysis.model import Analysis, View
 from harness.report.analysis.row_verdicts import TimingRow
 from harness.report.sections.context import SectionContext, listed
 from harness.report.writers import markdown
 from harness.report.writers.document import Section, Value
+from harness.results import folder
+from harness.suite import precision
 
 # Spread that makes a number shaky: pyperf warns from a 10 % standard deviation within a run; between the
 # rounds of one cell, 5 % is far outside what two processes on one GPU differ by (docs/method.md).
@@ -67,8 +74,231 @@ def outcome_line(analysis: Analysis) -> str:
 
 
 def scorecard_section(ctx: SectionContext) -> list[Section]:
-    """The scorecard (``scorecard``), as the report's first section."""
-    return listed(scorecard(ctx.view, ctx.analysis))
+    """The answer for this host (``host_answer``) and the scorecard (``scorecard``): the report's first
+    sections."""
+    return [*listed(host_answer(ctx)), *listed(scorecard(ctx.view, ctx.analysis))]
+
+
+ANSWER = "Which cuDNN for this host"
+
+
+def host_answer(ctx: SectionContext) -> Section | None:
+    """Which cuDNN this host should use, for the rows measured, in their precision modes: keep the baseline
+    or switch (as "What to do next" decides), each other source's rows by verdict, and the cells the plan
+    left out here with why. On a CPU, that the run checked the harness (A/A) and answers no such question.
+    None for an ad-hoc compare (its sides are no matrix's cells) or where nothing is to be said."""
+    view, analysis = ctx.view, ctx.analysis
+    if not view.cells:
+        return None
+    plans = stored_plans(ctx.sources)
+    timing = analysis.timing
+    judged = timing[timing["verdict"].notna()] if not timing.empty else timing
+    parts = []
+    if not judged.empty:
+        names = cudnn_names(view, analysis)
+        parts.append(_verdict_sentence(view, analysis, judged, names))
+        how = {c.cell_id: f"{c.written.label.replace(':', ': ')}: {c.how}" for p in plans for c in p.chosen}
+        parts += [
+            f"- {_candidate_line(view, group, rows, names)}"
+            + (f" ({markdown.inline(how[group])})." if group in how else ".")
+            for group, rows in _candidates(view, judged)
+        ]
+    left = left_out_sentence(plans)
+    if left:
+        parts.append(("\n" if parts else "") + left)
+    return Section(ANSWER, "\n".join(parts)) if parts else None
+
+
+def stored_plans(sources: Sequence[Path]) -> list[Plan]:
+    """The plan.json of each results folder among ``sources`` that holds a sound one."""
+    plans = []
+    for source in dict.fromkeys(sources):
+        try:
+            if source.is_dir() and (source / folder.PLAN_FILE).is_file():
+                plans.append(folder.stored_plan(source))
+        except (InputError, OSError):
+            continue  # the report says what is wrong with a folder where it reads its results
+    return plans
+
+
+def left_out_sentence(plans: Sequence[Plan]) -> str:
+    """The cells the plans left out on the host that made them, with why, those of one reason together
+    ('' where none was)."""
+    left: list[LeftOut] = list(dict.fromkeys(left for plan in plans for left in plan.left_out))
+    if not left:
+        return ""
+    torches = {left.cell.torch for left in left} | {c.torch for plan in plans for c in plan.cells}
+    by_why: dict[str, list[str]] = {}
+    for each in left:
+        by_why.setdefault(each.why, []).append(_written(each.cell, len(torches) > 1))
+    told = "; ".join(f"{_joined(cells)}: {why}" for why, cells in by_why.items())
+    return f"**Left out on this host** (named, not run, not failed): {markdown.inline(told)}."
+
+
+def _written(cell: Cell, with_torch: bool) -> str:
+    """A left-out cell's source as a reader names it, and as the matrix wrote it where that says more."""
+    source = cell.cudnn.words
+    if cell.cudnn.value is not None:
+        source += f" ({cell.cudnn.label.replace(':', ': ')})"
+    return f"{source} with torch {cell.torch}" if with_torch else source
+
+
+def _joined(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def cudnn_names(view: View, analysis: Analysis) -> dict[str, str]:
+    """Each group's cuDNN as a reader names it, with the version its runs loaded (``PyTorch's cuDNN
+    9.19.0``, ``NVIDIA's system cuDNN 9.14.0``, ``PyPI's cuDNN 9.28.1.4``), and its torch where the cells
+    differ in it."""
+    cells = {c.id: c for c in view.cells}
+    several = len({c.torch for c in view.cells}) > 1
+    names = {}
+    for group in view.groups:
+        cell = cells.get(group)
+        if cell is None:
+            names[group] = view.labels.get(group, group)
+            continue
+        loaded = _common(
+            [
+                str(doc["cudnn"].get("runtime_version") or "")
+                for doc, _ in analysis.docs.get(group, [])
+                if "cudnn" in doc
+            ]
+        )
+        name = cell.cudnn.words
+        if cell.cudnn.kind in ("bundled", "system") and loaded and "(mixed)" not in loaded:
+            name = f"{name.removesuffix(' ' + str(cell.cudnn.value))} {loaded}"
+        names[group] = f"{name} (torch {cell.torch})" if several else name
+    return names
+
+
+def standing(rows: pd.DataFrame, numerics_worse: bool) -> str:
+    """A candidate's standing against the baseline over its judged ``rows``: 'worse' (a row slower or
+    failed, or its numerics worse), 'better' (faster somewhere, and nothing else undecided), else ''."""
+    counts = rows["verdict"].value_counts()
+    if counts.get("slower", 0) or counts.get("failed", 0) or numerics_worse:
+        return "worse"
+    if counts.get("faster", 0) and not counts.get("inconclusive", 0) and not counts.get("missing", 0):
+        return "better"
+    return ""
+
+
+def numerics_worse(analysis: Analysis) -> set[str]:
+    """The groups whose numerics are worse than the baseline's somewhere."""
+    numerics = analysis.numerics
+    return set(numerics["group"][numerics["numerics"] == "worse"]) if not numerics.empty else set()
+
+
+def _candidates(view: View, judged: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    return [
+        (g, judged[judged["group"] == g])
+        for g in view.groups
+        if g != view.baseline and (judged["group"] == g).any()
+    ]
+
+
+def modes(rows: pd.DataFrame) -> list[str]:
+    """The precision modes of ``rows`` as a reader names them (``precision.label``): PyTorch's default
+    first."""
+    seen = {
+        (str(dtype), "tf32=1" in str(knobs))
+        for dtype, knobs in zip(rows["dtype"], rows["knobs"], strict=True)
+    }
+    order = {mode: i for i, mode in enumerate(precision.MODES)}
+    return list(
+        dict.fromkeys(
+            precision.label(d, tf32) for d, tf32 in sorted(seen, key=lambda s: (order.get(s[0], 99), s))
+        )
+    )
+
+
+def _verdict_sentence(view: View, analysis: Analysis, judged: pd.DataFrame, names: dict[str, str]) -> str:
+    """On this host, for these rows in these modes: keep the baseline, or use the one shown better (the A/A
+    check on a CPU instead, which answers no such question)."""
+    host = _host(analysis)
+    rows = judged.drop_duplicates(["workload", "dtype", "knobs"])
+    count = f"these {len(rows)} rows" if len(rows) > 1 else "the 1 row"
+    scope = f"for {count} in {_joined(modes(rows))}"
+    kept = markdown.inline(names[view.baseline])
+    baseline = f"**{kept}** ({view.letters[view.baseline]}, the baseline)"
+    if _cpu_a_a(analysis):
+        others = _joined([f"**{markdown.inline(names[g])}**" for g, _ in _candidates(view, judged)])
+        return (
+            f"On this CPU cuDNN is not used: {scope}, {baseline} and {others} run the same code, so this "
+            "run checks the harness against itself (A/A) and answers no question of which cuDNN to use; "
+            "run it on a GPU host for that."
+        )
+    worse = numerics_worse(analysis)
+    better = [
+        (stats.geomean(rows["ratio"]) or 1.0, group)
+        for group, rows in _candidates(view, judged)
+        if standing(rows, group in worse) == "better"
+    ]
+    if better:
+        group = min(better)[1]
+        faster = int((judged[judged["group"] == group]["verdict"] == "faster").sum())
+        choice = (
+            f"**use {markdown.inline(names[group])}** ({view.letters[group]}): faster than {baseline} in "
+            f"{faster} of them, slower in none, none undecided"
+        )
+    else:
+        choice = f"**keep {kept}** ({view.letters[view.baseline]}, the baseline): no other is shown better"
+    return f"On {host}, {scope}: {choice}."
+
+
+def _host(analysis: Analysis) -> str:
+    """The GPU the runs ran on (or the CPU), as "this ..." says it."""
+    names = []
+    for entries in analysis.docs.values():
+        for doc, _ in entries:
+            env = doc.get("environment")
+            gpu = (env["gpu"] if env else None) or {}
+            names.append(str(gpu.get("name") or "CPU"))
+    common = _common(names)
+    if not common:
+        return "this host"
+    return "this CPU" if common == "CPU" else f"this **{markdown.inline(common)}**"
+
+
+def _candidate_line(view: View, group: str, rows: pd.DataFrame, names: dict[str, str]) -> str:
+    """One candidate's rows by verdict, the slower and faster ones by mode, with the largest change."""
+    counts = rows["verdict"].value_counts()
+    parts = []
+    for verdict, word in (
+        ("slower", "slower"),
+        ("faster", "faster"),
+        ("same", "the same"),
+        ("inconclusive", "undecided"),
+        ("missing", "missing"),
+        ("failed", "failed"),
+    ):
+        count = int(counts.get(verdict, 0))
+        if not count:
+            continue
+        text = f"{word} in {count} row" + ("s" if count > 1 else "")
+        if verdict in ("slower", "faster"):
+            mine = rows[rows["verdict"] == verdict]
+            by_mode = [f"{len(mine[_in_mode(mine, m)])} {m}" for m in modes(mine)]
+            by_mode = by_mode if len(by_mode) > 1 else modes(mine)
+            largest = max(row_verdicts.records(mine), key=lambda r: stats.change_size(r.get("ratio")))
+            mode = precision.label(str(largest["dtype"]), "tf32=1" in str(largest["knobs"]))
+            change = f"{largest['workload']} {mode}, {stats.change_words(largest['ratio'])}"
+            if count == 1:
+                text += f" ({change})"
+            else:
+                text += (
+                    f" ({', '.join(by_mode) if len(by_mode) > 1 else 'all ' + by_mode[0]}; largest: {change})"
+                )
+        parts.append(text)
+    return f"{view.letters[group]}: **{markdown.inline(names[group])}**: {markdown.inline(', '.join(parts))}"
+
+
+def _in_mode(rows: pd.DataFrame, mode: str) -> pd.Series[bool]:
+    labels = [
+        precision.label(str(d), "tf32=1" in str(k)) for d, k in zip(rows["dtype"], rows["knobs"], strict=True)
+    ]
+    return pd.Series([label == mode for label in labels], index=rows.index)
 
 
 def read_first(ctx: SectionContext) -> list[Section]:

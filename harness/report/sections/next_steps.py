@@ -1,6 +1,6 @@
 """The end of a report's answer: what to do next. Which cell to ship (or that none is shown better), the
-command that resolves the inconclusive rows with what it would cost, and the reproducer of each
-regression."""
+command that resolves the inconclusive rows with what it would cost, the reproducer of each regression,
+and how to compare what the plan left out on this host."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ from typing import Any
 
 import pandas as pd
 
+from harness.plan.model import Plan
 from harness.report.analysis import stats
 from harness.report.analysis.model import Analysis, View
+from harness.report.sections import answer
 from harness.report.sections.context import SectionContext, listed
 from harness.report.writers import markdown
 from harness.report.writers.document import Section
@@ -29,23 +31,30 @@ def what_to_do(ctx: SectionContext) -> list[Section]:
 
 
 def section(view: View, analysis: Analysis, sources: list[Path], matrix: str | None) -> Section | None:
-    """The section "What to do next", or None where no row was compared."""
+    """The section "What to do next", or None where no row was compared and the plan left nothing out."""
     timing = analysis.timing
-    if timing.empty or timing["verdict"].notna().sum() == 0:
+    judged = timing[timing["verdict"].notna()] if not timing.empty else timing
+    steps, commands = [], []
+    if not judged.empty:
+        steps.append(_ship(view, analysis, judged))
+        undecided = judged[judged["verdict"].isin(["inconclusive", "missing"])]
+        if not undecided.empty:
+            resolve = _on_a_quiet_host if _busy_runs(analysis)[0] else _resolve
+            steps.append(resolve(view, analysis, undecided, sources, matrix))
+        regressions = judged[judged["verdict"].isin(["slower", "failed"])]
+        commands = _reproduce(regressions, sources) if not regressions.empty else []
+        if commands:
+            more = (
+                f" ({len(regressions) - REPROS} more in the verdict table)"
+                if len(regressions) > REPROS
+                else ""
+            )
+            steps.append(f"Hand each regression upstream as a reproducer{more}: the commands below.")
+    left = _left_out(answer.stored_plans(sources) if view.cells else [])
+    if left:
+        steps.append(left)
+    if not steps:
         return None
-    judged = timing[timing["verdict"].notna()]
-    steps = [_ship(view, analysis, judged)]
-    undecided = judged[judged["verdict"].isin(["inconclusive", "missing"])]
-    if not undecided.empty:
-        resolve = _on_a_quiet_host if _busy_runs(analysis)[0] else _resolve
-        steps.append(resolve(view, analysis, undecided, sources, matrix))
-    regressions = judged[judged["verdict"].isin(["slower", "failed"])]
-    commands = _reproduce(regressions, sources) if not regressions.empty else []
-    if commands:
-        more = (
-            f" ({len(regressions) - REPROS} more in the verdict table)" if len(regressions) > REPROS else ""
-        )
-        steps.append(f"Hand each regression upstream as a reproducer{more}: the commands below.")
     text = "\n".join(f"- {step}" for step in steps)
     if commands:  # a fenced block: a command's lines are never rewrapped or cut
         text += "\n\n" + markdown.fenced("\n".join(commands))
@@ -60,21 +69,18 @@ def _ship(view: View, analysis: Analysis, judged: pd.DataFrame) -> str:
     """The cell shown better than the baseline (faster somewhere, never worse, nothing undecided), or that
     none is, and which cells a switch would regress."""
     baseline = _name(view, view.baseline)
-    worse_numerics = (
-        set(analysis.numerics["group"][analysis.numerics["numerics"] == "worse"])
-        if (not analysis.numerics.empty)
-        else set()
-    )
+    worse_numerics = answer.numerics_worse(analysis)
     better, regressed = [], []
     for group, rows in judged.groupby("group", sort=False):
         counts = rows["verdict"].value_counts()
-        if counts.get("slower", 0) or counts.get("failed", 0) or group in worse_numerics:
+        standing = answer.standing(rows, group in worse_numerics)
+        if standing == "worse":
             regressed.append(
                 f"{_name(view, str(group))} ({_counted(counts, ('slower', 'failed'))}"
                 + (", numerics worse" if group in worse_numerics else "")
                 + ")"
             )
-        elif counts.get("faster", 0) and not counts.get("inconclusive", 0) and not counts.get("missing", 0):
+        elif standing == "better":
             geomean = stats.geomean(rows["ratio"]) or 1.0
             better.append((geomean, str(group), int(counts["faster"]), len(rows)))
     if better:
@@ -91,6 +97,37 @@ def _ship(view: View, analysis: Analysis, judged: pd.DataFrame) -> str:
         more = f" and {len(regressed) - NAMES} more" if len(regressed) > NAMES else ""
         text += " Switching to " + ", ".join(regressed[:NAMES]) + more + " would regress."
     return text
+
+
+def _left_out(plans: list[Plan]) -> str:
+    """What would bring the cells the plan left out on this host into a comparison: a host whose suite
+    runs on the device they name, NVIDIA's cuDNN installed, a package source that holds the release (''
+    where none was left out)."""
+    left = [each for plan in plans for each in plan.left_out]
+    if not left:
+        return ""
+    ways = []
+    elsewhere = [each.why for each in left if each.elsewhere]
+    if any("(device: cuda)" in why for why in elsewhere):
+        ways.append("run the matrix on a host where the suite runs on a GPU")
+    if any("(device: cpu)" in why for why in elsewhere):
+        ways.append(
+            "list a source marked device: cpu without that term (cuDNN disabled: the CPU's A/A check)"
+        )
+    kinds = {each.cell.cudnn.kind for each in left if not each.elsewhere}
+    if "system" in kinds:
+        ways.append("install NVIDIA's cuDNN for torch's CUDA (Debian's libcudnn9-cuda-NN) on this host")
+    if "wheel" in kinds:
+        ways.append(
+            "give the run a package index it can reach, or a wheelhouse that holds nvidia-cudnn-cuNN wheels "
+            "(its newest is chosen)"
+        )
+    count = f"{len(left)} cell" + ("s" if len(left) > 1 else "")
+    how = "; or ".join(ways) or "give each a source this host can make"
+    return (
+        f"The plan left out {count} of the matrix on this host (Which cuDNN for this host says why); to "
+        f"compare {'them' if len(left) > 1 else 'it'}, {how}, and qualify again."
+    )
 
 
 def _rows(count: int) -> str:
