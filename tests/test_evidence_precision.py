@@ -119,3 +119,30 @@ def test_the_host_question_keeps_pytorchs_cudnn(tmp_path) -> None:
         ("sdpa", "bf16"),
         ("train_small_cnn", "bf16"),
     ]
+
+
+def test_the_main_job_on_a_gpu_host_asks_the_hosts_question(tmp_path) -> None:
+    """The README's main job on the H200: bundled against NVIDIA's system 9.14.0, PyPI's newest left out (no
+    network) and disabled left out (CPU only), each named; every row same, and the first screen keeps
+    PyTorch's cuDNN in the modes that ran."""
+    folder = REPO / "reports" / "main-job-h200"
+    plan = json.loads((folder / "main-job" / "plan.json").read_text())
+    why = {json.dumps(entry["cell"]["cudnn"]): entry["why"] for entry in plan["left_out"]}
+    assert why['{"wheel": "newest"}'].startswith("the package index is not reachable")
+    assert why['"disabled"'].startswith("only where the suite runs on the CPU")
+    assert [c["how"] for c in plan["chosen"]] == ["9.14.0 in /lib/x86_64-linux-gnu"]
+    done = run_cli(
+        "report",
+        "--results",
+        str(folder / "main-job"),
+        "--matrix",
+        str(folder / "matrix.yaml"),
+        "--out",
+        str(tmp_path),
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    verdicts = pd.read_csv(tmp_path / "verdicts.csv")
+    assert len(verdicts) == 22 and set(verdicts["verdict"]) == {"same"}
+    first = (tmp_path / "report.md").read_text().split("## Scorecard")[0]
+    assert "for these 22 rows in fp32 (torch defaults) and bf16: **keep PyTorch's cuDNN 9.19.0**" in first
+    assert "NVIDIA's system cuDNN 9.14.0**: the same in 22 rows" in first
