@@ -1,8 +1,9 @@
 """The committed evidence of issue 40's later leases: what their READMEs claim holds, re-derived from the
-results (reports/release-atlas resnet-layers, layer-path, stem-bf16, remaining-path, remaining-ends,
-step-d4a-e4b and step-e4b; reports/torch-axis-h100/t215; reports/torch-build-docker), or from the committed
-render where the results left the tree (variants-report, variants-path-report: their results are in git at
-cb71162; variants-backward-report: at 57694ad; variants-backward-path-report: at ff50c59;
+results (reports/release-atlas stem-bf16, remaining-path, step-d4a-e4b and step-e4b;
+reports/torch-axis-h100/t215; reports/torch-build-docker), or from the committed render where the results
+left the tree (resnet-layers-report, layer-path-report: their results are in git at 247c2cc;
+remaining-ends-report: at 679a6b7; variants-report, variants-path-report: at cb71162;
+variants-backward-report: at 57694ad; variants-backward-path-report: at ff50c59;
 variants-backward-step-report: at 60801c5; locate-a-report, last-rows-report, last-rows-g2-report,
 undecided-report: at the commits reports/README.md names)."""
 
@@ -47,9 +48,14 @@ def _render(results: Path, matrix: Path, out: Path, exit_code: int = 1) -> dict[
 
 
 @pytest.fixture(scope="module")
-def layers(tmp_path_factory) -> dict[str, pd.DataFrame]:
-    out = tmp_path_factory.mktemp("resnet-layers")
-    return _render(ATLAS / "resnet-layers", ATLAS / "resnet-layers-matrix.yaml", out)
+def layers() -> dict[str, pd.DataFrame]:
+    """Lease 7's committed render (its results are in git at 247c2cc)."""
+    return _committed(ATLAS / "resnet-layers-report")
+
+
+def _committed(report: Path, names: tuple[str, ...] = ("changes", "verdicts")) -> dict[str, pd.DataFrame]:
+    """A lease's committed render (its results left the tree for git: reports/README.md says where)."""
+    return {name: pd.read_csv(report / f"{name}.csv") for name in names}
 
 
 def _release(cell_ids: pd.Series) -> pd.Series:
@@ -93,10 +99,12 @@ def test_the_step_and_three_layer_rows_became_slower_at_9_21_0_82(layers):
 
 
 def test_the_layer_rows_weighted_by_their_runs_add_up_to_the_step(layers):
-    results = layers["results"]
-    results = results[results["status"] == "ok"]
-    medians = results.groupby(["workload", "cudnn_runtime"])["median_s"].median().unstack()
-    before, after = "9.20.0", "9.21.0"
+    verdicts = layers["verdicts"]
+    verdicts = verdicts.assign(release=_release(verdicts["group"]))
+    medians = verdicts.pivot_table(
+        index="workload", columns="release", values="median_candidate_s", aggfunc="first"
+    )
+    before, after = "9.20.0.48", "9.21.0.82"
     change = (medians[after] - medians[before]) * 1e3  # ms
     layer_sum = sum(
         runs * change[f"conv2d_r50_{layer}{suffix}"]
@@ -172,8 +180,9 @@ def _changes(name: str, tmp_path_factory) -> pd.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def layer_path(tmp_path_factory) -> pd.DataFrame:
-    return _changes("layer-path", tmp_path_factory)
+def layer_path() -> pd.DataFrame:
+    """Lease 9's committed render (its results are in git at 247c2cc)."""
+    return _committed(ATLAS / "layer-path-report", ("changes",))["changes"]
 
 
 def test_the_layer_rows_changed_at_9_21_0_82_came_back_at_9_26_1_1_to_9_27_0_42(layer_path):
@@ -350,11 +359,6 @@ def test_lease_14_put_22_of_the_26_later_backward_changes_at_9_26_1_1_to_9_27_0_
     assert 6.2 < d3a["step_ratio"].iloc[0] < 6.5
 
 
-def _committed(report: Path) -> dict[str, pd.DataFrame]:
-    """A lease's committed render (its results left the tree for git: reports/README.md says where)."""
-    return {name: pd.read_csv(report / f"{name}.csv") for name in ("changes", "verdicts")}
-
-
 @pytest.fixture(scope="module")
 def locate() -> dict[str, pd.DataFrame]:
     return _committed(ATLAS / "locate-a-report")
@@ -515,9 +519,11 @@ def test_lease_18_mid_rows_later_rise_is_two_steps_each_under_the_threshold(rema
         assert later == []
 
 
-def test_lease_18_judges_the_rows_lease_17_left_undecided_in_7_rounds(tmp_path):
+def test_lease_18_judges_the_rows_lease_17_left_undecided_in_7_rounds():
     # lease 18's second run: lease 17's 11 undecided rows in the atlas's four cells, 7 rounds each, one H100
-    ends = _render(ATLAS / "remaining-ends", ATLAS / "remaining-ends-matrix.yaml", tmp_path)
+    ends = _committed(
+        ATLAS / "remaining-ends-report", ("verdicts", "families", "changes")
+    )  # results: 679a6b7
     assert set(ends["verdicts"]["rounds_candidate"]) == {7}
     counts = _step_counts(ends["families"])
     assert counts.loc["9.19.1.2"].to_dict() == {"faster": 0, "slower": 0, "same": 11, "undecided": 0}
