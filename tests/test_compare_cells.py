@@ -17,9 +17,9 @@ from tests.conftest import REPO, run_cli
 pytestmark = pytest.mark.slow  # every test here takes seconds (docs/development.md: the fast tests)
 
 SHARDS = sorted((REPO / "reports" / "gpu-verdicts").glob("results-shard*"))  # one matrix: 3 cells each
-LAYER_PATH = REPO / "reports" / "release-atlas" / "layer-path"  # 14 cells
-T215 = REPO / "reports" / "torch-axis-h100" / "t215" / "results"  # 4 cells, one lease with RESNET_LAYERS
-RESNET_LAYERS = REPO / "reports" / "release-atlas" / "resnet-layers"  # 3 cells
+REMAINING_PATH = REPO / "reports" / "release-atlas" / "remaining-path"  # 17 cells
+STEP_D4A_E4B = REPO / "reports" / "release-atlas" / "step-d4a-e4b"  # 7 cells, lease 18 (an H100)
+STEP_E4B = REPO / "reports" / "release-atlas" / "step-e4b"  # 2 cells, lease 19 (another H100)
 TORCH_AXIS = REPO / "reports" / "torch-axis-h100" / "results"  # 7 cells
 BUNDLED, DISABLED = (
     "torch2.11.0-cu130_cudnn-bundled_fd7979a52b",
@@ -30,11 +30,11 @@ CELLS = sorted({p.name.split(".r")[0] for p in SHARDS[0].glob("*.json.gz")})
 
 def test_folders_whose_cells_differ_are_refused_naming_each_sides_cells_and_how_to_pick(tmp_path):
     out = tmp_path / "report"
-    done = run_cli("compare", str(LAYER_PATH), str(TORCH_AXIS), "--out", str(out))
+    done = run_cli("compare", str(REMAINING_PATH), str(TORCH_AXIS), "--out", str(out))
     assert done.returncode == 2, done.stdout + done.stderr
     lines = done.stderr.splitlines()
-    assert any(": A: holds 14 cells: torch-installed_cudnn-bundled_2ecb882014, " in ln for ln in lines)
-    assert any(ln.endswith("and 6 more") for ln in lines)  # 8 named, the rest counted
+    assert any(": A: holds 17 cells: torch-installed_cudnn-bundled_2ecb882014, " in ln for ln in lines)
+    assert any(ln.endswith("and 9 more") for ln in lines)  # 8 named, the rest counted
     assert any(": B: holds 7 cells: " in ln and "torch2.14.1_cudnn-wheel-9.28.1.4" in ln for ln in lines), (
         done.stderr
     )
@@ -91,17 +91,16 @@ def test_folders_holding_the_same_cells_are_compared_cell_by_cell(tmp_path):
 
 def test_sides_from_different_matrices_are_named_on_stderr_and_read_first_in_the_report(tmp_path):
     out = tmp_path / "report"
-    # torch 2.11.0's bundled cell in two matrices of one lease: the torch axis's and the layers'
-    cell = "torch-installed_cudnn-bundled"
-    done = run_cli("compare", str(T215), str(RESNET_LAYERS), "--cell", cell, "--out", str(out))
+    # cuDNN 9.26.1.1's cell in two matrices: lease 18's rows around the two steps and lease 19's e4b alone
+    done = run_cli("compare", str(STEP_D4A_E4B), str(STEP_E4B), "--cell", "9.26.1.1", "--out", str(out))
     assert done.returncode == 0, done.stderr
     (note,) = [line for line in done.stderr.splitlines() if line.startswith("note: ")]
     assert "A and B come from different matrices" in note
-    assert "A: 'torch-axis-h100-t215' (matrix sha256 ab1dc20ef300)" in note
-    assert "B: 'release-atlas-resnet-layers' (matrix sha256 e628718941fb)" in note
+    assert "A: 'release-atlas-step-d4a-e4b' (matrix sha256 54bfff66df61)" in note
+    assert "B: 'release-atlas-step-e4b' (matrix sha256 96df3120c9fb)" in note
     text = (out / "report.md").read_text()
     first = text.split("## Read this first")[1].split("\n## ")[0]
-    assert "A and B come from different matrices" in first and "release-atlas-resnet-layers" in first
+    assert "A and B come from different matrices" in first and "release-atlas-step-e4b" in first
 
 
 def test_sides_run_with_different_suite_settings_are_named(tmp_path):
