@@ -7,70 +7,243 @@
     nox -s wheel                the built wheel in a clean venv, away from the repository
     nox -s site                 every committed GPU result in one history, published as a site (build/site)
 
-The virtualenv sees the system's site-packages, so a GPU host's existing CUDA build of torch is
-used as it is. Where no torch is importable, HARNESS_TORCH (default 'torch==2.13.0') is installed.
+Which torch qualify and run measure (the local backend's ``torch: installed`` cells), said before anything
+is installed, as ``measuring torch VERSION in PYTHON (TORCH'S FOLDER)``:
+
+1. the torch of the interpreter ``-- --python PYTHON`` names, as it is;
+2. else the torch of the Python that runs nox (a virtual environment, conda, a container's Python), as it
+   is: the harness is given ``--python`` with that interpreter, and no torch is installed. (The session's
+   virtualenv sees the *base* interpreter's site-packages, not a virtual environment's, so it would not
+   find that torch; the harness's own code needs none.) plan is given the same ``--python``;
+3. else the torch of the session's own virtualenv (it sees the system's site-packages), where it has one;
+4. else HARNESS_TORCH (default 'torch==2.13.0') is installed into the session's virtualenv, after saying so
+   with its download size as pip resolves it here (a dry run, then each file's size); where pip cannot
+   (offline), the session stops, saying how to point the harness at an existing torch.
+
+tests and lint import torch in the session's virtualenv itself: there HARNESS_TORCH is installed (said first,
+with its size) where none is importable.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import glob
+import json
 import os
 import shlex
+import subprocess
+import sys
+import urllib.parse
+import urllib.request
+from typing import Any, NamedTuple
 
 import nox
+from nox.command import CommandFailed
 
 nox.options.sessions = ["qualify"]
 nox.options.reuse_venv = "yes"
 
-VENV = {"venv_backend": "venv", "venv_params": ["--system-site-packages"]}
+VENV: dict[str, Any] = {"venv_backend": "venv", "venv_params": ["--system-site-packages"]}
 TORCH = shlex.split(os.environ.get("HARNESS_TORCH", "torch==2.13.0"))
-HAS_TORCH = "import importlib.util; print(importlib.util.find_spec('torch') is not None)"
+HERE = os.path.dirname(os.path.abspath(__file__))
+# The local backend's own probe (standard library; finds torch without importing it): nox and the harness
+# agree on which torch an interpreter has.
+PROBE = os.path.join(HERE, "harness", "backends", "local", "interpreter_probe.py")
+REPORT_PIP = (23, 2)  # pip --report; from 23.2 pip resolves from the index's metadata, downloading no wheel
 
 
-def _install(session: nox.Session, extras: str = "", torch: bool = True) -> None:
-    session.install("-e", f".[{extras}]" if extras else ".")
-    if torch and session.run("python", "-c", HAS_TORCH, silent=True).strip() != "True":
+class Torch(NamedTuple):
+    version: str
+    python: str
+    folder: str
+
+
+def _torch_of(python: str) -> Torch | None:
+    """The torch ``python`` would import (None: none, or it does not run)."""
+    try:
+        done = subprocess.run([python, PROBE], capture_output=True, text=True, timeout=120, check=True)
+        found = json.loads(done.stdout)
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+    if not isinstance(found, dict) or not found.get("torch_dir"):
+        return None
+    return Torch(str(found.get("torch_version") or "(version unknown)"), python, str(found["torch_dir"]))
+
+
+def _given_python(posargs: list[str]) -> str | None:
+    """The interpreter ``-- --python PYTHON`` names (the CLI takes no abbreviation of it)."""
+    for i, arg in enumerate(posargs):
+        if arg == "--python" and i + 1 < len(posargs):
+            return posargs[i + 1]
+        if arg.startswith("--python="):
+            return arg.removeprefix("--python=")
+    return None
+
+
+def _measured(session: nox.Session) -> list[str]:
+    """Says which torch this run measures, installing HARNESS_TORCH only where none is importable; the
+    options that point the harness at it (none where the session's own Python, or the user's, has it)."""
+    given = _given_python(session.posargs)
+    extra: list[str] = []
+    if given is not None:
+        torch = _torch_of(given)
+        if torch is None:  # the harness says why its cells cannot run; nothing is installed for it
+            session.warn(f"{given} (given by --python) has no torch that it can import")
+            return extra
+    elif (torch := _torch_of(sys.executable)) is not None:
+        extra = ["--python", sys.executable]
+    else:
+        torch = _session_torch(session)
+    session.log(f"measuring torch {torch.version} in {torch.python} ({torch.folder})")
+    return extra
+
+
+def _session_torch(session: nox.Session) -> Torch:
+    """The torch in the session's virtualenv: HARNESS_TORCH, installed where none is importable there,
+    after saying so with its download size."""
+    python = os.path.join(session.bin, "python")
+    torch = _torch_of(python)
+    if torch is not None:
+        return torch
+    size = _download_size(session, python)
+    session.log(
+        f"no torch is importable by {sys.executable} nor in {_venv(session)}: installing "
+        f"{' '.join(TORCH)} into it, {size}"
+    )
+    try:
         session.install(*TORCH)
+    except CommandFailed:
+        session.error(_cannot_install(session, "pip failed (above)"))
+    torch = _torch_of(python)
+    if torch is None:
+        session.error(
+            f"{python} finds no torch after installing {' '.join(TORCH)} (nox --no-install skips it)"
+        )
+    return torch
+
+
+def _cannot_install(session: nox.Session, why: str) -> str:
+    use = (
+        f"To measure a torch you have, run nox with its Python (/path/to/python -m nox -s {session.name}) "
+        f"or name it (nox -s {session.name} -- --python /path/to/python); or set"
+        if session.name in ("qualify", "run")
+        else "Set"
+    )
+    return (
+        f"no torch is importable by {sys.executable} nor in {_venv(session)}, and {' '.join(TORCH)} cannot "
+        f"be installed here: {why}. {use} HARNESS_TORCH to a requirement pip can install here (a wheel "
+        "file, or 'torch==X --index-url URL')."
+    )
+
+
+def _venv(session: nox.Session) -> str:
+    return os.path.dirname(session.bin)
+
+
+def _download_size(session: nox.Session, python: str) -> str:
+    """What installing HARNESS_TORCH downloads, as pip resolves it here (its dry run, then each file's
+    size), in words; stops the session, saying how to use an existing torch, where pip cannot resolve it."""
+    try:
+        version = subprocess.run(
+            [python, "-m", "pip", "--version"], capture_output=True, text=True, timeout=60, check=True
+        ).stdout.split()[1]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return "its download size could not be found (the session's pip does not run)"
+    if tuple(int(p) for p in version.split(".")[:2] if p.isdigit()) < REPORT_PIP:
+        return f"its download size could not be found (pip {version} here would download it to learn it)"
+    report = os.path.join(session.create_tmp(), "torch-install-report.json")
+    command = [python, "-m", "pip", "install", "--dry-run", "--quiet", "--report", report, *TORCH]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    except subprocess.TimeoutExpired:
+        session.error(_cannot_install(session, "pip's dry run did not finish in 15 min"))
+    if done.returncode:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        session.error(_cannot_install(session, f"pip's dry run says {last!r}"))
+    with open(report) as f:
+        files = [str(item["download_info"]["url"]) for item in json.load(f)["install"]]
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:  # HEAD requests, a few hundred bytes each
+        sizes = dict(zip(files, pool.map(_file_size, files), strict=True))
+    known = {url: size for url, size in sizes.items() if size is not None}
+    if not known:
+        return f"its download size could not be found (no size for any of the {len(files)} files pip picks)"
+    largest = max(known, key=known.__getitem__)
+    name = os.path.basename(urllib.parse.unquote(urllib.parse.urlsplit(largest).path))
+    unknown = f"; {len(files) - len(known)} more of unknown size" if len(known) < len(files) else ""
+    files_ = f"{len(known)} file{'s' * (len(known) > 1)}"
+    return (
+        f"{_bytes(sum(known.values()))} in {files_} as pip resolves it here (the largest {name}, "
+        f"{_bytes(known[largest])}{unknown})"
+    )
+
+
+def _bytes(n: int) -> str:
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{n} bytes"
+
+
+def _file_size(url: str) -> int | None:
+    """A file's size from its URL: a local file's, or what the server says (None where it says nothing)."""
+    parts = urllib.parse.urlsplit(url)
+    try:
+        if parts.scheme == "file":
+            return os.path.getsize(urllib.request.url2pathname(parts.path))
+        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=20) as answer:
+            length = answer.headers.get("Content-Length")
+            return int(length) if length else None
+    except (OSError, ValueError):
+        return None
+
+
+def _install(session: nox.Session, extras: str = "") -> None:
+    session.install("-e", f".[{extras}]" if extras else ".")
 
 
 @nox.session(**VENV)
 def plan(session: nox.Session) -> None:
     """Validate the matrix and list its cells."""
-    _install(session, torch=False)
-    session.run("python", "-m", "harness", "plan", *session.posargs)
+    _install(session)
+    given = _given_python(session.posargs) is not None
+    here = [] if given or _torch_of(sys.executable) is None else ["--python", sys.executable]
+    session.run("python", "-m", "harness", "plan", *here, *session.posargs)
 
 
 @nox.session(**VENV)
 def images(session: nox.Session) -> None:
     """Render and build one image per cell (docker backend; --dry-run prints the Dockerfiles)."""
-    _install(session, torch=False)
+    _install(session)
     session.run("python", "-m", "harness", "images", *session.posargs)
 
 
 @nox.session(**VENV)
 def run(session: nox.Session) -> None:
     """Run the suite in every cell."""
+    here = _measured(session)
     _install(session)
-    session.run("python", "-m", "harness", "run", *session.posargs)
+    session.run("python", "-m", "harness", "run", *here, *session.posargs)
 
 
 @nox.session(**VENV)
 def report(session: nox.Session) -> None:
     """Validate and merge results into reports/."""
-    _install(session, torch=False)
+    _install(session)
     session.run("python", "-m", "harness", "report", *session.posargs)
 
 
 @nox.session(**VENV)
 def qualify(session: nox.Session) -> None:
     """Plan, run and report the matrix (the main job)."""
+    here = _measured(session)
     _install(session)
-    session.run("python", "-m", "harness", "qualify", *session.posargs)
+    session.run("python", "-m", "harness", "qualify", *here, *session.posargs)
 
 
 @nox.session(**VENV)
 def tests(session: nox.Session) -> None:
     """The test suite: real subprocesses, real CPU torch runs, the committed GPU results."""
+    _session_torch(session)  # the tests import torch themselves
     _install(session, extras="test")
     session.run("python", "-m", "pytest", *session.posargs)
 
@@ -91,7 +264,7 @@ GPU_RESULTS = sorted(
 def site(session: nox.Session) -> None:
     """Every committed GPU result in one history (build/history), published as a static site (build/site);
     arguments after -- go to 'harness site' (--full rebuilds every page)."""
-    _install(session, torch=False)
+    _install(session)
     history = os.path.join("build", "history")
     session.run("python", "-m", "harness", "history", "add", *GPU_RESULTS, "--history", history)
     session.run("python", "-m", "harness", "history", "list", "--history", history)
@@ -124,7 +297,8 @@ SOURCES = ["harness", "tests", "benchmarks", "noxfile.py"]
 @nox.session(**VENV)
 def lint(session: nox.Session) -> None:
     """ruff (lint and format) and mypy --strict over the package (pyproject.toml says how)."""
-    _install(session)  # mypy reads the package's dependencies, torch included, as they are installed
+    _session_torch(session)  # mypy reads the package's dependencies, torch included, as they are installed
+    _install(session)
     session.install(*LINT, *STUBS)
     session.run("python", "-m", "ruff", "check", *SOURCES)
     session.run("python", "-m", "ruff", "format", "--check", *SOURCES)
