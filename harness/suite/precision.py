@@ -8,8 +8,8 @@ A row's ``dtype`` is its precision mode, stored under that id in every result:
   GPU this is what a user who sets nothing runs.
 - ``fp32``: fp32 with TF32 switched off everywhere (the suite's ``fp32`` since its first version).
 - ``tf32``: fp32 storage with TF32 allowed everywhere, matrix products too.
-- ``bf16``, ``fp16``: that type; training steps autocast to it (AMP), layers take it as their input. TF32 is off
-  for what autocast keeps in fp32, as it was for every bf16 row the suite has measured.
+- ``bf16``, ``fp16``: that type; training steps autocast to it (AMP), layers take it as their input. TF32 is
+  off for what autocast keeps in fp32, as it was for every bf16 row the suite has measured.
 
 The ``tf32`` knob turns either fp32 mode into TF32 everywhere. Each measurement records the flags that were
 in effect (``flags``), so a reading can always say which math ran. Importing this module does not import
