@@ -116,9 +116,9 @@ def test_a_family_line_counts_each_way_and_keeps_models_apart():
     assert conv.both_ways and conv.fastest == families.Extreme("conv2d_r50_3x3", 0.49)
     assert conv.slowest == families.Extreme("conv2d_r50_c3_3x3", 2.1)
     assert conv.words().startswith(
-        "conv forward NCHW fp32: 1 of 5 rows faster (largest 0.490 (conv2d_r50_3x3)), 2 slower"
+        "conv forward NCHW fp32 (TF32 off): 1 of 5 rows faster (largest 0.490 (conv2d_r50_3x3)), 2 slower"
     )
-    assert lines[0].words() == "model: train_resnet50 fp32: same, ratio 1.014, other kernels"
+    assert lines[0].words() == "model: train_resnet50 fp32 (TF32 off): same, ratio 1.014, other kernels"
     gemm = next(line for line in lines if line.family == "gemm, square")
     assert not gemm.changed and not gemm.both_ways
 
@@ -139,7 +139,9 @@ def test_the_atlas_report_leads_with_its_families_and_models(atlas_report):
     section = page[first : page.index("## Across cuDNN releases")]
     # rows of one family moved both ways at 9.28.0.42, and the first screen says so
     assert "**Rows of one family moved both ways**" in section
-    assert re.search(r"9\.28\.0\.42: conv forward NCHW fp32 \(\d+ faster, \d+ slower of 37\\?\)", section)
+    assert re.search(
+        r"9\.28\.0\.42: conv forward NCHW fp32 \(TF32 off\\?\) \(\d+ faster, \d+ slower of 37\\?\)", section
+    )
     across = page[page.index("## Across cuDNN releases") :].splitlines()
     body = [line for line in across if line.startswith("| ") and not line.startswith("| ---")][1:5]
     assert [line.split(" | ")[0].strip("| ") for line in body] == ["train_resnet50"] * 2 + [
@@ -170,6 +172,9 @@ def test_the_atlas_family_counts_agree_with_its_verdicts(atlas_report):
             assert int((mine["verdict"] == word).sum()) == line[word], (line, word)
     rows = list(csv.DictReader(io.StringIO((atlas_report / "families.csv").read_text())))
     assert len(rows) == len(verdict["families"]) + len(verdict["series"]["families"])
+    # the atlas ran before suite 0.20: its fp32 is TF32 off, and every line names it so beside its id
+    named = {(line["dtype"], line["mode"]) for line in [*verdict["families"], *rows]}
+    assert named == {("fp32", "fp32 (TF32 off)"), ("bf16", "bf16")}
     changes = list(csv.DictReader(io.StringIO((atlas_report / "changes.csv").read_text())))
     assert changes and all(row["family"] == families.family_of(row["workload"]) for row in changes)
 

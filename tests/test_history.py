@@ -44,6 +44,7 @@ def test_add_imports_each_run_once_however_often_it_is_added(tmp_path, results):
     found = listed(history)
     assert found["runs"] == 3 and len(found["contexts"]) == 1
     assert found["contexts"][0]["cudnn"] == ["9.19.0", "9.28.0"]
+    assert found["contexts"][0]["modes"] == ["fp32 (TF32 off)", "bf16"]  # suite 0.19's fp32, named
 
 
 def test_documents_are_kept_as_they_came_and_the_index_is_derived_from_them(tmp_path, results):

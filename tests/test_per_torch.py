@@ -185,8 +185,8 @@ def test_each_build_is_judged_against_its_own_bundled_cell(report):
     by = {(line["torch"], line["cuDNN"].split(":")[0]): line for line in lines}
     # the planted 20 % is 2.13.0's alone: slower there, same under installed; 2.13.0's torch change
     # (1.5x every row) is in no verdict of its own build
-    assert "train_resnet50 fp32: slower 1.2" in by["2.13.0", "system"]["model rows"]
-    assert "train_resnet50 fp32: same 1.0" in by["installed", "system"]["model rows"]
+    assert "train_resnet50 fp32 (TF32 off): slower 1.2" in by["2.13.0", "system"]["model rows"]
+    assert "train_resnet50 fp32 (TF32 off): same 1.0" in by["installed", "system"]["model rows"]
     assert by["2.13.0", "system"]["model rows"].startswith("train_resnet50 fp32")  # model rows first
     assert (by["2.13.0", "system"]["slower"], by["2.13.0", "system"]["same"]) == ("1", "5")
     assert (by["2.13.0", "wheel"]["slower"], by["2.13.0", "wheel"]["same"]) == ("0", "6")
@@ -197,7 +197,7 @@ def test_each_build_is_judged_against_its_own_bundled_cell(report):
             section((out / "report.md").read_text(), "Families that changed, per torch build", "###")
         )
     }
-    assert families["installed", "wheel"] == "conv forward NCHW fp32: 1 faster, 0 slower of 2"
+    assert families["installed", "wheel"] == "conv forward NCHW fp32 (TF32 off): 1 faster, 0 slower of 2"
     assert (by["installed", "system"]["same"], families["installed", "system"]) == ("6", "none")
     # against the one baseline, every 2.13.0 row is slower: the torch change the section keeps out
     scorecard = table(section((out / "report.md").read_text(), "Scorecard"))
@@ -215,6 +215,7 @@ def test_per_torch_csv_and_verdict_json_agree_with_the_section(report):
         "baseline",
         "workload",
         "dtype",
+        "mode",
         "knobs",
         "verdict",
         "ratio",
@@ -225,6 +226,7 @@ def test_per_torch_csv_and_verdict_json_agree_with_the_section(report):
     for row in rows:
         assert row["baseline"] == cell_of(plan, row["torch"], "bundled").id
         assert row["family"] == families.family_of(row["workload"])
+        assert row["mode"] == {"fp32": "fp32 (TF32 off)", "bf16": "bf16"}[row["dtype"]]  # its id, named
     slower = [(r["torch"], r["cudnn"], r["workload"], r["dtype"]) for r in rows if r["verdict"] != "same"]
     assert sorted(slower) == [
         ("2.13.0", "system:auto", "train_resnet50", "fp32"),
@@ -251,6 +253,7 @@ def test_per_torch_csv_and_verdict_json_agree_with_the_section(report):
     (planted,) = [e for e in verdict["per_torch"] if (e["torch"], e["cudnn"]) == ("2.13.0", "system:auto")]
     model = next(m for m in planted["models"] if (m["workload"], m["dtype"]) == ("train_resnet50", "fp32"))
     assert model["verdict"] == "slower" and model["ratio"] == pytest.approx(1.2, rel=0.01)
+    assert model["mode"] == "fp32 (TF32 off)"
 
 
 @pytest.mark.slow  # renders a report through the command line

@@ -720,18 +720,20 @@ def test_the_report_shows_the_series_and_where_the_change_began(series_report):
     across = text.split("## Across cuDNN releases")[1].split("\n## ")[0]
     header = next(line for line in across.splitlines() if line.startswith("|"))
     cells = [c.strip() for c in header.strip("|").split("|")]
-    assert cells == ["workload", "dtype", "knobs", *labels], header
+    assert cells == ["workload", "mode", "knobs", *labels], header
     relu = next(line for line in across.splitlines() if line.startswith("| relu"))
     assert relu.count("▼") == 1
     began = text.split("## Where each change began")[1].split("\n## ")[0]
     changes = [line for line in began.splitlines() if line.startswith("| relu")]
     assert len(changes) == 1, began
     assert re.search(
-        r"relu fp32(?: \[.*\])?: 9\.15\.1\.9 -> 9\.16\.0\.29, the same kernels, ratio 1\.5\d\d \(slower\)",
+        r"relu fp32 \(TF32 off\)(?: \[.*\])?: 9\.15\.1\.9 -> 9\.16\.0\.29, the same kernels, ratio 1\.5\d\d "
+        r"\(slower\)",
         changes[0],
     ), changes[0]
     series_csv = (out / "series.csv").read_text().splitlines()
-    assert series_csv[0].split(",") == ["workload", "dtype", "knobs", *labels]
+    assert series_csv[0].split(",") == ["workload", "dtype", "mode", "knobs", *labels]
+    assert series_csv[1].startswith("relu,fp32,fp32 (TF32 off),")
     changes_csv = (out / "changes.csv").read_text().splitlines()
     assert len(changes_csv) == 2 and "9.15.1.9,9.16.0.29,slower" in changes_csv[1]
 
@@ -754,6 +756,7 @@ def test_verdict_json_carries_the_series(series_report):
     )
     assert change["verdict"] == "slower" and change["ratio"] == pytest.approx(SLOWER, rel=0.01)
     (row,) = series["rows"]
+    assert change["mode"] == row["mode"] == "fp32 (TF32 off)"  # the mode named beside its id
     expected = [1 / SLOWER] * 5 + [1.0] * 5  # the baseline is the bundled cuDNN, after the change
     assert row["ratios"] == pytest.approx(expected, rel=0.01)
 

@@ -142,6 +142,29 @@ def test_committed_verdict_report_matches_a_fresh_render(verdict_report):
 
 
 @pytest.mark.slow
+def test_results_made_before_precision_modes_read_fp32_as_tf32_off(verdict_report):
+    """Suite 0.19 and older measured fp32 with TF32 off and recorded no math flags: every row and the
+    method say fp32 (TF32 off), and that the flags are what the mode asked, not a record."""
+    out, _ = verdict_report
+    text = (out / "report.md").read_text()
+    verdicts = section(text, "Verdicts against the baseline").splitlines()
+    header = next(ln for ln in verdicts if ln.startswith("| workload"))
+    assert header.startswith("| workload | mode |")
+    modes = {ln.split(" | ")[1] for ln in verdicts if ln.startswith("| ") and ln not in (header,)} - {"---"}
+    assert modes == {"fp32 (TF32 off)", "bf16"}
+    method = text.split("### Precision modes and math flags\n")[1].split("\n## ")[0]
+    assert (
+        "| fp32 (TF32 off) | A, B, C | off | off |  |  | no (suite before 0.20): as the mode asked |"
+        in method
+    )
+    table = pd.read_csv(out / "verdicts.csv")
+    assert set(zip(table["dtype"], table["mode"], strict=True)) == {
+        ("fp32", "fp32 (TF32 off)"),
+        ("bf16", "bf16"),
+    }
+
+
+@pytest.mark.slow
 def test_an_a_a_comparison_of_the_same_cell_calls_no_regression_and_names_both_gpus(tmp_path):
     # the bundled cell of two shards of one matrix (3 and 2 rounds), each shard's rounds on another H100
     args = ("--cell", "bundled", "--out", str(tmp_path))

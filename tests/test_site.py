@@ -81,6 +81,16 @@ def test_the_feed_and_index_name_the_open_regression(site):
     assert len(index["contexts"]) == 2 and index["runs"] == 36
     assert {r["verdict"] for r in index["regressions"]} == {"slower"}
     assert all((site / r["page"]).is_file() and (site / r["shard"]).is_file() for r in index["rows"])
+    # suite 0.19's rows: fp32 is TF32 off, and every page and entry names the mode, its id kept beside it
+    named = {"fp32": "fp32 (TF32 off)", "bf16": "bf16"}
+    assert {(r["dtype"], r["mode"]) for r in index["rows"]} == set(named.items())
+    assert sorted(t.split(" [")[0] for t in titles) == sorted(
+        f"{r['workload']} {r['mode']}" for r in index["regressions"]
+    )
+    assert not [t for t in titles if " fp32 [" in t]
+    assert "<th>mode</th>" in (site / "index.html").read_text()
+    row = next(r for r in index["rows"] if r["dtype"] == "fp32")
+    assert f"<title>{row['workload']} fp32 (TF32 off) [" in (site / row["page"]).read_text()
 
 
 def test_a_release_page_says_what_changed_moving_to_it(site):

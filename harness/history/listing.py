@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,6 +11,8 @@ from harness.history.add import ensure_index
 from harness.history.facts import Context
 from harness.history.layout import open_history
 from harness.history.versions import version_key
+from harness.report.analysis.frames import mode
+from harness.suite import precision
 
 
 @dataclass(frozen=True)
@@ -21,6 +24,8 @@ class ContextSummary:
     cudnn: tuple[str, ...]
     first: str  # when its first run started, its last finished
     last: str
+    # the precision modes its rows ran, as a reader names them (never a bare "fp32")
+    modes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -66,8 +71,9 @@ def listing(root: Path, newest: int = 10) -> Listing:
                 {r[0] for r in db.execute("SELECT cudnn FROM runs WHERE context_id = ?", (cid,))},
                 key=version_key,
             )
+            modes = _modes(db, cid)
             summaries.append(
-                ContextSummary(context, runs, failed or 0, tuple(torch), tuple(cudnn), first, last)
+                ContextSummary(context, runs, failed or 0, tuple(torch), tuple(cudnn), first, last, modes)
             )
         lines = [
             RunLine(r[0], r[1], r[2], r[3], r[4], contexts[r[5]], r[6])
@@ -80,3 +86,19 @@ def listing(root: Path, newest: int = 10) -> Listing:
         total = db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
         rows = db.execute("SELECT COUNT(*) FROM rows").fetchone()[0]
     return Listing(root, total, rows, tuple(summaries), tuple(lines))
+
+
+ORDER = {name: i for i, name in enumerate(precision.LABELS.values())}
+
+
+def _modes(db: sqlite3.Connection, context_id: int) -> tuple[str, ...]:
+    """The precision modes the context's rows ran, named (``precision.label``), in the suite's order."""
+    found = {
+        mode(dtype, knobs)
+        for dtype, knobs in db.execute(
+            "SELECT DISTINCT rows.dtype, rows.knobs FROM rows JOIN measurements ON measurements.row_id = "
+            "rows.id JOIN runs ON runs.id = measurements.run_id WHERE runs.context_id = ?",
+            (context_id,),
+        )
+    }
+    return tuple(sorted(found, key=lambda m: (ORDER.get(m, len(ORDER)), m)))

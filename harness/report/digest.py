@@ -60,7 +60,7 @@ def summary(view: View, analysis: Analysis, sources: Sequence[Path] = ()) -> str
             *families,
         ]
     if rows:
-        head = ["workload", "dtype", "vs", "verdict", "ratio", "interval", "what ran"]
+        head = ["workload", "mode", "vs", "verdict", "ratio", "interval", "what ran"]
         parts += ["", f"**{len(rows)} rows are not `same`** (largest change first):", ""]
         parts += _rows(rows, head, SUMMARY_LIMIT - ROOM - _size(parts))
     return "\n".join(parts) + "\n"
@@ -95,7 +95,7 @@ def _changed(view: View, analysis: Analysis) -> list[list[Any]]:
     return [
         [
             r["workload"],
-            r["dtype"],
+            r["mode"],
             view.letters.get(str(r["group"]), str(r["group"])),
             r["verdict"],
             f"{r['ratio']:.3f}" if stats.finite(r.get("ratio")) else "",
@@ -129,7 +129,7 @@ def junit(view: View, analysis: Analysis) -> str:
         )
         for r in mine:
             case = ET.SubElement(
-                suite, "testcase", classname=group, name=f"{r['workload']} {r['dtype']} [{r['knobs']}]"
+                suite, "testcase", classname=group, name=f"{r['workload']} {r['mode']} [{r['knobs']}]"
             )
             reason = str(r.get("reason") or r["verdict"])
             if r["verdict"] in ("slower", "failed"):

@@ -216,7 +216,7 @@ def undecided(plan: Plan, dirs: list[Path], before_round: int | None = None) -> 
     if open_rows.empty and spoiled.empty:
         return None
     first = spoiled.iloc[0] if not spoiled.empty else None
-    why = f"{first['workload']} {first['dtype']}: {first['spoiled']}" if first is not None else ""
+    why = f"{first['workload']} {first['mode']}: {first['spoiled']}" if first is not None else ""
     if open_rows.empty:
         return Undecided((), (), 0, len(spoiled), why)
     cells = {plan.baseline_id, *open_rows["group"]}

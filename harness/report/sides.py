@@ -13,6 +13,7 @@ from typing import NoReturn
 
 from harness.errors import InputError, Problem
 from harness.plan.model import DEFAULT_ALPHA, DEFAULT_REGRESSION_PCT, Plan
+from harness.report.analysis import math_flags
 from harness.results import folder
 from harness.suite.document import ResultDocument
 from harness.suite.settings import SuiteSettings
@@ -126,7 +127,21 @@ def differences(entries: Mapping[str, Entry], paths: Mapping[str, Path]) -> list
             + "; ".join(differ)
             + "): a difference in timing may come from them alone"
         )
-    return found
+    return found + _math(entries)
+
+
+def _math(entries: Mapping[str, Entry]) -> list[str]:
+    """A sentence where the sides ran a precision mode with different math flags (torch builds whose
+    defaults differ): those rows compare math as well as cuDNN."""
+    ran = ((e.side, e.document) for e in entries.values() if e.document["status"] == "ok")
+    differ = math_flags.differing(math_flags.from_documents(ran, SIDES), {side: side for side in SIDES})
+    if not differ:
+        return []
+    return [
+        "A and B ran with different math flags ("
+        + " | ".join(differ)
+        + "): those rows compare the math as well as cuDNN, not cuDNN alone"
+    ]
 
 
 def _settings(command: list[str]) -> dict[str, str]:

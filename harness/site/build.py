@@ -25,7 +25,7 @@ from harness.site import data, feed, index_page, machine, names, release_page, r
 from harness.site.data import Catalog, StoredRun
 from harness.site.markup import CSS, SCRIPT
 
-GENERATOR = "1"  # the pages' form: a build by another generator rebuilds every page
+GENERATOR = "2"  # the pages' form: a build by another generator rebuilds every page (2: modes named)
 MANIFEST = ".site-manifest.json"
 
 

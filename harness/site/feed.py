@@ -21,7 +21,7 @@ def render(regressions: Sequence[tuple[Row, Step]], updated: str) -> str:
         ident = hashlib.sha256(key.encode(errors="surrogateescape")).hexdigest()
         ratio = f", ratio {step.ratio:.3f}" if step.ratio is not None else ""
         title = (
-            f"{row.workload} {row.dtype} [{row.knobs}] slower at cuDNN {step.cudnn_before} → "
+            f"{names.row_title(row)} slower at cuDNN {step.cudnn_before} → "
             f"{step.cudnn_after} "
             f"(torch {step.torch_after}, {step.context}){ratio}"
         )

@@ -55,15 +55,15 @@ def render(model: IndexPage) -> str:
     )
     body.append(
         "<h2>Rows</h2><input class='filter' hidden='hidden' "
-        "placeholder='filter rows: workload, dtype, family' data-table='rows'/>"
+        "placeholder='filter rows: workload, mode, family' data-table='rows'/>"
     )
     body.append(
         table(
-            ["row", "dtype", "knobs", "family", "rounds"],
+            ["row", "mode", "knobs", "family", "rounds"],
             [
                 [
                     link(names.row_page(row), row.workload, ""),
-                    text(row.dtype),
+                    text(names.mode(row)),
                     text(row.knobs),
                     text(family_of(row.workload)),
                     str(n),
@@ -100,7 +100,7 @@ def _regressions(found: tuple[tuple[Row, Step], ...]) -> str:
         ["row", "context", "torch", "began at", "ratio"],
         [
             [
-                link(names.row_page(row), f"{row.workload} {row.dtype} [{row.knobs}]", ""),
+                link(names.row_page(row), names.row_title(row), ""),
                 text(step.context),
                 text(step.torch_after),
                 link(

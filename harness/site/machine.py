@@ -76,4 +76,5 @@ def index(
 
 
 def _row(row: Row) -> dict[str, str]:
-    return {"workload": row.workload, "dtype": row.dtype, "knobs": row.knobs}
+    """A row as machines read it: ``dtype`` the mode's id, ``mode`` its name for readers."""
+    return {"workload": row.workload, "dtype": row.dtype, "mode": names.mode(row), "knobs": row.knobs}

@@ -8,6 +8,7 @@ import hashlib
 import re
 
 from harness.history.facts import Context, Row
+from harness.report.analysis.frames import mode as mode_of
 from harness.site.data import StoredRun
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9.+_-]")
@@ -19,6 +20,16 @@ def _safe(text: str, limit: int = 40) -> str:
 
 def _digest(*parts: str) -> str:
     return hashlib.sha256("\0".join(parts).encode(errors="surrogateescape")).hexdigest()[:8]
+
+
+def mode(row: Row) -> str:
+    """The row's precision mode as a reader names it (``precision.label``): never a bare "fp32"."""
+    return mode_of(row.dtype, row.knobs)
+
+
+def row_title(row: Row) -> str:
+    """``train_resnet50 fp32 (TF32 off) [benchmark=0 deterministic=0 tf32=0]``: how every page names a row."""
+    return f"{row.workload} {mode(row)} [{row.knobs}]"
 
 
 def row_page(row: Row) -> str:

@@ -83,7 +83,7 @@ def _part(part: ContextPart) -> str:
 def _changes(rows: list[tuple[Row, Step]]) -> str:
     lines = [
         [
-            link(names.row_page(row), f"{row.workload} {row.dtype} [{row.knobs}]", UP),
+            link(names.row_page(row), names.row_title(row), UP),
             f"<span class='{text(s.verdict)}'>{text(s.verdict)}</span>",
             ratio(s.ratio),
             f"<code>{text(s.ran_before or '')}</code>",

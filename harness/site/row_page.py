@@ -37,7 +37,7 @@ def render(model: RowPage) -> str:
         mine = [p for p in model.points if p.run.context == context]
         if mine:
             body.append(_panel(context, mine, [s for s in model.steps if s.context == context.label]))
-    title = f"{row.workload} {row.dtype} [{row.knobs}]"
+    title = names.row_title(row)
     return page(title, "".join(body), UP)
 
 

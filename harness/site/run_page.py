@@ -34,7 +34,7 @@ def render(model: RunPage) -> str:
     ]
     rows = [
         [
-            link(names.row_page(m.row), f"{m.row.workload} {m.row.dtype} [{m.row.knobs}]", UP),
+            link(names.row_page(m.row), names.row_title(m.row), UP),
             text(m.status),
             f"<span class='num'>{text(seconds(m.median_s))}</span>",
             text(f"{seconds(m.q1_s)} – {seconds(m.q3_s)}" if m.q1_s is not None else ""),

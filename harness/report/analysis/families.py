@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from harness import csvsafe
-from harness.report.analysis import row_verdicts, stats
+from harness.report.analysis import frames, row_verdicts, stats
 from harness.report.analysis.row_verdicts import TimingRow
 from harness.suite.catalog import CATALOG
 
@@ -68,6 +68,11 @@ class FamilyLine:
         return self.family.startswith(MODEL)
 
     @property
+    def mode(self) -> str:
+        """The precision mode's name (``precision.label``)."""
+        return frames.mode(self.dtype, self.knobs)
+
+    @property
     def both_ways(self) -> bool:
         return self.faster > 0 and self.slower > 0
 
@@ -77,11 +82,11 @@ class FamilyLine:
         return bool(self.faster or self.slower or self.failed or self.ran_changed)
 
     def words(self, knobs_shown: bool = False) -> str:
-        """``conv forward NCHW fp32: 5 of 23 rows faster (largest 0.548 (conv2d_r50_3x3)), 3 slower
-        (largest ...), 2 undecided, other kernels in 12``; a model row: ``model: train_resnet50 fp32:
+        """``conv forward NCHW fp32 (TF32 off): 5 of 23 rows faster (largest 0.548 (conv2d_r50_3x3)), 3
+        slower (largest ...), 2 undecided, other kernels in 12``; a model row: ``model: train_resnet50 bf16:
         same, ratio 1.014, other kernels``."""
         knobs = f" [{self.knobs}]" if self.knobs and knobs_shown else ""
-        head = f"{self.family} {self.dtype}{knobs}"
+        head = f"{self.family} {self.mode}{knobs}"
         if self.is_model:
             ran = ", other kernels" if self.ran_changed else ""
             verdict = next(
@@ -157,14 +162,24 @@ def _extreme(rows: Iterable[TimingRow], pick: Any) -> Extreme | None:
 
 def to_json(lines: Iterable[FamilyLine]) -> list[dict[str, object]]:
     """The lines as verdict.json holds them."""
-    return [{**asdict(line), "both_ways": line.both_ways} for line in lines]
+    return [_with_mode(asdict(line), line) | {"both_ways": line.both_ways} for line in lines]
+
+
+def _with_mode(record: dict[str, Any], line: FamilyLine) -> dict[str, Any]:
+    """``record`` with the line's mode name right after its dtype."""
+    out: dict[str, Any] = {}
+    for key, value in record.items():
+        out[key] = value
+        if key == "dtype":
+            out["mode"] = line.mode
+    return out
 
 
 def to_csv(lines: Iterable[FamilyLine]) -> str:
     """families.csv: a line each, the extremes flattened."""
     records = []
     for line in lines:
-        record = {k: v for k, v in asdict(line).items() if k not in ("fastest", "slowest")}
+        record = {k: v for k, v in _with_mode(asdict(line), line).items() if k not in ("fastest", "slowest")}
         for name in ("fastest", "slowest"):
             extreme: Extreme | None = getattr(line, name)
             record[f"{name}_ratio"] = extreme.ratio if extreme else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -13,10 +13,14 @@ import pandas as pd
 
 from harness.plan.axes import AXES
 from harness.plan.model import Cell
+from harness.report.analysis import math_flags
 from harness.results.documents import LoadedResults, round_of
+from harness.suite import precision
 from harness.suite.document import CellRecord, Knobs, Numerics, ResultDocument, WhatRan
 
 KEYS = ["workload", "dtype", "knobs"]
+# a row's key as a table holds it: its mode's name beside its id
+NAMED = ["workload", "dtype", "mode", "knobs"]
 RAN_SEPARATOR = "\t"  # between the names in a what-ran signature: one line in results.csv
 
 
@@ -29,6 +33,23 @@ def knob_label(knobs: Knobs) -> str:
             ("tf32", knobs["tf32"]),
         )
     )
+
+
+def mode(dtype: object, knobs: object) -> str:
+    """A row's precision mode as a reader names it (``precision.label``): its dtype, and the tf32 knob as
+    its knob label (``knob_label``) says it. Never a bare "fp32", whose math depends on flags."""
+    return precision.label(str(dtype), "tf32=1" in str(knobs))
+
+
+def with_mode(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` (rows keyed by dtype and knobs) with a ``mode`` column beside ``dtype``: the machine id for
+    programs, the name for readers."""
+    if "mode" in table or not {"dtype", "knobs"} <= set(table.columns):
+        return table
+    named: pd.DataFrame = table.copy()
+    modes = [mode(d, k) for d, k in zip(named["dtype"], named["knobs"], strict=True)]
+    named.insert(list(named.columns).index("dtype") + 1, "mode", modes)
+    return named
 
 
 def cell_label(cell: CellRecord) -> str:
@@ -66,8 +87,10 @@ def long_form(loaded: LoadedResults) -> pd.DataFrame:
                     "measurement": index,  # its place in the file's measurements: what a link points at
                     "workload": m["workload"],
                     "dtype": m["dtype"],
+                    "mode": precision.label(m["dtype"], bool(m["knobs"]["tf32"])),
                     "knobs": knob_label(m["knobs"]),
                     **{k: m["knobs"][k] for k in ("cudnn_benchmark", "deterministic", "tf32")},
+                    "math_flags": math_flags.text(_recorded(m)),  # suite 0.20; None before
                     "status": m["status"],
                     "error": m.get("error"),
                     "median_s": stats.get("median"),
@@ -92,6 +115,12 @@ def long_form(loaded: LoadedResults) -> pd.DataFrame:
             )
     frame: pd.DataFrame = pd.DataFrame(rows)
     return frame
+
+
+def _recorded(measurement: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The math flags a measurement recorded (suite 0.20), or None."""
+    found = measurement.get("math_flags")
+    return found if isinstance(found, Mapping) else None
 
 
 def _numerics_columns(numerics: Numerics | None) -> dict[str, object]:

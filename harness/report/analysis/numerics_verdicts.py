@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from harness.report.analysis.frames import KEYS, by_key, keys_of, known
+from harness.report.analysis.frames import NAMED, by_key, keys_of, known, mode
 
 # Numerics gate (TorchDynamo's `same`): the candidate's error against fp64 may grow to multiplier x
 # baseline error + tolerance / 10.
@@ -68,7 +68,7 @@ def numerics(frame: pd.DataFrame, baseline: str, groups: Sequence[str]) -> pd.Da
             rows.append(
                 {
                     "group": group,
-                    **dict(zip(KEYS, key, strict=True)),
+                    **_named(key),
                     "numerics": verdict,
                     "reason": reason,
                     "rel_rmse_baseline": a,
@@ -91,7 +91,7 @@ def numerics(frame: pd.DataFrame, baseline: str, groups: Sequence[str]) -> pd.Da
 def beyond_tolerance(frame: pd.DataFrame, groups: Sequence[str]) -> pd.DataFrame:
     """Every measurement (baseline included) beyond the tolerance it recorded for its precision, or
     with NaN or Inf outputs: one row per (group, workload, dtype, knobs) with how many rounds were."""
-    columns = ["group", *KEYS, "rounds_beyond", "rounds", "rel_rmse", "tolerance", "nan", "inf"]
+    columns = ["group", *NAMED, "rounds_beyond", "rounds", "rel_rmse", "tolerance", "nan", "inf"]
     none: pd.DataFrame = pd.DataFrame(columns=columns)
     if "within_tolerance" not in frame:
         return none
@@ -106,7 +106,7 @@ def beyond_tolerance(frame: pd.DataFrame, groups: Sequence[str]) -> pd.DataFrame
                 rows.append(
                     {
                         "group": group,
-                        **dict(zip(KEYS, key, strict=True)),
+                        **_named(key),
                         "rounds_beyond": _beyond(mine),
                         "rounds": len(mine),
                         "rel_rmse": mine["rel_rmse"].max(),
@@ -117,6 +117,12 @@ def beyond_tolerance(frame: pd.DataFrame, groups: Sequence[str]) -> pd.DataFrame
                 )
     table: pd.DataFrame = pd.DataFrame(rows, columns=columns)
     return table
+
+
+def _named(key: tuple[str, str, str]) -> dict[str, str]:
+    """A row's key as columns, its mode's name beside its dtype."""
+    workload, dtype, knobs = key
+    return {"workload": workload, "dtype": dtype, "mode": mode(dtype, knobs), "knobs": knobs}
 
 
 def _beyond(rows: pd.DataFrame) -> int:

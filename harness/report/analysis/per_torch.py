@@ -16,7 +16,7 @@ import pandas as pd
 
 from harness import csvsafe
 from harness.plan.model import Cell
-from harness.report.analysis import families, row_verdicts, stats
+from harness.report.analysis import families, frames, row_verdicts, stats
 from harness.report.analysis.families import VERDICTS, FamilyLine
 
 # what a local baseline judges: its build's other cells' ids -> their verdict rows (row_verdicts.timing)
@@ -28,12 +28,16 @@ CSV_COLUMNS = (
     "baseline",
     "workload",
     "dtype",
+    "mode",
     "knobs",
     "verdict",
     "ratio",
     "family",
     "what_ran",
 )
+
+# a row as verdict.json and per_torch.csv hold it: its mode's id (dtype) and its name (mode)
+ROW_FIELDS = ("workload", "dtype", "mode", "knobs", "verdict", "ratio")
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,11 @@ class Row:
     @property
     def family(self) -> str:
         return families.family_of(self.workload)
+
+    @property
+    def mode(self) -> str:
+        """The precision mode's name (``precision.label``)."""
+        return frames.mode(self.dtype, self.knobs)
 
     @property
     def is_model(self) -> bool:
@@ -97,10 +106,7 @@ class PerTorch:
                 "baseline": line.baseline,
                 "rows": len(line.rows),
                 "counts": line.counts,
-                "models": [
-                    {k: getattr(row, k) for k in ("workload", "dtype", "knobs", "verdict", "ratio")}
-                    for row in line.models
-                ],
+                "models": [{k: getattr(row, k) for k in ROW_FIELDS} for row in line.models],
                 "families": families.to_json(line.families),
             }
             for line in self.lines
@@ -114,7 +120,7 @@ class PerTorch:
                 "cudnn": line.cudnn,
                 "cell": line.cell,
                 "baseline": line.baseline,
-                **{k: getattr(row, k) for k in ("workload", "dtype", "knobs", "verdict", "ratio")},
+                **{k: getattr(row, k) for k in ROW_FIELDS},
                 "family": row.family,
                 "what_ran": row.what_ran,
             }

@@ -61,17 +61,17 @@ def gate(
     for verdict in ("slower", "failed", "faster", "inconclusive", "missing"):
         rows = _by_size(judged[judged["verdict"] == verdict]) if not judged.empty else judged
         for r in rows.head(SUMMARY_ROWS).itertuples():
-            lines.append(f"  {verdict.upper()}: {r.group} {r.workload} {r.dtype} [{r.knobs}]: {r.reason}")
+            lines.append(f"  {verdict.upper()}: {r.group} {r.workload} {r.mode} [{r.knobs}]: {r.reason}")
         if len(rows) > SUMMARY_ROWS:
             lines.append(
                 f"  ... and {len(rows) - SUMMARY_ROWS} more {verdict} rows (the verdict table has them all)"
             )
     if worse:
         for r in numerics_rows[numerics_rows["numerics"] == "worse"].head(10).itertuples():
-            lines.append(f"  NUMERICS: {r.group} {r.workload} {r.dtype} [{r.knobs}]: {r.reason}")
+            lines.append(f"  NUMERICS: {r.group} {r.workload} {r.mode} [{r.knobs}]: {r.reason}")
     for r in beyond.head(10).itertuples() if beyond is not None else []:
         lines.append(
-            f"  BEYOND TOLERANCE: {r.group} {r.workload} {r.dtype} [{r.knobs}]: "
+            f"  BEYOND TOLERANCE: {r.group} {r.workload} {r.mode} [{r.knobs}]: "
             f"error vs fp64 {r.rel_rmse:.2e} > {scientific(r.tolerance)} "
             f"in {r.rounds_beyond} of {r.rounds} rounds"
             + (f", {r.nan} NaN" if r.nan else "")

@@ -13,7 +13,7 @@ from typing import TypedDict, cast
 import pandas as pd
 
 from harness.report.analysis import ran_changes, stats
-from harness.report.analysis.frames import KEYS, by_key, keys_of, ran_name
+from harness.report.analysis.frames import NAMED, by_key, keys_of, mode, ran_name
 
 
 class TimingRow(TypedDict, total=False):
@@ -23,7 +23,8 @@ class TimingRow(TypedDict, total=False):
 
     group: str
     workload: str
-    dtype: str
+    dtype: str  # the precision mode's id, for programs
+    mode: str  # its name for readers (precision.label): "fp32 (TF32 off)"
     knobs: str
     threshold_pct: float
     rounds_baseline: int
@@ -85,7 +86,7 @@ def timing(
             rows.append(_one(group, key, base, mine, threshold_pct(key[0]), alpha, samples))
     columns = [
         "group",
-        *KEYS,
+        *NAMED,
         "verdict",
         "median_baseline_s",
         "median_candidate_s",
@@ -137,6 +138,7 @@ def _one(
         "group": group,
         "workload": workload,
         "dtype": dtype,
+        "mode": mode(dtype, knobs),
         "knobs": knobs,
         "threshold_pct": pct,
         "rounds_baseline": len(base_ok),

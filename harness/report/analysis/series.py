@@ -17,9 +17,9 @@ import pandas as pd
 from harness import csvsafe
 from harness.plan.model import Cell
 from harness.plan.releases import ReleaseAxis, release_axis
-from harness.report.analysis import families, row_verdicts
+from harness.report.analysis import families, frames, row_verdicts
 from harness.report.analysis.families import FamilyLine
-from harness.report.analysis.frames import KEYS
+from harness.report.analysis.frames import KEYS, NAMED
 
 CHANGED = ("slower", "faster", "failed")  # failed: ran at the earlier release, not at the later one
 
@@ -37,19 +37,25 @@ class Change:
     ratio: float | None  # after / before
     what_ran: str | None  # what ran differently, if anything
 
+    @property
+    def mode(self) -> str:
+        """The precision mode's name (``precision.label``)."""
+        return frames.mode(self.dtype, self.knobs)
+
     def line(self, knobs_shown: bool = True) -> str:
         """``<row>: <release> -> <next release>, <what changed in what ran>, <ratio>``; the knobs in the
         row's name where a matrix has several knob sets."""
         ran = self.what_ran or "the same kernels"
         ratio = f"ratio {self.ratio:.3f} ({self.verdict})" if self.ratio is not None else self.verdict
         knobs = f" [{self.knobs}]" if self.knobs and knobs_shown else ""
-        return f"{self.workload} {self.dtype}{knobs}: {self.before} -> {self.after}, {ran}, {ratio}"
+        return f"{self.workload} {self.mode}{knobs}: {self.before} -> {self.after}, {ran}, {ratio}"
 
 
 @dataclass(frozen=True)
 class Series:
     axis: ReleaseAxis
-    ratios: pd.DataFrame  # workload, dtype, knobs, then one column per release label: ratio to the baseline
+    # workload, dtype, mode, knobs, then one column per release label: its ratio to the baseline
+    ratios: pd.DataFrame
     changes: tuple[Change, ...]
     baseline_label: str
     # each release against the one before it, summed up by family (``families``)
@@ -69,7 +75,7 @@ class Series:
             "off_axis": list(self.axis.off_axis),
             "rows": [
                 {
-                    **{k: row[k] for k in KEYS},
+                    **{k: row[k] for k in NAMED},
                     "ratios": [_number(row[label]) for label in self.labels],
                 }
                 for row in self.ratios.to_dict("records")
@@ -78,6 +84,7 @@ class Series:
                 {
                     "workload": c.workload,
                     "dtype": c.dtype,
+                    "mode": c.mode,
                     "knobs": c.knobs,
                     "before": c.before,
                     "after": c.after,
@@ -92,8 +99,12 @@ class Series:
 
     def changes_csv(self) -> str:
         """changes.csv: a change point a line, with the family row it counts in."""
-        records = [{**c.__dict__, "family": families.family_of(c.workload)} for c in self.changes]
-        return csvsafe.to_csv(pd.DataFrame(records, columns=[*Change.__dataclass_fields__, "family"]))
+        records = [
+            {**c.__dict__, "mode": c.mode, "family": families.family_of(c.workload)} for c in self.changes
+        ]
+        fields = list(Change.__dataclass_fields__)
+        columns = [*fields[:2], "mode", *fields[2:], "family"]  # the mode's name beside its dtype
+        return csvsafe.to_csv(pd.DataFrame(records, columns=columns))
 
 
 def build(
@@ -118,12 +129,13 @@ def build(
     table = []
     for key in rows:
         entry: dict[str, object] = dict(zip(KEYS, key, strict=True))
+        entry["mode"] = frames.mode(key[1], key[2])
         for release in axis.releases:
             entry[release.label] = (
                 1.0 if release.cell_id == baseline else ratio_of.get((release.cell_id, *key))
             )
         table.append(entry)
-    ratios = pd.DataFrame(table, columns=[*KEYS, *(r.label for r in axis.releases)])
+    ratios = pd.DataFrame(table, columns=[*NAMED, *(r.label for r in axis.releases)])
     changes = []
     summed: list[FamilyLine] = []
     judged = set(timing["group"]) if "group" in timing else set()

@@ -13,7 +13,7 @@ HEADERS = (
     "compared",
     "against",
     "family",
-    "dtype",
+    "mode",
     "rows",
     "faster",
     "slower",
@@ -37,7 +37,8 @@ def _summed(analysis: Analysis) -> tuple[tuple[FamilyLine, ...], bool]:
 
 def sentences(analysis: Analysis, most: int = 40) -> list[str]:
     """The summary as sentences, one a model row or a family that changed: ``9.28.0.42 against 9.19.1.2:
-    conv forward NCHW fp32: 3 of 37 rows faster (largest ...), 19 slower (...), other kernels in 34``."""
+    conv forward NCHW fp32 (TF32 off): 3 of 37 rows faster (largest ...), 19 slower (...), other kernels
+    in 34``."""
     lines, _ = _summed(analysis)
     said = [
         f"{line.compared} against {line.against}: {line.words()}"
@@ -62,7 +63,7 @@ def _by_family(view: View, analysis: Analysis) -> Section | None:
     several = len({line.knobs for line in lines}) > 1
     whose = "a release's" if along else "a candidate's"
     intro = [
-        f"By family, {what}: how many of a family's rows (a network's layers at one pass, layout and dtype) "
+        f"By family, {what}: how many of a family's rows (a network's layers at one pass, layout and mode) "
         "came out faster, slower, same or undecided (failed: failed or missing), the largest change each "
         f"way, and in how many other kernels ran. A family's count, never one row's change, describes "
         f"{whose} change. Model rows (a whole training step) come first, each alone. Families with no row "
@@ -72,7 +73,7 @@ def _by_family(view: View, analysis: Analysis) -> Section | None:
     if both:
         listed = "; ".join(
             markdown.inline(
-                f"{line.compared}: {line.family} {line.dtype}"
+                f"{line.compared}: {line.family} {line.mode}"
                 + (f" [{line.knobs}]" if several and line.knobs else "")
                 + f" ({line.faster} faster, {line.slower} slower of {line.rows})"
             )
@@ -99,7 +100,7 @@ def _row(line: FamilyLine, knobs_shown: bool) -> tuple[TableCell, ...]:
         line.compared,
         line.against,
         line.family,
-        line.dtype + (f" [{line.knobs}]" if line.knobs and knobs_shown else ""),
+        line.mode + (f" [{line.knobs}]" if line.knobs and knobs_shown else ""),
         line.rows,
         line.faster,
         line.slower,

@@ -34,9 +34,9 @@ def numerics(ctx: SectionContext) -> list[Section]:
             "Numerics against the baseline",
             "Per measurement, the error against the same workload in fp64 (relative RMSE, worst round) in "
             "the candidate "
-            "may grow to m x the baseline's + tol/10 (m = 2 for fp32/TF32, 3 for bf16/fp16; tol 1e-4 fp32, "
-            "1e-3 "
-            "TF32/fp16, 1e-2 bf16: TorchDynamo's rule); more NaNs than the baseline "
+            "may grow to m x the baseline's + tol/10 (m = 2 for the fp32 modes, 3 for bf16/fp16; tol 1e-4 "
+            "fp32 (TF32 off), 1e-3 fp32 (torch defaults), fp32 (TF32 on) and fp16, 1e-2 bf16: TorchDynamo's "
+            "rule); more NaNs than the baseline "
             "also fail. "
             "Output digests are compared bit for bit; 'not repeatable' counts measurements whose two calls "
             "differed.",
@@ -59,7 +59,7 @@ def numerics(ctx: SectionContext) -> list[Section]:
             (
                 letters.get(r.group, r.group),
                 r.workload,
-                r.dtype,
+                r.mode,
                 r.knobs,
                 r.numerics,
                 table_values.number(r.rel_rmse_baseline, ".2e"),
@@ -75,7 +75,7 @@ def numerics(ctx: SectionContext) -> list[Section]:
                 (
                     "group",
                     "workload",
-                    "dtype",
+                    "mode",
                     "knobs",
                     "numerics",
                     "rel. RMSE baseline",
@@ -101,7 +101,7 @@ def _beyond_tolerance(analysis: Analysis, letters: dict[str, str]) -> Section | 
         (
             letters.get(str(r["group"]), str(r["group"])),
             str(r["workload"]),
-            str(r["dtype"]),
+            str(r["mode"]),
             str(r["knobs"]),
             f"{r['rounds_beyond']}/{r['rounds']}",
             table_values.number(r["rel_rmse"], ".2e"),
@@ -113,11 +113,12 @@ def _beyond_tolerance(analysis: Analysis, letters: dict[str, str]) -> Section | 
     return Section(
         "Numerics beyond tolerance",
         "Measurements whose error against fp64 (relative RMSE) is beyond the tolerance the suite holds "
-        "their precision to (fp32 1e-5, TF32 5e-3, bf16 1.6e-2, fp16 1e-3; fp32 with the tf32 knob on is "
-        "held to TF32's), or that gave NaN or Inf outputs, in any group, the baseline's included. The "
+        "their precision to (fp32 (TF32 off) 1e-5; 5e-3 for fp32 math that TF32 was allowed in: fp32 (TF32 "
+        "on), and fp32 (torch defaults) where its flags allowed it; bf16 1.6e-2, fp16 1e-3), or that gave "
+        "NaN or Inf outputs, in any group, the baseline's included. The "
         "gate fails a candidate row beyond its tolerance only where every baseline round is within it "
         "(the switch put it there); beyond it on both sides is listed here and not gated, since the "
         "switch did not change it: the workload's error or its tolerance needs a look.",
-        ("group", "workload", "dtype", "knobs", "rounds beyond", "worst rel. RMSE", "tolerance", "NaN/Inf"),
+        ("group", "workload", "mode", "knobs", "rounds beyond", "worst rel. RMSE", "tolerance", "NaN/Inf"),
         rows,
     )

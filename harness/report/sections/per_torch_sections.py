@@ -103,7 +103,7 @@ def _row(view: View, line: SourceLine, knobs_shown: bool) -> tuple[TableCell, ..
 
 def _families(line: SourceLine, knobs_shown: bool) -> str:
     changed = [
-        f"{f.family} {f.dtype}"
+        f"{f.family} {f.mode}"
         + (f" [{f.knobs}]" if knobs_shown and f.knobs else "")
         + f": {f.faster} faster, {f.slower} slower"
         + (f", {f.failed} failed" if f.failed else "")
@@ -115,7 +115,7 @@ def _families(line: SourceLine, knobs_shown: bool) -> str:
 
 
 def _model(row: Row, knobs_shown: bool) -> str:
-    """``train_resnet50 fp32: same 1.014``: one row's verdict, never a finding about a source."""
+    """``train_resnet50 fp32 (TF32 off): same 1.014``: one row's verdict, never a finding about a source."""
     knobs = f" [{row.knobs}]" if knobs_shown and row.knobs else ""
     ratio = f" {row.ratio:.3f}" if row.ratio is not None else ""
-    return f"{row.workload} {row.dtype}{knobs}: {row.verdict}{ratio}"
+    return f"{row.workload} {row.mode}{knobs}: {row.verdict}{ratio}"

@@ -8,16 +8,18 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
+from harness.report.analysis import math_flags
 from harness.report.analysis.model import Analysis, View
 from harness.report.sections import answer, table_values
 from harness.report.sections.context import SectionContext, listed
 from harness.report.writers import markdown
 from harness.report.writers.document import Section
 from harness.results.documents import LoadedResults, round_of
+from harness.suite import precision
 
 
 def method(ctx: SectionContext) -> list[Section]:
-    return [_method(ctx.view, ctx.analysis, ctx.loaded, ctx.sources)]
+    return [_method(ctx.view, ctx.analysis, ctx.loaded, ctx.sources), *listed(_modes(ctx))]
 
 
 def _method(view: View, analysis: Analysis, loaded: LoadedResults, sources: tuple[Path, ...]) -> Section:
@@ -47,6 +49,77 @@ def _method(view: View, analysis: Analysis, loaded: LoadedResults, sources: tupl
         ]
     )
     return Section("Method, sources and the gate's summary", intro, collapsed=True)
+
+
+FLAGS = "`torch.backends.cudnn.allow_tf32` and `torch.backends.cuda.matmul.allow_tf32`"
+# what each precision mode is, by the id its rows carry (the tf32 knob makes an fp32 mode ``tf32``)
+MEANING = {
+    precision.DEFAULT_FP32: "fp32 under the torch build's own flags, untouched: PyTorch's default lets cuDNN "
+    "convolutions (and RNNs) use TF32 and keeps matrix products in full fp32, so this is what a user who "
+    "sets nothing runs",
+    "fp32": f"TF32 off everywhere: the suite sets {FLAGS} False (what the suite's `fp32` has always meant, "
+    "in results before suite 0.20 too)",
+    "tf32": f"fp32 storage with TF32 allowed everywhere, matrix products too: the suite sets {FLAGS} True "
+    "(the `tf32` mode, or an fp32 mode with the tf32 knob on)",
+    "bf16": "training steps autocast to bf16 (AMP), layers take it as their input; TF32 off for what "
+    "autocast keeps in fp32",
+    "fp16": "training steps autocast to fp16 (AMP), layers take it as their input; TF32 off for what "
+    "autocast keeps in fp32",
+}
+
+
+def _modes(ctx: SectionContext) -> Section | None:
+    """What each precision mode of these rows means, and the math flags each group ran it with (recorded
+    since suite 0.20; before, what the mode asked). Where a mode's flags differ between groups, a note
+    says so above the table, unfolded: those rows compare math as well as cuDNN."""
+    frame = ctx.analysis.frame
+    if frame.empty or "workload" not in frame:
+        return None
+    measured = frame[frame["workload"].notna()]
+    ids = dict.fromkeys(
+        "tf32" if knob and dtype in precision.FP32_STORAGE else str(dtype)
+        for dtype, knob in zip(measured["dtype"], measured["tf32"], strict=True)
+    )
+    order = list(precision.MODES)
+    said = [
+        f"- **{precision.label(i)}** (`{i}`): {MEANING[i]}"
+        for i in sorted(ids, key=lambda i: order.index(i) if i in order else len(order))
+        if i in MEANING
+    ]
+    found = math_flags.from_frame(frame, ctx.view.groups)
+    differ = math_flags.differing(found, ctx.letters)
+    intro = ["Precision modes (a row's `dtype` is its mode's id):", *said]
+    if differ:
+        intro += [
+            "",
+            "**Note: the math differs between the cells compared.** Where a mode ran with other flags in "
+            "some cells than in others, its rows compare the math as well as cuDNN, not cuDNN alone:",
+            *(f"- {markdown.inline(line)}" for line in differ),
+        ]
+    intro += ["", "The math flags each group ran each mode with:"]
+    rows = tuple(_flags_row(m, ctx.letters) for m in found)
+    headers = ("mode", "groups", "TF32 in cuDNN", "TF32 in matrix products", "float32 matmul precision")
+    return Section(
+        "Precision modes and math flags",
+        "\n".join(intro),
+        (*headers, "fp32_precision", "recorded") if rows else (),
+        rows,
+        level=3,
+        collapsed=not differ,
+    )
+
+
+def _flags_row(found: math_flags.ModeMath, letters: dict[str, str]) -> tuple[str, ...]:
+    math = found.math
+    return (
+        found.mode,
+        ", ".join(letters.get(g, g) for g in found.groups),
+        "on" if math.cudnn_tf32 else "off",
+        "on" if math.matmul_tf32 else "off",
+        math.matmul_precision or "",
+        math.newer,
+        "yes" if math.recorded else "no (suite before 0.20): as the mode asked",
+    )
 
 
 CLOCKS = {

@@ -7,7 +7,6 @@ from typing import Any
 
 import pandas as pd
 
-from harness.report.analysis.frames import KEYS
 from harness.report.sections.context import SectionContext
 from harness.report.writers import markdown
 from harness.report.writers.document import Section, Value
@@ -25,7 +24,7 @@ def across_releases(ctx: SectionContext) -> list[Section]:
     rows = []
     for entry in series.ratios.to_dict("records"):
         key = (entry["workload"], entry["dtype"], entry["knobs"])
-        cells: list[Any] = [*key]
+        cells: list[Any] = [entry["workload"], entry["mode"], entry["knobs"]]
         for label in series.labels:
             ratio = entry[label]
             if ratio is None or pd.isna(ratio):
@@ -44,7 +43,9 @@ def across_releases(ctx: SectionContext) -> list[Section]:
         "the same time; ✗ / ✓ where the row stopped / started running."
         + (f" Off the axis, in the tables below: {', '.join(off)}." if off else "")
     )
-    across = Section(f"Across {axis} releases", intro, (*KEYS, *series.labels), tuple(rows))
+    across = Section(
+        f"Across {axis} releases", intro, ("workload", "mode", "knobs", *series.labels), tuple(rows)
+    )
     changes = Section(
         "Where each change began",
         "Each change, at the first pair of neighbouring releases between which the row changed: "

@@ -57,7 +57,7 @@ def verdicts(ctx: SectionContext) -> list[Section]:
         ),
         (
             "workload",
-            "dtype",
+            "mode",
             *([] if one_knob_set else ["knobs"]),
             "vs",
             "verdict",
@@ -94,7 +94,7 @@ def _verdict_row(
     out_dir, extracts = ctx.out_dir, ctx.extracts
     return (
         r.workload,
-        r.dtype,
+        r.mode,
         *([] if one_knob_set else [r.knobs]),
         ctx.letters.get(r.group, r.group),
         verdict(r.verdict),
@@ -137,11 +137,13 @@ def _host_section(
         return None
     ok = frame[(frame["status"] == "ok") & frame["host_s"].notna()]
     rows = []
-    for (group, *key), runs in ok.groupby(["group", *KEYS], sort=False):
+    for (group, workload, dtype, knobs), runs in ok.groupby(["group", *KEYS], sort=False):
         run = frames.lower_median_row(runs, "host_s")  # one file's own value
         rows.append(
             (
-                *key,
+                workload,
+                frames.mode(dtype, knobs),
+                knobs,
                 letters.get(group, group),
                 table_values.time(run["median_s"], run["file"], out_dir, run.get("measurement"), extracts),
                 table_values.time(run["host_s"], run["file"], out_dir, run.get("measurement"), extracts),
@@ -153,7 +155,7 @@ def _host_section(
         "Host wall time per call over blocks of back-to-back calls (warm L2, "
         "synchronized only at block ends), beside the device time of the same round. A ratio well above 1 "
         "marks a host-bound workload, where framework overhead rather than cuDNN sets the pace.",
-        ("workload", "dtype", "knobs", "group", "device time", "host time", "host / device"),
+        ("workload", "mode", "knobs", "group", "device time", "host time", "host / device"),
         tuple(rows),
         level=3,
     )
@@ -179,7 +181,7 @@ def _what_changed(analysis: Analysis, letters: dict[str, str]) -> Section | None
         change = details[0] if len(details) == 1 else kind
         verdicts = ", ".join(f"{n} {v}" for v, n in group["verdict"].value_counts().items())
         where = ", ".join(
-            f"{r.workload} {r.dtype} ({letters.get(r.group, r.group)})" for r in group.head(6).itertuples()
+            f"{r.workload} {r.mode} ({letters.get(r.group, r.group)})" for r in group.head(6).itertuples()
         )
         rows.append(
             (

@@ -11,6 +11,7 @@ from harness.report.sections import table_values
 from harness.report.sections.context import SectionContext, listed
 from harness.report.writers.document import Section, verdict
 from harness.results.documents import round_of
+from harness.suite import precision
 
 
 def autotuning(ctx: SectionContext) -> list[Section]:
@@ -24,7 +25,7 @@ def _autotuning(analysis: Analysis, letters: dict[str, str]) -> Section | None:
     rows = tuple(
         (
             str(r["workload"]),
-            str(r["dtype"]),
+            str(r["mode"]),
             str(r["knobs"]),
             letters.get(str(r["group"]), str(r["group"])),
             table_values.number(r["ratio"], ".3f"),
@@ -47,7 +48,7 @@ def _autotuning(analysis: Analysis, letters: dict[str, str]) -> Section | None:
         "differently, each pick with its count of rounds (the autotuner decides per process).",
         (
             "workload",
-            "dtype",
+            "mode",
             "knobs",
             "group",
             "on / off",
@@ -84,7 +85,7 @@ def _scaling(view: View, analysis: Analysis, out_dir: Path, letters: dict[str, s
                         letters.get(group, group),
                         round_of(doc),
                         m["workload"],
-                        m["dtype"],
+                        precision.label(m["dtype"], bool(m["knobs"]["tf32"])),
                         "; ".join(
                             f"{size}: {table_values.duration(step)}, {rate:,.0f}/s"
                             for size, step, rate in per_size
@@ -101,6 +102,6 @@ def _scaling(view: View, analysis: Analysis, out_dir: Path, letters: dict[str, s
         "Workloads that run one process per GPU, measured at each world size with the "
         "same batch per process: the median step time and samples per second for each, and the scaling "
         "efficiency t(1) / t(N) (1.0: N GPUs give N times the samples per second of one).",
-        ("group", "round", "workload", "dtype", "world size: step, samples/s", "efficiency"),
+        ("group", "round", "workload", "mode", "world size: step, samples/s", "efficiency"),
         tuple(rows),
     )

@@ -39,7 +39,7 @@ figure.whole{display:block} figcaption{font-size:12px;color:#555}
 FILTER = (
     "<div class='filter'><label><input type='checkbox' class='show-same'{checked}> "
     "show rows whose verdict is same</label> "
-    "<input type='search' class='search' placeholder='search rows (workload, dtype, group...)'></div>"
+    "<input type='search' class='search' placeholder='search rows (workload, mode, group...)'></div>"
 )
 
 SCRIPT = """

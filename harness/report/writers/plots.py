@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.report.analysis.frames import with_mode
 from harness.report.analysis.model import Analysis, View
 
 MAX_DISTRIBUTIONS = 24  # round-median plots for the rows with the largest changes
@@ -95,7 +96,7 @@ def _series(analysis: Analysis) -> list[tuple[str, str]]:
     labels = series.labels
     began = {(c.workload, c.dtype, c.knobs, c.after): c.verdict for c in series.changes}
     out = []
-    ratios = series.ratios
+    ratios = with_mode(series.ratios)
     change = np.log(ratios[list(labels)].apply(pd.to_numeric, errors="coerce")).abs().max(axis=1)
     # each workload's largest change from the baseline orders the charts and picks those drawn
     largest = change.groupby(ratios["workload"]).max().sort_values(ascending=False, na_position="last")
@@ -107,7 +108,7 @@ def _series(analysis: Analysis) -> list[tuple[str, str]]:
         axes.axhline(1.0, color="#555555", linewidth=1)
         for row in rows.to_dict("records"):
             values = [float(row[label]) if row[label] is not None else math.nan for label in labels]
-            name = _text(f"{row['dtype']}" + (f" {row['knobs']}" if rows["knobs"].nunique() > 1 else ""))
+            name = _text(f"{row['mode']}" + (f" {row['knobs']}" if rows["knobs"].nunique() > 1 else ""))
             (line,) = axes.plot(range(len(labels)), values, "o-", markersize=3, linewidth=1.2, label=name)
             for i, label in enumerate(labels):
                 key = (str(workload), str(row["dtype"]), str(row["knobs"]), label)
@@ -161,7 +162,7 @@ def _png(figure: Any) -> str:
 
 @dataclass(frozen=True)
 class Heatmap:
-    """What the heatmap draws: a row per workload and dtype (and knobs), a column per candidate group."""
+    """What the heatmap draws: a row per workload and mode (and knobs), a column per candidate group."""
 
     rows: list[str]
     columns: list[str]  # each group's letter (as the tables name it) over its label, wrapped
@@ -173,9 +174,9 @@ class Heatmap:
 
 
 def heatmap(view: View, timing: pd.DataFrame) -> Heatmap:
-    rated = timing[timing["ratio"].notna()].copy()
+    rated = with_mode(timing[timing["ratio"].notna()]).copy()
     knobs = "" if rated["knobs"].nunique() == 1 else " " + rated["knobs"]  # one knob set: not on every row
-    rated["row"] = rated["workload"] + " " + rated["dtype"] + knobs
+    rated["row"] = rated["workload"] + " " + _modes(rated) + knobs
     ratios = rated.pivot_table(index="row", columns="group", values="ratio", aggfunc="first", sort=False)
     marks = rated.pivot_table(index="row", columns="group", values="verdict", aggfunc="first", sort=False)
     groups = [g for g in view.groups if g in ratios.columns]
@@ -195,6 +196,14 @@ def heatmap(view: View, timing: pd.DataFrame) -> Heatmap:
         colors=colors(values, verdicts),
         left_out=len(kept) - int(kept.sum()),
     )
+
+
+def _modes(rated: pd.DataFrame) -> pd.Series[str]:
+    """Each row's mode by name; where two dtypes of one workload and knob set share a name (``tf32``, and
+    ``fp32`` with the tf32 knob), its id beside it, so no two rows are drawn as one."""
+    ids = rated.groupby(["workload", "mode", "knobs"], sort=False)["dtype"].transform("nunique")
+    named: pd.Series[str] = rated["mode"].where(ids == 1, rated["mode"] + " [" + rated["dtype"] + "]")
+    return named
 
 
 def colors(ratios: Any, verdicts: Any) -> Any:
@@ -323,11 +332,12 @@ def _distributions(view: View, analysis: Analysis, letters: dict[str, str]) -> l
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
-    timing = analysis.timing[analysis.timing["ratio"].notna()].copy()
+    timing = with_mode(analysis.timing[analysis.timing["ratio"].notna()]).copy()
     timing["change"] = np.abs(np.log(timing["ratio"].astype(float)))
     keys = list(
         dict.fromkeys(
-            (r.workload, r.dtype, r.knobs) for r in timing.sort_values("change", ascending=False).itertuples()
+            (r.workload, r.dtype, r.knobs, r.mode)
+            for r in timing.sort_values("change", ascending=False).itertuples()
         )
     )[:MAX_DISTRIBUTIONS]
     frame = analysis.frame
@@ -374,9 +384,9 @@ def _distributions(view: View, analysis: Analysis, letters: dict[str, str]) -> l
         axes.set_ylim(-0.6, len(medians) - 0.4)
         axes.set_xlabel("round median, µs per call (log scale)", fontsize=8)
         axes.tick_params(axis="x", labelsize=8)
-        axes.set_title(_text(f"{key[0]} {key[1]}"), fontsize=9)
+        axes.set_title(_text(f"{key[0]} {key[3]}"), fontsize=9)
         axes.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-        out.append((f"round medians: {key[0]} {key[1]} {key[2]}", _png(figure)))
+        out.append((f"round medians: {key[0]} {key[3]} {key[2]}", _png(figure)))
     return out
 
 

@@ -18,10 +18,11 @@ from harness.report.writers.choices import Format, Sort
 
 # "A -> B" are the times the ratio divides, by the row's test: geometric means of the round medians for
 # Welch's t (3-6 rounds a side), their medians for Mann-Whitney (7 or more); "rounds" names the test
-HEADERS = ["workload", "dtype", "knobs", "A -> B", "change", "interval", "p", "rounds", "verdict"]
-COLUMNS = [
+HEADERS = ["workload", "mode", "knobs", "A -> B", "change", "interval", "p", "rounds", "verdict"]
+COLUMNS = [  # csv and json: the mode's id (dtype) for programs, its name (mode) beside it
     "workload",
     "dtype",
+    "mode",
     "knobs",
     "verdict",
     "median_baseline_s",
@@ -79,7 +80,7 @@ def _row(r: TimingRow) -> list[str]:
     interval = stats.interval_text(r["ci_low"], r["ci_high"])
     return [
         r["workload"],
-        r["dtype"],
+        r["mode"],
         r["knobs"],
         f"{duration(r['baseline_s'])} -> {duration(r['candidate_s'])}",
         stats.change_words(r["ratio"]),
