@@ -188,7 +188,7 @@ def test_the_default_profile_measures_the_networks_layers_in_the_ways_their_user
     for network, layer in DEFAULT.convs:
         for suffix in ("", "_bwd_data", "_bwd_weight"):
             nchw, cl = f"conv2d_{network}_{layer}{suffix}", f"conv2d_{network}_{layer}{suffix}.cl"
-            assert {(nchw, "fp32"), (cl, "bf16")} <= rows
+            assert {(nchw, "fp32_default"), (nchw, "fp32"), (cl, "bf16")} <= rows
             assert not {(nchw, "bf16"), (cl, "fp32"), (nchw, "tf32"), (cl, "fp16")} & rows
     for workload in (
         "sdpa_s4096_bwd",
@@ -205,4 +205,7 @@ def test_the_default_profile_measures_the_networks_layers_in_the_ways_their_user
     assert ("conv2d_r50_c4_3x3.cl", "fp32") in rows_of(("conv2d_r50_c4_3x3.cl",), "default", ALL_DTYPES)
     supported = [(w, d) for w, d in rows if d in CATALOG[w].dtypes]
     layer_rows = 6 * len(DEFAULT.convs) + 2 * len(DEFAULT.batchnorms) + len(DEFAULT.pools) + 3 + 8 + 4
-    assert len(supported) == 256 + layer_rows == 319  # suite 0.15's 256 and the layers'
+    assert len(supported) - sum(d == "fp32_default" for _, d in supported) == 256 + layer_rows == 319
+    # suite 0.20: fp32 (torch defaults) beside every fp32 row the generic workloads had (62) and the NCHW
+    # convolutions' 3 passes (21)
+    assert sum(d == "fp32_default" for _, d in supported) == 62 + 3 * len(DEFAULT.convs) == 83

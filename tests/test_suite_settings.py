@@ -67,11 +67,11 @@ def test_all_fields_at_once_and_the_defaults_round_trip():
 def test_the_document_is_the_one_plan_json_always_held():
     """The six always written, lists where given, the checks only where off, the windows only where not
     the default: the resume key of a folder made before the settings were typed is unchanged where the
-    defaults it held are."""
+    defaults it held are (suite 0.20's default dtypes put fp32 under torch's defaults first)."""
     assert SuiteSettings().to_json() == {
         "profile": "smoke",
         "device": "auto",
-        "dtypes": ["fp32", "bf16"],
+        "dtypes": ["fp32_default", "bf16"],
         "time_budget_s": 1.0,
         "min_time_s": 0.5,
         "timed_share": 0.3,

@@ -54,7 +54,9 @@ def _specs() -> Iterator[WorkloadSpec]:
                     f"sdpa_{backend}_s{seq}" + ("_bwd" if passes == "bwd" else ""),
                     "attention",
                     f"SDPA {passes} forced to the {backend} backend, sequence {seq}, with peak memory",
-                    dtypes=("bf16", "fp16") if backend in ("flash", "cudnn") else ("fp32", "bf16", "fp16"),
+                    dtypes=("bf16", "fp16")
+                    if backend in ("flash", "cudnn")
+                    else ("fp32_default", "fp32", "bf16", "fp16"),
                     profiles=("full",) if seq == 8192 else LARGER_PROFILES,
                     params={"backend": backend, "seq": seq, "pass": passes},
                 )

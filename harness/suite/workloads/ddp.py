@@ -36,7 +36,7 @@ SPECS = (
         "DistributedDataParallel training step, one process per GPU over NCCL (2 gloo processes on a CPU), "
         "at world size 1 and N: step time and scaling efficiency; named in a matrix's workloads, never by a "
         "profile",
-        dtypes=("fp32", "bf16", "fp16"),
+        dtypes=("fp32_default", "fp32", "bf16", "fp16"),
         profiles=(),
         params={"model": "convnet"},
         gpus="all",
