@@ -71,6 +71,13 @@ def _user_venv(tmp_path: Path, torch_folder: str | None) -> Path:
     return python
 
 
+def _session_venv(tmp_path: Path) -> Path:
+    """The virtualenv nox made for the session: envdir/qualify, or a digest of its path where that path is
+    long (as under CI's .nox/tests/tmp)."""
+    (venv,) = [p for p in (tmp_path / "nox").iterdir() if p.is_dir()]
+    return venv
+
+
 def _nox(python: Path, tmp_path: Path, session: str, *posargs: str, **env: str) -> tuple[int, str]:
     """``python -m nox -s SESSION -- POSARGS`` on the repository's noxfile, its virtualenvs in tmp_path, from
     a shell that has not activated this test session's virtualenv; its exit code and all it printed."""
@@ -114,10 +121,11 @@ def test_qualify_measures_the_torch_of_the_python_that_runs_nox_and_installs_non
     assert MEASURING.findall(out) == [(version, str(python), folder)], out[-6000:]
     assert "no torch is importable" not in out and "pip install torch" not in out  # nothing of torch
     assert f"harness qualify --python {python} --matrix" in out  # the harness was pointed at it
-    assert not _has_torch(tmp_path / "nox" / "qualify" / "bin" / "python")
+    assert not _has_torch(_session_venv(tmp_path) / "bin" / "python")
 
     docs = [jsonio.read(path) for path in sorted(results.glob("*.json.gz"))]
-    assert len(docs) == 4, sorted(p.name for p in results.iterdir())  # 2 cells x 2 rounds
+    # 2 cells x 2 rounds; on a loaded machine qualify stops after round 1, whose rows a busy host spoiled
+    assert len(docs) in (2, 4), sorted(p.name for p in results.iterdir())
     for doc in docs:
         assert doc["status"] == "ok", doc.get("failure")
         assert doc["environment"]["python"]["executable"] == str(python)
@@ -161,7 +169,7 @@ def test_where_no_torch_is_importable_it_says_what_it_installs_and_its_size_befo
     wheel = _a_torch_wheel(tmp_path)
     code, out = _nox(python, tmp_path, "qualify", "--help", HARNESS_TORCH=str(wheel))
     assert code == 0, out[-6000:]
-    session = tmp_path / "nox" / "qualify"
+    session = _session_venv(tmp_path)
     size = os.path.getsize(wheel)
     assert 1e3 <= size < 1e6
     kb = f"{size / 1e3:.2f} kB"
@@ -194,7 +202,7 @@ def test_where_pip_cannot_install_torch_it_stops_and_says_how_to_use_an_existing
     }
     code, out = _nox(python, tmp_path, "qualify", **offline)
     assert code != 0
-    session = tmp_path / "nox" / "qualify"
+    session = _session_venv(tmp_path)
     assert (
         f"no torch is importable by {python} nor in {session}, and torch==2.13.0 cannot be installed here"
         in out
