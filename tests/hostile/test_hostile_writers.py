@@ -394,6 +394,7 @@ def _summary_analysis(groups: int, rows_per_group: int, text: str) -> tuple[View
                 "group": g,
                 "workload": f"w{n}{text}",
                 "dtype": "fp32",
+                "mode": "fp32 (TF32 off)",  # every timing row names its mode (frames.mode)
                 "knobs": text,
                 "verdict": "slower",
                 "ratio": 1.5 + n / 1000,

@@ -532,5 +532,5 @@ def _largest(rows: Iterable[TimingRow]) -> Value | str:
     best = max(rows, key=lambda r: stats.change_size(r.get("ratio")), default=None)
     if best is None or stats.change_size(best.get("ratio")) < 0:
         return ""
-    text = f"{best['workload']} {best['mode']}: {stats.change_words(best['ratio'])}"
+    text = f"{best['workload']} {best.get('mode') or best['dtype']}: {stats.change_words(best['ratio'])}"
     return Value(text, best["ratio"], "number")
