@@ -1,5 +1,6 @@
-"""The committed evidence of issue 58 (reports/precision-modes, reports/host-cudnn-h200): what their READMEs
-claim holds, re-derived from the results. One H200, torch 2.11.0+cu130, suite 0.20."""
+"""The committed evidence of issue 58 (reports/precision-modes, reports/host-cudnn-h200,
+reports/torch-defaults): what their READMEs claim holds, re-derived from the results. One H200, torch
+2.11.0+cu130 (and PyPI's 2.14.1 and 2.15.0 in environments of their own), suite 0.20."""
 
 from __future__ import annotations
 
@@ -16,13 +17,15 @@ pytestmark = pytest.mark.slow  # each renders committed GPU results: seconds eac
 
 MODES = REPO / "reports" / "precision-modes"
 HOST = REPO / "reports" / "host-cudnn-h200"
+TORCH = REPO / "reports" / "torch-defaults"
 
 
 def _render(results: Path, matrix: Path, out: Path) -> dict[str, pd.DataFrame]:
     """Render a lease's results (each holds slower rows against its baseline: exit 1)."""
     done = run_cli("report", "--results", str(results), "--matrix", str(matrix), "--out", str(out))
     assert done.returncode == 1, done.stdout + done.stderr
-    return {name: pd.read_csv(out / f"{name}.csv") for name in ("verdicts", "changes")}
+    found = (name for name in ("verdicts", "changes") if (out / f"{name}.csv").exists())  # changes: a series
+    return {name: pd.read_csv(out / f"{name}.csv") for name in found}
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +50,12 @@ def test_every_measurement_records_the_math_flags_its_mode_asks_for() -> None:
     """fp32_default ran with torch 2.11's own flags (TF32 in cuDNN, not in matrix products), fp32 with TF32
     off."""
     seen: dict[str, set[tuple[bool, bool]]] = {}
-    for path in sorted(MODES.glob("step-*/*.json.gz")) + sorted(HOST.glob("host-cudnn/*.json.gz")):
+    paths = [
+        *MODES.glob("step-*/*.json.gz"),
+        *HOST.glob("host-cudnn/*.json.gz"),
+        *TORCH.glob("t21*/*.json.gz"),
+    ]
+    for path in sorted(paths):
         with gzip.open(path) as f:
             for m in json.load(f)["measurements"]:
                 flags = m["math_flags"]
@@ -146,3 +154,47 @@ def test_the_main_job_on_a_gpu_host_asks_the_hosts_question(tmp_path) -> None:
     first = (tmp_path / "report.md").read_text().split("## Scorecard")[0]
     assert "for these 22 rows in fp32 (torch defaults) and bf16: **keep PyTorch's cuDNN 9.19.0**" in first
     assert "NVIDIA's system cuDNN 9.14.0**: the same in 22 rows" in first
+
+
+# What each torch build pinned and loaded: torch, CUDA runtime, cuDNN, NCCL.
+BUILDS = {
+    "t214": ("2.14.1", "2.14.1+cu130", "13.0", "9.24.0", "nvidia-cudnn-cu13==9.24.0.43"),
+    "t215": ("2.15.0", "2.15.0+cu132", "13.2", "9.26.0", "nvidia-cudnn-cu13==9.26.0.51"),
+}
+
+
+@pytest.mark.parametrize("lease", sorted(BUILDS))
+def test_each_torch_build_ran_in_its_own_environment_with_what_it_pins(lease) -> None:
+    torch, version, cuda, cudnn, pin = BUILDS[lease]
+    docs = []
+    for path in sorted((TORCH / lease).glob("*.json.gz")):
+        with gzip.open(path) as f:
+            docs.append(json.load(f))
+    builds = [d for d in docs if d["cell"]["torch"] == torch]
+    assert len(builds) >= 3 and all(d["status"] == "ok" for d in docs)
+    for doc in builds:
+        assert (doc["environment"]["torch"]["version"], doc["environment"]["torch"]["cuda"]) == (
+            version,
+            cuda,
+        )
+        assert doc["cudnn"]["verified"] and doc["cudnn"]["runtime_version"] == cudnn
+        assert doc["nccl"]["verified"] and doc["nccl"]["runtime_version"] == "2.30.7"
+        assert pin in doc["run"]["environment"]["distributions"]
+    anchors = [d for d in docs if d["cell"]["torch"] == "installed"]
+    assert {d["environment"]["torch"]["version"] for d in anchors} == {"2.11.0+cu130"}
+
+
+@pytest.mark.parametrize("lease", sorted(BUILDS))
+def test_a_torch_builds_resnet50_step_changes_only_with_tf32_off(lease, tmp_path) -> None:
+    """torch 2.14.1's and 2.15.0's ResNet-50 step is 1.37x slower than 2.11.0's with TF32 off, as their cuDNN
+    pins make it; on PyTorch's defaults and with bf16 AMP it is the same, and so are the layers behind it."""
+    verdicts = _render(TORCH / lease, TORCH / f"{lease}-matrix.yaml", tmp_path)["verdicts"]
+    got = {(r.workload, r.dtype): (r.verdict, float(r.ratio)) for r in verdicts.itertuples()}
+    assert len(got) == 12
+    verdict, ratio = got[("train_resnet50", "fp32")]
+    assert verdict == "slower" and 1.35 <= ratio <= 1.39
+    for (workload, dtype), (verdict, ratio) in got.items():
+        if workload.startswith("conv2d"):
+            assert verdict == ("slower" if dtype == "fp32" else "same"), (workload, dtype, verdict)
+        elif (workload, dtype) != ("train_resnet50", "fp32"):
+            assert verdict == "same" and 0.97 <= ratio <= 1.01, (workload, dtype, verdict, ratio)

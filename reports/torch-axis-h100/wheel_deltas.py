@@ -15,6 +15,8 @@ usage:
   here:   python3 wheel_deltas.py pack OUTDIR NEW.whl=OLD.whl...   (OLD: the wheel of what the machine has
           installed; NEW=NEW where the machine holds that very version) -> OUTDIR/<new wheel>/: manifest.json,
           literal.tar, patches (files over 40 MB cut into .part-NN)
+          python3 wheel_deltas.py squeeze OUTDIR        each bundle's literal.tar zstd-compressed (-19) into
+                                                        literal.tar.zst (torch 2.14.1: 446 -> 381 MB)
           python3 wheel_deltas.py batch OUTDIR CAP_MB   -> OUTDIR/batch-NN/<new wheel>/... (first fit)
   there:  python3 wheel_deltas.py rebuild DEST ZSTD BATCH...   collects each batch into DEST/parts and
           rebuilds every wheel whose files have all arrived into DEST/wheelhouse/<new wheel> (stored zip),
@@ -96,6 +98,32 @@ def pack(out: Path, pairs: list[str]) -> None:
         print(f"{bundle.name}: {Path(new_path).stat().st_size / 1e6:.1f} MB wheel -> {size / 1e6:.1f} MB {counts}")
 
 
+def squeeze(out: Path) -> None:
+    """Compress each bundle's literal.tar (files that travel whole, stored) into literal.tar.zst."""
+    for bundle in sorted(b for b in out.iterdir() if b.is_dir() and not b.name.startswith("batch-")):
+        manifest = json.loads((bundle / "manifest.json").read_text())
+        if any(c.startswith("literal.tar.zst") for c in manifest["carried"]):
+            continue
+        whole = _joined(bundle, "literal.tar")
+        subprocess.run(["zstd", "-q", "-f", "-19", "-T2", "--long=27", str(whole), "-o", str(bundle / "literal.tar.zst")], check=True)
+        for f in list(bundle.glob("literal.tar.part-*")) + [whole]:
+            f.unlink()
+        carried = [c for c in manifest["carried"] if not c.startswith("literal.tar")]
+        zst = bundle / "literal.tar.zst"
+        data = zst.read_bytes()
+        if len(data) > PART:
+            for i in range(0, len(data), PART):
+                (bundle / f"literal.tar.zst.part-{i // PART:02d}").write_bytes(data[i : i + PART])
+                carried.append(f"literal.tar.zst.part-{i // PART:02d}")
+            zst.unlink()
+        else:
+            carried.append("literal.tar.zst")
+        manifest["carried"] = sorted(carried)
+        (bundle / "manifest.json").write_text(json.dumps(manifest, indent=1))
+        size = sum(f.stat().st_size for f in bundle.iterdir())
+        print(f"{bundle.name}: {size / 1e6:.1f} MB")
+
+
 def batch(out: Path, cap_mb: int) -> None:
     files = sorted(
         (f for b in out.iterdir() if b.is_dir() and not b.name.startswith("batch-") for f in b.iterdir()),
@@ -163,6 +191,9 @@ def _joined(bundle: Path, name: str) -> Path:
 
 
 def _rebuild_one(bundle: Path, manifest: dict, site: Path, zstd: str, target: Path) -> None:
+    if any(c.startswith("literal.tar.zst") for c in manifest["carried"]):
+        packed = _joined(bundle, "literal.tar.zst")
+        subprocess.run([zstd, "-q", "-d", "-f", "--long=27", str(packed), "-o", str(bundle / "literal.tar")], check=True)
     literal = tarfile.open(_joined(bundle, "literal.tar"))
     partial = target.with_name(target.name + ".partial")
     with zipfile.ZipFile(partial, "w", zipfile.ZIP_STORED) as wheel, tempfile.TemporaryDirectory() as tmp:
@@ -195,6 +226,8 @@ if __name__ == "__main__":
     verb, rest = sys.argv[1], sys.argv[2:]
     if verb == "pack":
         pack(Path(rest[0]), rest[1:])
+    elif verb == "squeeze":
+        squeeze(Path(rest[0]))
     elif verb == "batch":
         batch(Path(rest[0]), int(rest[1]))
     elif verb == "rebuild":
