@@ -248,14 +248,14 @@ def tests(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", *session.posargs)
 
 
-# Our own published tables: every committed GPU result (reports/*/: not the CPU runs of torch-axis-cpu, nor
-# hostile-input's planted documents), in one history, published as a site. The site is not committed (it
-# is regenerated); its screenshots are (reports/history-site/).
+# Our own published tables: every committed GPU result (lab/evidence/*/: not the CPU runs of torch-axis-cpu,
+# nor hostile-input's planted documents), in one history, published as a site. The site is not committed (it
+# is regenerated); its screenshots are (lab/evidence/history-site/).
 GPU_RESULTS = sorted(
     {
         os.path.dirname(path)
-        for path in glob.glob("reports/*/**/*.json.gz", recursive=True)
-        if not path.startswith(("reports/torch-axis-cpu/", "reports/hostile-input/"))
+        for path in glob.glob("lab/evidence/*/**/*.json.gz", recursive=True)
+        if not path.startswith(("lab/evidence/torch-axis-cpu/", "lab/evidence/hostile-input/"))
     }
 )
 
@@ -321,10 +321,10 @@ def wheel(session: nox.Session) -> None:
         "images",
         "--dry-run",
         "--matrix",
-        os.path.join(repo, "reports/gpu-docker/matrix.yaml"),
+        os.path.join(repo, "lab/evidence/gpu-docker/matrix.yaml"),
         silent=True,
     )
-    results = os.path.join(repo, "reports", "gpu-docker", "results")
+    results = os.path.join(repo, "lab", "evidence", "gpu-docker", "results")
     session.run("harness", "validate", *sorted(glob.glob(os.path.join(results, "*.json.gz"))))
     out = os.path.join(tmp, "report")
     session.run("harness", "report", "--results", results, "--out", out, success_codes=[1])  # its regression

@@ -1,4 +1,4 @@
-"""Issue 45's three goals side by side, from one lease's files (``reports/aa-h100/device-lease.sh``).
+"""Issue 45's three goals side by side, from one lease's files (``lab/evidence/aa-h100/device-lease.sh``).
 
     python -m benchmarks.aa_profile LEASE --out DIR [--trials 300] [--worst 12]
         LEASE: the folder the lease's tarballs were extracted into (aa/ with suite 0.15's round 1,

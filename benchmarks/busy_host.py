@@ -1,8 +1,8 @@
 """The main job on a quiet host and beside two CPU-bound jobs: its time, its rounds and its verdicts.
 
-    python -m benchmarks.busy_host run --set loaded --runs 5 --out reports/busy-host/runs.jsonl
-    python -m benchmarks.busy_host run --set quiet --runs 5 --out reports/busy-host/runs.jsonl
-    python -m benchmarks.busy_host table reports/busy-host/runs.jsonl
+    python -m benchmarks.busy_host run --set loaded --runs 5 --out lab/evidence/busy-host/runs.jsonl
+    python -m benchmarks.busy_host run --set quiet --runs 5 --out lab/evidence/busy-host/runs.jsonl
+    python -m benchmarks.busy_host table lab/evidence/busy-host/runs.jsonl
 
 ``run`` runs README's main job (``qualify`` of the default ``matrix.yaml``: both cells on the CPU, 3
 rounds, up to 11 for undecided rows) ``--runs`` times, each into a fresh folder, and appends one JSON line

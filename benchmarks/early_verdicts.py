@@ -88,7 +88,7 @@ def main() -> None:
     args = parser.parse_args()
     rng = random.Random(20261123)
     runs = [
-        sorted((REPO / "reports" / "gpu-verdicts").glob("results-shard*")),
+        sorted((REPO / "lab" / "evidence" / "gpu-verdicts").glob("results-shard*")),
         [args.today],
     ]
     rows, aa_sides = [], []

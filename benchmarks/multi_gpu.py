@@ -65,8 +65,8 @@ def _medians(docs: list[dict]) -> dict[tuple[str, str, str, str], list[float]]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--gpus", required=True, help="GPU ids, e.g. 0,1")
-    parser.add_argument("--matrix", type=Path, default=ROOT / "reports/gpu-multi/matrix.yaml")
-    parser.add_argument("--ddp-matrix", type=Path, default=ROOT / "reports/gpu-multi/ddp-matrix.yaml")
+    parser.add_argument("--matrix", type=Path, default=ROOT / "lab/evidence/gpu-multi/matrix.yaml")
+    parser.add_argument("--ddp-matrix", type=Path, default=ROOT / "lab/evidence/gpu-multi/ddp-matrix.yaml")
     parser.add_argument("--out", type=Path, default=ROOT / "results/gpu-multi")
     args = parser.parse_args()
     gpus = args.gpus.split(",")

@@ -1,6 +1,6 @@
 """Issue 45's process part: does a row's noise between processes shrink when its windows lie elsewhere in
 memory? Reads result folders of one cell, each holding several rounds (processes) of the same rows in a
-fixed number of windows (``reports/aa-h100/matrix-placement*.yaml``), grouped into modes by the
+fixed number of windows (``lab/evidence/aa-h100/matrix-placement*.yaml``), grouped into modes by the
 ``placement_pad_mib`` their rows' windows held.
 
     python -m benchmarks.process_part FOLDER [FOLDER ...] [--tables DIR] [--worst 8]

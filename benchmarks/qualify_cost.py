@@ -1,6 +1,6 @@
 """Issue 19's proof: today's release qualification against the new one, same matrix, same GPU lease.
 
-    python -m benchmarks.qualify_cost --matrix reports/qualify-cost/matrix.yaml --today .today \
+    python -m benchmarks.qualify_cost --matrix lab/evidence/qualify-cost/matrix.yaml --today .today \
         --work results/qualify-cost            # runs both, then prints
     git archive 3c2b42d reports/qualify-cost | tar -x -C /tmp     # the committed results (in git only)
     python -m benchmarks.qualify_cost --work /tmp/reports/qualify-cost   # prints from them

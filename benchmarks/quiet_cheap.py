@@ -2,7 +2,7 @@
 
     python -m benchmarks.quiet_cheap export --process NAME=RESULT[,PROGRESS] [...]
         [--validation FOLDER ...] --out DIR              result files -> DIR/processes.csv, medians.csv,
-                                                         validation.csv (what reports/quiet-cheap-h100 keeps)
+                                                         validation.csv (lab/evidence/quiet-cheap-h100)
     python -m benchmarks.quiet_cheap logs LOG1 LOG2      two processes' progress logs: the A/A of the rows
                                                          both printed (a process whose document was lost)
     python -m benchmarks.quiet_cheap report DIR --aa LABEL=NAME1,NAME2 [...] [--cost LABEL=NAME1,NAME2 ...]

@@ -1,6 +1,6 @@
 """What a release sweep cost, read from its results: GPU-minutes per release (cell) and per row.
 
-    python -m benchmarks.sweep_cost reports/release-atlas/remaining-path [MORE_RESULTS_DIRS ...]
+    python -m benchmarks.sweep_cost lab/evidence/release-atlas/remaining-path [MORE_RESULTS_DIRS ...]
 
 Per cell: its rounds, the processes' wall time (``run.wall_s``: the whole process, a wheel cell's first
 round including the release's install into the cache), and what of that was the suite's own start (importing

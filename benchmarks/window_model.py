@@ -1,6 +1,6 @@
 """What a window rule would give, modeled on measured window medians (issue 45).
 
-    python -m benchmarks.window_model [--medians reports/quiet-cheap-h100/lease-h/medians.csv]
+    python -m benchmarks.window_model [--medians lab/evidence/quiet-cheap-h100/lease-h/medians.csv]
         [--first H2-0.15 --second H3-0.15] [--rule LEAST,MOST,TARGET ...] [--inflation 1.0,1.1,1.2]
         [--repeats 20]
 
@@ -80,7 +80,9 @@ def model(
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.window_model")
-    parser.add_argument("--medians", type=Path, default=Path("reports/quiet-cheap-h100/lease-h/medians.csv"))
+    parser.add_argument(
+        "--medians", type=Path, default=Path("lab/evidence/quiet-cheap-h100/lease-h/medians.csv")
+    )
     parser.add_argument("--first", default="H2-0.15")
     parser.add_argument("--second", default="H3-0.15")
     parser.add_argument("--rule", action="append", default=[], help="LEAST,MOST,TARGET (repeatable)")

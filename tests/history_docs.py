@@ -13,7 +13,7 @@ from harness import jsonio
 from harness.results.validity import _summary
 from tests.conftest import REPO
 
-BASE = REPO / "reports/release-atlas/results/torch-installed_cudnn-bundled_2ecb882014.r1.json.gz"
+BASE = REPO / "lab/evidence/release-atlas/results/torch-installed_cudnn-bundled_2ecb882014.r1.json.gz"
 ROWS = 6
 SAMPLES = 12
 

@@ -19,7 +19,7 @@ from harness.report.sections import run_sections
 from harness.suite import host
 from tests.conftest import REPO, run_cli, timed_on_a_busy_host
 
-CPU_AXIS = REPO / "reports" / "torch-axis-cpu" / "results"
+CPU_AXIS = REPO / "lab" / "evidence" / "torch-axis-cpu" / "results"
 
 
 def test_samples_quantized_at_the_scheduler_tick_are_a_stalled_measurement():
@@ -95,7 +95,7 @@ def test_the_default_matrix_is_the_cpu_a_a_check_it_says_it_is():
 
 
 def test_the_busy_host_benchmark_reads_what_its_processes_took():
-    results = REPO / "reports" / "release-atlas" / "stem-bf16"  # lease 11: 6 cells x 3 rounds
+    results = REPO / "lab" / "evidence" / "release-atlas" / "stem-bf16"  # lease 11: 6 cells x 3 rounds
     count, seconds = busy_host.processes_s(results)
     files = sorted(results.glob("*.r*.json.gz"))
     total = sum(json.loads(gzip.decompress(path.read_bytes()))["duration_s"] for path in files)

@@ -16,11 +16,13 @@ from tests.conftest import REPO, run_cli
 
 pytestmark = pytest.mark.slow  # every test here takes seconds (docs/development.md: the fast tests)
 
-SHARDS = sorted((REPO / "reports" / "gpu-verdicts").glob("results-shard*"))  # one matrix: 3 cells each
-REMAINING_PATH = REPO / "reports" / "release-atlas" / "remaining-path"  # 17 cells
-STEP_D4A_E4B = REPO / "reports" / "release-atlas" / "step-d4a-e4b"  # 7 cells, lease 18 (an H100)
-STEP_E4B = REPO / "reports" / "release-atlas" / "step-e4b"  # 2 cells, lease 19 (another H100)
-TORCH_AXIS = REPO / "reports" / "torch-axis-h100" / "results"  # 7 cells
+SHARDS = sorted(
+    (REPO / "lab" / "evidence" / "gpu-verdicts").glob("results-shard*")
+)  # one matrix: 3 cells each
+REMAINING_PATH = REPO / "lab" / "evidence" / "release-atlas" / "remaining-path"  # 17 cells
+STEP_D4A_E4B = REPO / "lab" / "evidence" / "release-atlas" / "step-d4a-e4b"  # 7 cells, lease 18 (an H100)
+STEP_E4B = REPO / "lab" / "evidence" / "release-atlas" / "step-e4b"  # 2 cells, lease 19 (another H100)
+TORCH_AXIS = REPO / "lab" / "evidence" / "torch-axis-h100" / "results"  # 7 cells
 BUNDLED, DISABLED = (
     "torch2.11.0-cu130_cudnn-bundled_fd7979a52b",
     "torch2.11.0-cu130_cudnn-disabled_ef610b7191",

@@ -1,11 +1,11 @@
 """The committed evidence of issue 40's later leases: what their READMEs claim holds, re-derived from the
-results (reports/release-atlas stem-bf16, remaining-path, step-d4a-e4b and step-e4b;
-reports/torch-build-docker), or from the committed render where the results left the tree
+results (lab/evidence/release-atlas stem-bf16, remaining-path, step-d4a-e4b and step-e4b;
+lab/evidence/torch-build-docker), or from the committed render where the results left the tree
 (torch-axis-h100/t215/report: its results are in git at 83e44d6; resnet-layers-report, layer-path-report:
 their results are in git at 247c2cc; remaining-ends-report: at 679a6b7; variants-report,
 variants-path-report: at cb71162; variants-backward-report: at 57694ad; variants-backward-path-report: at
 ff50c59; variants-backward-step-report: at 60801c5; locate-a-report, last-rows-report, last-rows-g2-report,
-undecided-report: at the commits reports/README.md names)."""
+undecided-report: at the commits lab/evidence/README.md names)."""
 
 from __future__ import annotations
 
@@ -20,9 +20,9 @@ from tests.conftest import REPO, run_cli
 
 pytestmark = pytest.mark.slow  # each renders or reloads committed GPU results: seconds each
 
-ATLAS = REPO / "reports" / "release-atlas"
-T215 = REPO / "reports" / "torch-axis-h100" / "t215"
-DOCKER = REPO / "reports" / "torch-build-docker"
+ATLAS = REPO / "lab" / "evidence" / "release-atlas"
+T215 = REPO / "lab" / "evidence" / "torch-axis-h100" / "t215"
+DOCKER = REPO / "lab" / "evidence" / "torch-build-docker"
 
 # How often torchvision's ResNet-50 (v1.5) runs each distinct convolution of layers.py: stage 2's expand
 # shape is also its downsample's; each later stage has one first block and n - 1 others.
@@ -54,7 +54,7 @@ def layers() -> dict[str, pd.DataFrame]:
 
 
 def _committed(report: Path, names: tuple[str, ...] = ("changes", "verdicts")) -> dict[str, pd.DataFrame]:
-    """A lease's committed render (its results left the tree for git: reports/README.md says where)."""
+    """A lease's committed render (its results left the tree for git: lab/evidence/README.md says where)."""
     return {name: pd.read_csv(report / f"{name}.csv") for name in names}
 
 
@@ -118,7 +118,7 @@ def test_the_layer_rows_weighted_by_their_runs_add_up_to_the_step(layers):
 
 
 def test_torch_2_15_0s_answer_per_source() -> None:
-    """The t215 lease's committed render (its results are in git at 83e44d6; reports/torch-defaults/t215 ran
+    """The t215 lease's committed render (its results are in git at 83e44d6; torch-defaults/t215 ran
     2.15.0 again, and tests/test_evidence_precision.py checks what it pinned and loaded)."""
     per_torch = pd.read_csv(T215 / "report" / "per_torch.csv")
     step = per_torch[(per_torch["workload"] == "train_resnet50") & (per_torch["dtype"] == "fp32")]
@@ -442,7 +442,7 @@ def test_lease_16_e1a_steps_by_4_percent_under_the_threshold(last_rows):
 
 def test_lease_17_finds_no_change_at_the_patch_steps_and_one_more_between_9_19_1_2_and_9_28_0_42():
     # lease 17: lease 1's 75 rows undecided at a step, its four cells on one H200 (3 to 4 rounds a cell)
-    report = ATLAS / "undecided-report"  # its results: git, at the commit reports/README.md names
+    report = ATLAS / "undecided-report"  # its results: git, at the commit lab/evidence/README.md names
     counts = _step_counts(pd.read_csv(report / "families.csv"))
     assert counts.loc["9.19.1.2"].to_dict() == {"faster": 0, "slower": 0, "same": 67, "undecided": 8}
     assert counts.loc["9.28.1.4"].to_dict() == {"faster": 0, "slower": 0, "same": 73, "undecided": 2}

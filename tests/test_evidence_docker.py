@@ -1,4 +1,4 @@
-"""The committed proof of the containerized path on a GPU (reports/gpu-docker): what it claims holds."""
+"""The committed proof of the containerized path on a GPU (lab/evidence/gpu-docker): what it claims holds."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 from harness.results import documents
 from tests.conftest import REPO, harness_env
 
-EVIDENCE = REPO / "reports" / "gpu-docker"
+EVIDENCE = REPO / "lab" / "evidence" / "gpu-docker"
 
 
 def test_every_docker_result_ran_in_a_least_privilege_container_with_the_gpu_in_devices_mode():

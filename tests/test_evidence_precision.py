@@ -1,5 +1,5 @@
-"""The committed evidence of issue 58 (reports/precision-modes, reports/host-cudnn-h200,
-reports/torch-defaults): what their READMEs claim holds, re-derived from the results. One H200, torch
+"""The committed evidence of issue 58 (lab/evidence/precision-modes, lab/evidence/host-cudnn-h200,
+lab/evidence/torch-defaults): what their READMEs claim holds, re-derived from the results. One H200, torch
 2.11.0+cu130 (and PyPI's 2.14.1 and 2.15.0 in environments of their own), suite 0.20."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from tests.conftest import REPO, run_cli
 
 pytestmark = pytest.mark.slow  # each renders committed GPU results: seconds each
 
-MODES = REPO / "reports" / "precision-modes"
-HOST = REPO / "reports" / "host-cudnn-h200"
-TORCH = REPO / "reports" / "torch-defaults"
+MODES = REPO / "lab" / "evidence" / "precision-modes"
+HOST = REPO / "lab" / "evidence" / "host-cudnn-h200"
+TORCH = REPO / "lab" / "evidence" / "torch-defaults"
 
 
 def _render(results: Path, matrix: Path, out: Path) -> dict[str, pd.DataFrame]:
@@ -133,7 +133,7 @@ def test_the_main_job_on_a_gpu_host_asks_the_hosts_question(tmp_path) -> None:
     """The README's main job on the H200: bundled against NVIDIA's system 9.14.0, PyPI's newest left out (no
     network) and disabled left out (CPU only), each named; every row same, and the first screen keeps
     PyTorch's cuDNN in the modes that ran."""
-    folder = REPO / "reports" / "main-job-h200"
+    folder = REPO / "lab" / "evidence" / "main-job-h200"
     plan = json.loads((folder / "main-job" / "plan.json").read_text())
     why = {json.dumps(entry["cell"]["cudnn"]): entry["why"] for entry in plan["left_out"]}
     assert why['{"wheel": "newest"}'].startswith("the package index is not reachable")

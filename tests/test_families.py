@@ -16,7 +16,7 @@ from harness.suite.catalog import CATALOG, for_profile
 from harness.suite.workloads import layers
 from tests.conftest import REPO, run_cli
 
-ATLAS = REPO / "reports" / "release-atlas"
+ATLAS = REPO / "lab" / "evidence" / "release-atlas"
 
 
 def test_the_layer_tables_hold_each_networks_distinct_layers_once():

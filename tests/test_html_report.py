@@ -19,7 +19,7 @@ from harness.report.writers import html, plots
 from harness.report.writers.document import Document, Section, Value
 from tests.conftest import REPO, run_cli
 
-SHARDS = sorted((REPO / "reports" / "gpu-verdicts").glob("results-shard*"))
+SHARDS = sorted((REPO / "lab" / "evidence" / "gpu-verdicts").glob("results-shard*"))
 RELEASES = [f"9.{i}.0" for i in range(10, 30)]  # 20 releases
 LABELS = [f"installed / cuDNN wheel:{r}" for r in RELEASES]
 

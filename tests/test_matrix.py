@@ -254,7 +254,7 @@ def test_missing_matrix_file_is_a_clear_error(tmp_path: Path):
 
 
 def test_the_repository_matrices_are_valid():
-    for path in [Path("matrix.yaml"), Path("reports/gpu-local-cudnn-sources/matrix.yaml")]:
+    for path in [Path("matrix.yaml"), Path("lab/evidence/gpu-local-cudnn-sources/matrix.yaml")]:
         done = run_cli("plan", "--matrix", str(path))
         assert done.returncode == 0, done.stderr
 

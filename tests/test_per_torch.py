@@ -31,7 +31,7 @@ from harness.results.documents import LoadedResults
 from harness.suite.summary import summarize
 from tests.conftest import REPO, run_cli
 
-ATLAS = REPO / "reports" / "release-atlas" / "results"
+ATLAS = REPO / "lab" / "evidence" / "release-atlas" / "results"
 ROWS = (
     ("train_resnet50", "fp32"),
     ("train_resnet50", "bf16"),

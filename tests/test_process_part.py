@@ -11,7 +11,7 @@ from harness.suite.rows import PAD_STEP_MIB, Which, Window, pad_mib, placement_p
 from harness.suite.settings import SuiteSettings
 from tests.conftest import REPO
 
-PLACEMENT = REPO / "reports" / "aa-h100" / "placement"
+PLACEMENT = REPO / "lab" / "evidence" / "aa-h100" / "placement"
 
 
 def test_the_committed_output_is_what_the_committed_tables_print():

@@ -537,7 +537,7 @@ def test_a_fresh_bisect_moves_what_its_folder_held_before_the_search_counts_a_ro
     # a probe's own fresh start moved aside the rounds the search had just counted, so its next
     # comparison found them missing: the folder is emptied once, before the search reads it
     out = tmp_path / "bisect-out"
-    shutil.copytree(REPO / "reports" / "gpu-verdicts" / "results-shard2", out)
+    shutil.copytree(REPO / "lab" / "evidence" / "gpu-verdicts" / "results-shard2", out)
     before = sorted(p.name for p in out.glob("*.json.gz"))
     assert before
     request = launch.RunRequest(out, registry.Settings("local", 60.0), mode=resume.Mode.FRESH)
@@ -919,7 +919,7 @@ def test_a_bisect_that_reused_every_round_says_so_and_where_its_default_folder_i
     done = run_cli(
         "bisect",
         "--matrix",
-        str(REPO / "reports" / "torch-axis-cpu" / "matrix.yaml"),
+        str(REPO / "lab" / "evidence" / "torch-axis-cpu" / "matrix.yaml"),
         "--row",
         "gemm:fp32",
         "--good",
@@ -927,7 +927,7 @@ def test_a_bisect_that_reused_every_round_says_so_and_where_its_default_folder_i
         "--bad",
         "2.13.0",
         "--results",
-        str(REPO / "reports" / "torch-axis-cpu" / "results"),
+        str(REPO / "lab" / "evidence" / "torch-axis-cpu" / "results"),
         "--out",
         str(out),
     )

@@ -22,9 +22,9 @@ from harness.report.writers import document, markdown
 from harness.results import documents
 from tests.conftest import GPU_REPORT, REPO, run_cli
 
-VERDICTS = REPO / "reports" / "gpu-verdicts"
+VERDICTS = REPO / "lab" / "evidence" / "gpu-verdicts"
 SHARDS = sorted(VERDICTS.glob("results-shard*"))
-ATLAS = REPO / "reports" / "release-atlas"
+ATLAS = REPO / "lab" / "evidence" / "release-atlas"
 
 
 @pytest.fixture(scope="module")
@@ -298,12 +298,12 @@ def test_the_atlas_results_are_valid_and_loaded_exactly_the_cudnn_they_asked_for
     assert len(releases) >= 15, sorted(releases)
 
 
-MULTI = REPO / "reports" / "gpu-multi"
+MULTI = REPO / "lab" / "evidence" / "gpu-multi"
 
 
 @pytest.mark.slow
 def test_runs_on_several_gpus_went_concurrently_one_gpu_each():
-    # reports/release-atlas: 4 cells x 3 rounds with --gpus 0,1,2,3 on a 4-GPU H200 host
+    # lab/evidence/release-atlas: 4 cells x 3 rounds with --gpus 0,1,2,3 on a 4-GPU H200 host
     runs = sorted((ATLAS / "results").glob("*.r*.json.gz"))
     assert len(runs) == 12
     docs = []
@@ -322,7 +322,7 @@ def test_runs_on_several_gpus_went_concurrently_one_gpu_each():
     pairs = [(a, b) for i, a in enumerate(docs) for b in docs[i + 1 :]]
     assert any(overlap(a, b) for a, b in pairs if a["run"]["gpus"] != b["run"]["gpus"])
     assert not any(overlap(a, b) for a, b in pairs if a["run"]["gpus"] == b["run"]["gpus"])
-    # the wall-time ratio of one GPU against two is benchmarks/multi_gpu.py's printout (reports/gpu-multi)
+    # one GPU against two: benchmarks/multi_gpu.py's printout (lab/evidence/gpu-multi)
     assert "ratio 1.96x (target >= 1.9x: met)" in (MULTI / "run-output.txt").read_text()
 
 

@@ -17,8 +17,10 @@ import pytest
 
 from tests.conftest import GPU_LOCAL_ROUNDS, REPO, run_cli
 
-VERDICT_SHARDS = [REPO / "reports" / "gpu-verdicts" / f"results-shard{i}" for i in (1, 2, 3)]  # 7 rounds
-CPU_AXIS = REPO / "reports" / "torch-axis-cpu" / "results"  # 3 rounds, every row inconclusive
+VERDICT_SHARDS = [
+    REPO / "lab" / "evidence" / "gpu-verdicts" / f"results-shard{i}" for i in (1, 2, 3)
+]  # 7 rounds
+CPU_AXIS = REPO / "lab" / "evidence" / "torch-axis-cpu" / "results"  # 3 rounds, every row inconclusive
 UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
@@ -124,7 +126,7 @@ def test_a_report_with_regressions_ends_its_answer_with_their_reproducers(tmp_pa
 def test_the_cell_to_ship_is_named_with_the_rows_that_were_measured(tmp_path):
     # the atlas's lease 18 on an H100, two of its 17 cells: 9.26.0.51 is faster than bundled in one of the
     # matrix's 3 rows and the same in two; the advice says it rests on 3 rows, not on the profile
-    lease = REPO / "reports" / "release-atlas" / "remaining-path"
+    lease = REPO / "lab" / "evidence" / "release-atlas" / "remaining-path"
     for side, cell in (("a", "bundled"), ("b", "wheel-9.26.0.51")):
         (tmp_path / side).mkdir()
         for path in [lease / "plan.json", *lease.glob(f"*cudnn-{cell}_*")]:
@@ -142,7 +144,7 @@ def test_inconclusive_rows_get_the_command_that_decides_them_and_its_cost(tmp_pa
     # report.md wraps prose at any space, so where a line breaks depends on tmp_path's length
     steps = " ".join(_section((out / "report.md").read_text(), "What to do next").split())
     assert "No cell is shown better" in steps
-    assert "python -m harness qualify --matrix reports/torch-axis-cpu/matrix.yaml --out" in steps
+    assert "python -m harness qualify --matrix lab/evidence/torch-axis-cpu/matrix.yaml --out" in steps
     assert "`rounds: 7`" in steps and re.search(r"about \d+ more processes, \d+ (s|min) at most", steps)
 
 
@@ -188,7 +190,9 @@ def test_qualify_on_a_finished_folder_says_nothing_was_left_to_decide(tmp_path, 
         assert "nothing was left to decide" in again.stdout and "raise 'rounds:'" in again.stdout
 
 
-ATLAS_PATH = REPO / "reports" / "release-atlas" / "remaining-path"  # lease 18, H100s: 17 cells, 3 rows
+ATLAS_PATH = (
+    REPO / "lab" / "evidence" / "release-atlas" / "remaining-path"
+)  # lease 18, H100s: 17 cells, 3 rows
 
 
 def _lease_of_three(tmp_path: Path, left_out: list[dict[str, object]]) -> Path:

@@ -175,7 +175,9 @@ suite: {device: cpu, workloads: [relu], dtypes: [fp32_default], time_budget_s: 0
 rounds: 2
 baseline: {torch: "2.13.0"}
 """
-CPU_AXIS = REPO / "reports" / "torch-axis-cpu" / "results"  # PyPI's 2.12.0 and 2.13.0, made on another host
+CPU_AXIS = (
+    REPO / "lab" / "evidence" / "torch-axis-cpu" / "results"
+)  # PyPI's 2.12.0 and 2.13.0, made on another host
 CPU_ROW = ("--workload", "maxpool2d", "--dtype", "fp32")
 
 

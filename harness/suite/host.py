@@ -18,7 +18,7 @@ from typing import Any
 CPU_THREADS = 1  # the CPU suite's intra-op threads: two processes never fight over a 2-core host's cores
 # the clock a CPU sample counts in: wall time. The thread's own CPU time, which preemption does not
 # inflate, moved as far between processes beside two CPU-bound jobs on the 2-core machine
-# (reports/busy-host/); a measurement keeps it beside (``thread_cpu_stats``), and "thread_cpu" here
+# (lab/evidence/busy-host/); a measurement keeps it beside (``thread_cpu_stats``), and "thread_cpu" here
 # judges on it instead
 CPU_CLOCK = "wall"
 TICK_S = 1e-3  # a sample this much above the fastest was preempted (the shortest scheduler tick is 1 ms)

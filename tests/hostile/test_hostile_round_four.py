@@ -589,7 +589,7 @@ def cpu_result(tmp_path_factory) -> dict:
 
 def gpu_result(cudnn: str = "wheel") -> dict:
     """A committed GPU result (suite 0.16: windows, host) of a ``{wheel: X}`` cell, or of ``bundled``."""
-    for path in sorted((REPO / "reports").glob("**/*.r1.json.gz")):
+    for path in sorted((REPO / "lab" / "evidence").glob("**/*.r1.json.gz")):
         doc = jsonio.read(path)
         if (
             doc.get("suite_version") == "0.16"

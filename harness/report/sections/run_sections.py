@@ -124,7 +124,7 @@ def _flags_row(found: math_flags.ModeMath, letters: dict[str, str]) -> tuple[str
 
 CLOCKS = {
     "wall": "wall time (`perf_counter`); each result keeps the same calls' thread CPU time beside it "
-    "(`thread_cpu_stats`), which a busy host moved as much (reports/busy-host/)",
+    "(`thread_cpu_stats`), which a busy host moved as much (lab/evidence/busy-host/)",
     "thread_cpu": "the thread's own CPU time (`thread_time`), which preemption does not inflate; each result "
     "keeps the same calls' wall time beside it (`wall_stats`)",
 }

@@ -27,7 +27,7 @@ DTYPES = {
 # fp32 draws are kept (least recently used first out) up to a quarter of the host's memory, at most
 # 8 GiB: windows are passes over every row, so a cache smaller than a pass's draws (4.2 GiB in the
 # default profile on a GPU) drops each large input before that row's next window and draws it again
-# (reports/aa-h100/README.md).
+# (lab/evidence/aa-h100/README.md).
 _DRAW_CACHE_MIN_BYTES = 1 << 30
 _DRAW_CACHE_MAX_BYTES = 8 << 30
 
