@@ -1,4 +1,4 @@
-"""benchmarks/aa_profile.py: issue 45's figures from a lease's tables, on tables whose answers are known."""
+"""lab/studies/aa_profile.py: issue 45's figures from a lease's tables, on tables whose answers are known."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import aa_profile
+from lab.studies import aa_profile
 
 PROCESS_FIELDS = [
     "name",

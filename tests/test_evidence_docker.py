@@ -38,7 +38,7 @@ def test_the_backend_comparison_says_what_the_readme_quotes():
         [
             sys.executable,
             "-m",
-            "benchmarks.backend_agreement",
+            "lab.studies.backend_agreement",
             str(EVIDENCE / "results"),
             str(EVIDENCE / "local"),
             "--docker-verdicts",
@@ -46,7 +46,7 @@ def test_the_backend_comparison_says_what_the_readme_quotes():
             "--verdicts",
             f"local 3 rounds={EVIDENCE / 'report-local' / 'verdicts.csv'}",
             "--verdicts",
-            f"gpu-verdicts={REPO / 'reports' / 'gpu-verdicts' / 'verdicts.csv'}",
+            f"gpu-verdicts={REPO / 'lab' / 'evidence' / 'gpu-verdicts' / 'verdicts.csv'}",
             "--rerun",
             str(next((EVIDENCE / "rerun").glob("*.json.gz"))),
         ],

@@ -1,4 +1,4 @@
-"""benchmarks/process_part.py: issue 45's second lease read from its committed window medians, and the
+"""lab/studies/process_part.py: issue 45's second lease read from its committed window medians, and the
 placement pad the lease's pad matrix asked of the suite."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from benchmarks import process_part
 from harness.suite.rows import PAD_STEP_MIB, Which, Window, pad_mib, placement_pad
 from harness.suite.settings import SuiteSettings
+from lab.studies import process_part
 from tests.conftest import REPO
 
 PLACEMENT = REPO / "lab" / "evidence" / "aa-h100" / "placement"
@@ -17,7 +17,7 @@ PLACEMENT = REPO / "lab" / "evidence" / "aa-h100" / "placement"
 def test_the_committed_output_is_what_the_committed_tables_print():
     output = (PLACEMENT / "output.txt").read_text()
     command = output.splitlines()[0].removeprefix("$ ").split()
-    assert command[:3] == ["python", "-m", "benchmarks.process_part"]
+    assert command[:3] == ["python", "-m", "lab.studies.process_part"]
     done = subprocess.run(
         [sys.executable, *command[1:]], cwd=REPO, capture_output=True, text=True, check=True
     )

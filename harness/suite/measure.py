@@ -64,7 +64,7 @@ class Sampling:
     to back in one graph; ``flush``: whether the L2 is flushed before each sample (None: where the sample
     is one call). ``graphs``: captures of the call taken in turn, one a sample; ``relocate``: tensors the
     call closes over, moved to other addresses before each capture after the first
-    (``benchmarks/aa_sources.py``; the suite moves none). ``host_time``: whether to time the host's share
+    (``lab/studies/aa_sources.py``; the suite moves none). ``host_time``: whether to time the host's share
     of a call (a row's later windows do not); ``warmup_min_s``: the warm-up's least length."""
 
     gpu: Any = None

@@ -4,7 +4,7 @@ On a CPU each sample reads two clocks around the call: wall time (``perf_counter
 CPU time (``thread_time``). The clock a sample counts in is ``Timer.clock`` (``host.CPU_CLOCK``), read
 innermost; the other one's reading of the same call is kept beside it (``Timer.other_s``). A scheduler
 that takes the core from the thread stops its CPU time, so preemption inflates wall time and not the
-thread's; what else a busy host does shows in both (benchmarks/thread_clock.py measures them).
+thread's; what else a busy host does shows in both (lab/studies/thread_clock.py measures them).
 
 On a GPU each sample is a CUDA-event pair around one call, measured as nvbench's "cold" timer does: the
 L2 cache is flushed first (a buffer of the GPU's L2 size, as nvbench's), and a GPU sleep kernel is queued
@@ -64,7 +64,7 @@ class Timer:
         flush the L2 by reading a buffer of twice its size, which leaves clean lines,
         instead of writing one of its size (nvbench's), which leaves dirty lines the timed call's misses
         write back. ``flush_buffers``: that many flush buffers, taken in turn, so no one buffer's place
-        holds for every sample (``benchmarks/aa_sources.py --study flush`` compares them)."""
+        holds for every sample (``lab/studies/aa_sources.py --study flush`` compares them)."""
         self.clean_flush = clean_flush
         self.cuda = device.startswith("cuda")
         self.name = "cuda_event" if self.cuda else "perf_counter"

@@ -34,7 +34,7 @@
 # Results stay under /var/tmp/aa (while the machine is held); each call tars them to $OUT:
 # aa.tar (suite 0.15's result file .json.gz, its log, progress.txt, gpu.txt), aa-018.tar (the A/A pair,
 # plan.json, harness run's output), validation.tar, validation-aa.tar.
-# After the lease: python -m benchmarks.aa_profile <folder the tarballs were extracted into>.
+# After the lease: python -m lab.studies.aa_profile <folder the tarballs were extracted into>.
 set -uo pipefail
 step=$1; seconds=${2:-570}
 rows=${AA_ROWS:-"--profile default --device cuda --dtypes fp32,tf32,bf16,fp16"}

@@ -1,7 +1,7 @@
 """Issue 19: can fewer rounds give the same verdicts? Resampling committed H100 rounds of suite 0.5.
 
     git archive ce74bb4 reports/qualify-cost/today | tar -x -C /tmp   # removed from the tree, in git there
-    python -m benchmarks.early_verdicts [--trials 300] [--timed-prefix 0.5] [--today DIR]
+    python -m lab.studies.early_verdicts [--trials 300] [--timed-prefix 0.5] [--today DIR]
 
 Today a row's verdict needs 7 rounds (processes) per side: the exact Mann-Whitney U test on per-round
 medians cannot reach p < 0.002 with fewer. ``harness.report.analysis.stats.judge`` now judges fewer rounds

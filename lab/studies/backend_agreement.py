@@ -1,6 +1,6 @@
 """Docker against local: the same cells measured in containers and in the machine's own Python.
 
-    python -m benchmarks.backend_agreement DOCKER LOCAL [--verdicts NAME=VERDICTS.CSV ...] [--rerun RESULT]
+    python -m lab.studies.backend_agreement DOCKER LOCAL [--verdicts NAME=VERDICTS.CSV ...] [--rerun RESULT]
 
 DOCKER and LOCAL are results folders of the same cells (matched by cuDNN source: docker's
 ``{system: image}`` is the local ``{system: auto}``), run on one machine. It prints:
@@ -83,7 +83,7 @@ def overhead(docs: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.backend_agreement")
+    parser = argparse.ArgumentParser(prog="python -m lab.studies.backend_agreement")
     parser.add_argument("docker", type=Path)
     parser.add_argument("local", type=Path)
     parser.add_argument(

@@ -1,11 +1,11 @@
 """Issue 34's three goals side by side, from GPU result files or the compact tables made of them.
 
-    python -m benchmarks.quiet_cheap export --process NAME=RESULT[,PROGRESS] [...]
+    python -m lab.studies.quiet_cheap export --process NAME=RESULT[,PROGRESS] [...]
         [--validation FOLDER ...] --out DIR              result files -> DIR/processes.csv, medians.csv,
                                                          validation.csv (lab/evidence/quiet-cheap-h100)
-    python -m benchmarks.quiet_cheap logs LOG1 LOG2      two processes' progress logs: the A/A of the rows
+    python -m lab.studies.quiet_cheap logs LOG1 LOG2      two processes' progress logs: the A/A of the rows
                                                          both printed (a process whose document was lost)
-    python -m benchmarks.quiet_cheap report DIR --aa LABEL=NAME1,NAME2 [...] [--cost LABEL=NAME1,NAME2 ...]
+    python -m lab.studies.quiet_cheap report DIR --aa LABEL=NAME1,NAME2 [...] [--cost LABEL=NAME1,NAME2 ...]
         [--trials 300]                                   the figures, from those three tables
 
 - ``--aa LABEL=R1,R2``: two processes of one cell over the whole default profile (round 1 with numerics,
@@ -17,7 +17,7 @@
   one lease (the goal: B no longer than A, suite 0.5's). A process's seconds are its document's duration
   and, where the lease's driver recorded it, its wall time from start to exit.
 - The validation: 7 rounds of a baseline and a candidate cell and 7 more of the baseline
-  (``python -m harness run`` folders), judged as ``benchmarks/early_verdicts.py`` judges the committed
+  (``python -m harness run`` folders), judged as ``lab/studies/early_verdicts.py`` judges the committed
   suite-0.5 rounds, with the same calls: the sequential plan (3..7 rounds a side) against the 7+7
   verdict of every row, A/A false positives over random 7 + 7 splits of the baseline's 14 rounds, and a
   planted x1.05 (goals: agreement >= 99 %, false positives <= 1 %, a planted 5 % flagged >= 95 %).
@@ -37,9 +37,9 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.early_verdicts import ALPHA, THRESHOLD, rounds, sequential
 from harness import jsonio
 from harness.report.analysis import stats
+from lab.studies.early_verdicts import ALPHA, THRESHOLD, rounds, sequential
 
 AA_GOAL, AGREE_GOAL, FALSE_GOAL, PLANTED_GOAL = 0.005, 0.99, 0.01, 0.95
 STOPS = {"noise_target": "nt", "time_budget": "tb", "timed_floor": "tf", "short_loop": "sl"}
@@ -47,7 +47,7 @@ STOPS.update({"max_samples": "ms", "timeout": "to"})
 PHASES = ("build", "first_call", "warmup", "graph_capture", "block_fit", "sampling", "host_time", "what_ran")
 
 
-def _pct(values: list[float], q: float) -> float:
+def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
@@ -140,7 +140,7 @@ def export(processes: list[str], validation: list[Path], out: Path, medians_of: 
                 writer.writerow([folder.name, cell, workload, dtype, knobs, medians_text])
 
 
-def _read(folder: Path) -> tuple[list[dict[str, str]], list[dict[str, str]], list[dict[str, str]]]:
+def read_tables(folder: Path) -> tuple[list[dict[str, str]], list[dict[str, str]], list[dict[str, str]]]:
     tables = []
     for name in ("processes.csv", "medians.csv", "validation.csv"):
         with (folder / name).open(newline="") as f:
@@ -148,7 +148,7 @@ def _read(folder: Path) -> tuple[list[dict[str, str]], list[dict[str, str]], lis
     return tables[0], tables[1], tables[2]
 
 
-def _seconds(process: dict[str, str]) -> str:
+def secs(process: dict[str, str]) -> str:
     wall = f", process {process['process_wall_s']} s" if process["process_wall_s"] else ""
     return f"{process['duration_s']} s{wall}"
 
@@ -163,17 +163,17 @@ def report_aa(
             d = abs(float(row[f"{second}:us"]) / float(row[f"{first}:us"]) - 1)
             dev.append(d)
             by_reason.setdefault(row[f"{first}:stop"], []).append(d)
-    p95 = _pct(dev, 0.95)
+    p95 = pct(dev, 0.95)
     versions = {processes[n]["suite_version"] for n in (first, second)}
     print(
         f"{label:22} suite {'/'.join(sorted(versions))}, {len(dev)} rows: |ratio - 1| p50 "
         f"{statistics.median(dev):.3%}, p95 {p95:.3%}, max {max(dev):.3%}  (goal p95 <= 0.5 %: "
         f"{'met' if p95 <= AA_GOAL else f'NOT met, {p95 / AA_GOAL:.2f}x the goal'})"
     )
-    print(f"{'':22} seconds: {first} {_seconds(processes[first])}; {second} {_seconds(processes[second])}")
+    print(f"{'':22} seconds: {first} {secs(processes[first])}; {second} {secs(processes[second])}")
     print(
         f"{'':22} p95 by round 1's stop: "
-        + ", ".join(f"{r} ({len(v)}) {_pct(v, 0.95):.2%}" for r, v in sorted(by_reason.items()))
+        + ", ".join(f"{r} ({len(v)}) {pct(v, 0.95):.2%}" for r, v in sorted(by_reason.items()))
     )
     report_windows(medians, first, second)
 
@@ -192,13 +192,13 @@ def report_windows(medians: list[dict[str, str]], first: str, second: str) -> No
     alone = []
     for i in range(count.pop()):
         dev = [abs(b[i] / a[i] - 1) for a, b in pairs]
-        alone.append(f"{i + 1} {_pct(dev, 0.95):.3%}")
+        alone.append(f"{i + 1} {pct(dev, 0.95):.3%}")
     mean = [abs(sum(b) / sum(a) - 1) for a, b in pairs]
     spread = [max(a) / min(a) - 1 for a, _ in pairs]
     print(
         f"{'':22} {len(pairs)} rows in windows: A/A p95 of each window alone: {', '.join(alone)}; of the "
-        f"windows' mean {_pct(mean, 0.95):.3%}; {first}'s windows of a row apart p50 "
-        f"{statistics.median(spread):.3%}, p95 {_pct(spread, 0.95):.3%}"
+        f"windows' mean {pct(mean, 0.95):.3%}; {first}'s windows of a row apart p50 "
+        f"{statistics.median(spread):.3%}, p95 {pct(spread, 0.95):.3%}"
     )
 
 
@@ -209,8 +209,8 @@ def report_cost(processes: dict[str, dict[str, str]], label: str, pair: str) -> 
     if reference["process_wall_s"] and new["process_wall_s"]:
         walls = f", process {float(new['process_wall_s']) / float(reference['process_wall_s']):.3f}"
     print(
-        f"{label:22} suite {new['suite_version']} {_seconds(new)} against suite {reference['suite_version']} "
-        f"{_seconds(reference)}: {ratio:.3f}{walls}  (goal <= 1: {'met' if ratio <= 1 else 'NOT met'})"
+        f"{label:22} suite {new['suite_version']} {secs(new)} against suite {reference['suite_version']} "
+        f"{secs(reference)}: {ratio:.3f}{walls}  (goal <= 1: {'met' if ratio <= 1 else 'NOT met'})"
     )
     for p in (reference, new):
         spent = [f"{k.removesuffix('_s')} {p[k]}" for k in p if k.endswith("_s") and p[k] and float(p[k]) > 0]
@@ -228,7 +228,7 @@ def report_pairs(medians: list[dict[str, str]], names: list[str]) -> None:
         for second in names[i + 1 :]:
             a, b = f"{first}:us", f"{second}:us"
             dev = [abs(float(row[b]) / float(row[a]) - 1) for row in medians if row[a] and row[b]]
-            found.append((_pct(dev, 0.95), first, second))
+            found.append((pct(dev, 0.95), first, second))
     found.sort()
     print(
         f"every pair of {len(names)} processes ({len(found)} pairs): p95 min {found[0][0]:.3%} "
@@ -303,11 +303,11 @@ def report_validation(table: list[dict[str, str]], trials: int) -> None:
 
 
 def report(folder: Path, aa: list[str], pairs: list[str], cost: list[str], trials: int) -> None:
-    processes_table, medians, validation = _read(folder)
+    processes_table, medians, validation = read_tables(folder)
     processes = {p["name"]: p for p in processes_table}
     print("Processes (name: suite version recorded, GPU, seconds):")
     for p in processes_table:
-        print(f"  {p['name']:14} suite {p['suite_version']:5} {p['gpu_uuid'][:12]}  {_seconds(p)}")
+        print(f"  {p['name']:14} suite {p['suite_version']:5} {p['gpu_uuid'][:12]}  {secs(p)}")
     print("\nA/A: two processes of the bundled cell, the whole default profile, one GPU")
     for spec in aa:
         label, _, pair = spec.partition("=")
@@ -319,7 +319,7 @@ def report(folder: Path, aa: list[str], pairs: list[str], cost: list[str], trial
         label, _, pair = spec.partition("=")
         report_cost(processes, label, pair)
     if validation:
-        print("\nEarly verdicts on the new rounds (benchmarks/early_verdicts.py's trials)")
+        print("\nEarly verdicts on the new rounds (lab/studies/early_verdicts.py's trials)")
         report_validation(validation, trials)
 
 
@@ -342,8 +342,8 @@ def logs(first: Path, second: Path) -> None:
         ratios = sorted(abs(b[row] / a[row] - 1) for row in common if a[row] >= least_us)
         if ratios:
             print(
-                f"  rows >= {least_us:3} us ({len(ratios)}): |ratio - 1| p50 {_pct(ratios, 0.5):.3%}, "
-                f"p95 {_pct(ratios, 0.95):.3%}, max {ratios[-1]:.3%}"
+                f"  rows >= {least_us:3} us ({len(ratios)}): |ratio - 1| p50 {pct(ratios, 0.5):.3%}, "
+                f"p95 {pct(ratios, 0.95):.3%}, max {ratios[-1]:.3%}"
             )
 
 

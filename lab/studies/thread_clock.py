@@ -1,6 +1,6 @@
 """Wall time against the thread's own CPU time on a busy CPU: does thread CPU time hold where wall does not?
 
-    python -m benchmarks.thread_clock [--processes 4] [--neighbours 0 1 2] [--profile smoke]
+    python -m lab.studies.thread_clock [--processes 4] [--neighbours 0 1 2] [--profile smoke]
 
 For each round, for each neighbour count N (interleaved: 0, 1, 2, 0, 1, 2, ...), starts N CPU-bound
 processes (``while True: pass``), runs one suite process of the profile on the CPU (the suite's own timer,
@@ -63,7 +63,7 @@ def spread(values: list[float]) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.thread_clock")
+    parser = argparse.ArgumentParser(prog="python -m lab.studies.thread_clock")
     parser.add_argument("--processes", type=int, default=4, help="suite processes per neighbour count")
     parser.add_argument("--neighbours", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--profile", default="smoke")

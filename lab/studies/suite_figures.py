@@ -1,7 +1,7 @@
 """Figures from result files: A/A noise between two runs of one cell, and suite wall time per cell.
 
-    python -m benchmarks.suite_figures aa A.json B.json      |median ratio - 1| over every measurement
-    python -m benchmarks.suite_figures walltime R.json ...   wall time and the share spent in measured work
+    python -m lab.studies.suite_figures aa A.json B.json      |median ratio - 1| over every measurement
+    python -m lab.studies.suite_figures walltime R.json ...   wall time and the share spent in measured work
 
 A/A: the same cell measured twice in separate processes; the target is a 95th percentile <= 1 %.
 """

@@ -1,11 +1,11 @@
 """Issue 45's three goals side by side, from one lease's files (``lab/evidence/aa-h100/device-lease.sh``).
 
-    python -m benchmarks.aa_profile LEASE --out DIR [--trials 300] [--worst 12]
+    python -m lab.studies.aa_profile LEASE --out DIR [--trials 300] [--worst 12]
         LEASE: the folder the lease's tarballs were extracted into (aa/ with suite 0.15's round 1,
         aa-018/ with suite 0.18's two rounds, progress.txt, validation/, validation-aa/); DIR gets
-        processes.csv, medians.csv and validation.csv (``benchmarks.quiet_cheap export``), and the
+        processes.csv, medians.csv and validation.csv (``lab.studies.quiet_cheap export``), and the
         figures are printed from them
-    python -m benchmarks.aa_profile --tables DIR [--trials 300] [--worst 12]
+    python -m lab.studies.aa_profile --tables DIR [--trials 300] [--worst 12]
         the figures from tables made before (what the repository keeps)
 
 1. A/A: suite 0.18's round 1 (numerics on) and round 2 (numerics off), two processes of the bundled cell
@@ -17,7 +17,7 @@
    3 to 8 windows, and the rows worst in A/A (goal: p95 <= 0.5 %).
 2. Seconds: suite 0.18's round 1 against suite 0.15's, both with numerics, in the same lease (goal:
    no longer), and each one's seconds a row.
-3. The early verdicts on suite 0.18's validation rounds, as ``benchmarks.quiet_cheap`` judges them
+3. The early verdicts on suite 0.18's validation rounds, as ``lab.studies.quiet_cheap`` judges them
    (goals: agreement with the 7+7 verdicts >= 99 %, A/A false positives <= 1 %, a planted 5 % flagged
    >= 95 %).
 """
@@ -32,7 +32,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from benchmarks.quiet_cheap import AA_GOAL, _pct, _read, _seconds, export, report_cost, report_validation
+from lab.studies.quiet_cheap import (
+    AA_GOAL,
+    export,
+    pct,
+    read_tables,
+    report_cost,
+    report_validation,
+    secs,
+)
 
 REFERENCE, FIRST, SECOND = "R1-0.15", "R1-0.18", "R2-0.18"
 REFERENCE_SECOND = "R2-0.15"  # suite 0.15's own A/A on the same GPU, where the lease ran it
@@ -93,7 +101,7 @@ class Pair:
         dev = [r.dev for r in self.rows if keep is None or keep(r)]
         if not dev:
             return f"{label:34} no rows"
-        p95 = _pct(dev, 0.95)
+        p95 = pct(dev, 0.95)
         return (
             f"{label:34} {len(dev):4} rows: p50 {statistics.median(dev):.3%}, p95 {p95:.3%}, max "
             f"{max(dev):.3%}" + ("" if p95 <= AA_GOAL else f"  ({p95 / AA_GOAL:.2f}x the goal)")
@@ -106,7 +114,7 @@ def report_aa(medians: list[dict[str, str]], worst: int) -> None:
         print("no row measured in both of suite 0.18's processes")
         return
     dev = [r.dev for r in pair.rows]
-    p95 = _pct(dev, 0.95)
+    p95 = pct(dev, 0.95)
     verdict = "met" if p95 <= AA_GOAL else f"NOT met, {p95 / AA_GOAL:.2f}x the goal"
     print(f"goal 1, A/A p95 <= 0.5 % over all paired rows: {p95:.3%} ({verdict})")
     print(pair.line("all paired rows"))
@@ -128,7 +136,7 @@ def report_aa(medians: list[dict[str, str]], worst: int) -> None:
     print(
         f"windows a row: mean {statistics.fmean(taken):.2f} (least {min(taken)}, most {max(taken)}); "
         "A/A p95 by the more of the two processes' counts: "
-        + ", ".join(f"{n}: {len(v)} rows {_pct(v, 0.95):.2%}" for n, v in sorted(counts.items()))
+        + ", ".join(f"{n}: {len(v)} rows {pct(v, 0.95):.2%}" for n, v in sorted(counts.items()))
     )
     print(process_part(pair))
     print(later_windows(pair))
@@ -187,7 +195,7 @@ def process_part(pair: Pair) -> str:
         beyond = sum(v > 1.96 for v in z) / len(z)
         expected = statistics.fmean(2 * stats.t.sf(1.96, df) for _, df in found)
         lines.append(
-            f"  {kind} ({len(z)} rows): p50 {statistics.median(z):.2f}, p95 {_pct(z, 0.95):.2f}; beyond 1.96 "
+            f"  {kind} ({len(z)} rows): p50 {statistics.median(z):.2f}, p95 {pct(z, 0.95):.2f}; beyond 1.96 "
             f"in {beyond:.1%} (the windows' spread alone: {expected:.1%})"
         )
     return (
@@ -222,7 +230,7 @@ def later_windows(pair: Pair, least: int = 4) -> str:
     expected = {t: statistics.fmean(2 * stats.t.sf(t, df) for _, df in found) for t in (1.96, 3.0)}
     return (
         f"a row's first window against the mean of its later ones (a process of 3 windows or more): "
-        f"p50 {statistics.median(first):.2%}, p95 {_pct(first, 0.95):.2%}\n"
+        f"p50 {statistics.median(first):.2%}, p95 {pct(first, 0.95):.2%}\n"
         f"process part over the later windows alone ({len(z)} rows of {least} windows or more in both): "
         f"beyond 1.96 in {beyond[1.96]:.1%} (their spread alone: {expected[1.96]:.1%}), beyond 3 in "
         f"{beyond[3.0]:.1%} ({expected[3.0]:.1%})"
@@ -242,7 +250,7 @@ def window_caps(pair: Pair, caps: tuple[int, ...] = (3, 4, 5, 6, 8)) -> str:
                 dev.append(abs(statistics.fmean(b) / statistics.fmean(a) - 1))
                 taken += [len(a), len(b)]
         if dev:
-            shown.append(f"{cap}: {_pct(dev, 0.95):.2%} ({statistics.fmean(taken):.2f} windows a row)")
+            shown.append(f"{cap}: {pct(dev, 0.95):.2%} ({statistics.fmean(taken):.2f} windows a row)")
     return "A/A p95 of the first windows' mean, at most: " + ", ".join(shown)
 
 
@@ -263,11 +271,11 @@ def report_seconds(processes: dict[str, dict[str, str]]) -> None:
 
 
 def report(tables: Path, trials: int, worst: int) -> None:
-    processes_table, medians, validation = _read(tables)
+    processes_table, medians, validation = read_tables(tables)
     processes = {p["name"]: p for p in processes_table}
     print("Processes (name: suite version recorded, GPU, seconds):")
     for p in processes_table:
-        print(f"  {p['name']:8} suite {p['suite_version']:5} {p['gpu_uuid'][:12]}  {_seconds(p)}")
+        print(f"  {p['name']:8} suite {p['suite_version']:5} {p['gpu_uuid'][:12]}  {secs(p)}")
     print()
     report_aa(medians, worst)
     print()
@@ -276,7 +284,7 @@ def report(tables: Path, trials: int, worst: int) -> None:
     if validation:
         print(
             "goal 3, the early verdicts on suite 0.18's validation rounds "
-            "(benchmarks/early_verdicts.py's trials)"
+            "(lab/studies/early_verdicts.py's trials)"
         )
         report_validation(validation, trials)
     else:
@@ -284,7 +292,7 @@ def report(tables: Path, trials: int, worst: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.aa_profile")
+    parser = argparse.ArgumentParser(prog="python -m lab.studies.aa_profile")
     parser.add_argument(
         "lease", type=Path, nargs="?", help="the folder the lease's tarballs were extracted into"
     )

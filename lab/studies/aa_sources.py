@@ -1,7 +1,7 @@
 """Issue 34: what differs between two processes of the same cell? Measured, one GPU, several processes.
 
-    python -m benchmarks.aa_sources run --processes 5 --out DIR      on the GPU machine (about 50 s a process)
-    python -m benchmarks.aa_sources report DIR [DIR ...]             anywhere: the figures below
+    python -m lab.studies.aa_sources run --processes 5 --out DIR on the GPU machine (about 50 s a process)
+    python -m lab.studies.aa_sources report DIR [DIR ...]             anywhere: the figures below
 
 Every process measures the same rows in the same order, each several ways, through the suite's own
 ``harness.suite.measure`` (so what is compared is what a suite would do):
@@ -202,7 +202,7 @@ def run(processes: int, out: Path, study: str) -> None:
             [
                 sys.executable,
                 "-m",
-                "benchmarks.aa_sources",
+                "lab.studies.aa_sources",
                 "one",
                 str(out / f"p{index}.jsonl"),
                 "--study",

@@ -3,8 +3,8 @@ memory? Reads result folders of one cell, each holding several rounds (processes
 fixed number of windows (``lab/evidence/aa-h100/matrix-placement*.yaml``), grouped into modes by the
 ``placement_pad_mib`` their rows' windows held.
 
-    python -m benchmarks.process_part FOLDER [FOLDER ...] [--tables DIR] [--worst 8]
-    python -m benchmarks.process_part --from-tables DIR [--worst 8]
+    python -m lab.studies.process_part FOLDER [FOLDER ...] [--tables DIR] [--worst 8]
+    python -m lab.studies.process_part --from-tables DIR [--worst 8]
 
 Per mode, over every row and every pair of its processes:
 - the process part: |difference of the two processes' window means| over its standard error (the
@@ -32,7 +32,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import NamedTuple
 
-from benchmarks.aa_profile import welch
+from lab.studies.aa_profile import welch
 
 BEYOND = 1.96
 
@@ -169,7 +169,7 @@ def _side_by_side(modes: dict[str, ModeFigures], worst: int) -> None:
 
 
 def against_lease(rows: list[Windows], medians_csv: Path) -> None:
-    """The same rows' A/A in an earlier lease's one pair (``benchmarks.aa_profile``'s medians.csv: suite
+    """The same rows' A/A in an earlier lease's one pair (``lab.studies.aa_profile``'s medians.csv: suite
     0.18's round 1 against round 2 over the whole default profile)."""
     wanted = {w.row for w in rows}
     with medians_csv.open(newline="") as handle:
@@ -186,7 +186,7 @@ def against_lease(rows: list[Windows], medians_csv: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.process_part", description=__doc__.splitlines()[0]
+        prog="python -m lab.studies.process_part", description=__doc__.splitlines()[0]
     )
     parser.add_argument(
         "folders", nargs="*", type=Path, help="result folders of one cell, several rounds each"

@@ -7,7 +7,7 @@ replays, so the table also shows our eager timer (``measure(..., Sampling(graph=
 them). A thread samples the SM clock and the power draw through NVML while each method runs, to
 tell a clock difference from a timing difference.
 Needs a CUDA GPU, triton and nvidia-ml-py:
-    python -m benchmarks.agreement
+    python -m lab.studies.agreement
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """What a window rule would give, modeled on measured window medians (issue 45).
 
-    python -m benchmarks.window_model [--medians lab/evidence/quiet-cheap-h100/lease-h/medians.csv]
+    python -m lab.studies.window_model [--medians lab/evidence/quiet-cheap-h100/lease-h/medians.csv]
         [--first H2-0.15 --second H3-0.15] [--rule LEAST,MOST,TARGET ...] [--inflation 1.0,1.1,1.2]
         [--repeats 20]
 
-From two processes' window medians of every row (``benchmarks.quiet_cheap export``'s medians.csv), each
+From two processes' window medians of every row (``lab.studies.quiet_cheap export``'s medians.csv), each
 row's window noise is split in two: a part common to both processes (a window's place in the pass,
 which an A/A does not see) and a part each process draws anew (``sigma_e``, from the differences of the
 two processes' same windows). A row's windows are then drawn in two simulated processes under the rule
@@ -79,7 +79,7 @@ def model(
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.window_model")
+    parser = argparse.ArgumentParser(prog="python -m lab.studies.window_model")
     parser.add_argument(
         "--medians", type=Path, default=Path("lab/evidence/quiet-cheap-h100/lease-h/medians.csv")
     )
