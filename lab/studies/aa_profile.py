@@ -64,7 +64,7 @@ LONG_US = 100.0  # the rows of 100 us or more: issue 34's second split
 def export_lease(lease: Path, out: Path) -> None:
     """The lease's result files and validation folders as the three tables ``quiet_cheap`` reads."""
     progress = lease / "progress.txt"
-    processes = []
+    processes: list[str] = []
     for name, pattern in FILES.items():
         for path in sorted(lease.glob(pattern))[:1]:
             processes.append(f"{name}={path}" + (f",{progress}" if progress.exists() else ""))
@@ -88,7 +88,7 @@ class Pair:
     """The rows both processes measured."""
 
     def __init__(self, medians: list[dict[str, str]], first: str, second: str, reference: str) -> None:
-        self.rows = []
+        self.rows: list[Paired] = []
         for row in medians:
             if row.get(f"{first}:us") and row.get(f"{second}:us"):
                 a, b = float(row[f"{first}:us"]), float(row[f"{second}:us"])
@@ -122,9 +122,9 @@ def report_aa(medians: list[dict[str, str]], worst: int) -> None:
     print(pair.line(f"rows under {LONG_US:.0f} us", lambda r: min(r.a, r.b) < LONG_US))
     print(pair.line("suite 0.15's rows", lambda r: r.old))
     print(pair.line("rows suite 0.15 did not measure", lambda r: not r.old))
-    old = Pair(medians, REFERENCE, REFERENCE_SECOND, REFERENCE)
-    if old.rows:  # the same rule's baseline on this GPU: suite 0.15's two processes
-        print(old.line("suite 0.15's own A/A, its rows"))
+    own = Pair(medians, REFERENCE, REFERENCE_SECOND, REFERENCE)
+    if own.rows:  # the same rule's baseline on this GPU: suite 0.15's two processes
+        print(own.line("suite 0.15's own A/A, its rows"))
     for first, second in ((SECOND, THIRD), (FIRST, THIRD)):
         more = Pair(medians, first, second, REFERENCE)
         if more.rows:  # further pairs of suite 0.18, where a third round ran
@@ -186,14 +186,14 @@ def process_part(pair: Pair) -> str:
         groups[kind].append(found)
     if not groups:
         return "process part: no row whose windows vary in both processes"
-    lines = []
+    lines: list[str] = []
     for kind in ("all", "both 3", "both 8", "others"):
-        found = groups.get(kind, [])
-        if not found:
+        measured = groups.get(kind, [])
+        if not measured:
             continue
-        z = [v for v, _ in found]
+        z = [v for v, _ in measured]
         beyond = sum(v > 1.96 for v in z) / len(z)
-        expected = statistics.fmean(2 * stats.t.sf(1.96, df) for _, df in found)
+        expected = statistics.fmean(2 * stats.t.sf(1.96, df) for _, df in measured)
         lines.append(
             f"  {kind} ({len(z)} rows): p50 {statistics.median(z):.2f}, p95 {pct(z, 0.95):.2f}; beyond 1.96 "
             f"in {beyond:.1%} (the windows' spread alone: {expected:.1%})"
@@ -212,17 +212,17 @@ def later_windows(pair: Pair, least: int = 4) -> str:
     a process that keeps one placement over its later windows shows as a share beyond 3 far above t's."""
     from scipy import stats
 
-    first = []
-    found = []
+    first: list[float] = []
+    found: list[tuple[float, float]] = []
     for r in pair.rows:
         a, b = _windows(r.row, FIRST), _windows(r.row, SECOND)
         for windows in (a, b):
             if len(windows) >= 3:
                 first.append(abs(windows[0] / statistics.fmean(windows[1:]) - 1))
         if len(a) >= least and len(b) >= least:
-            z = welch(a[1:], b[1:])
-            if z is not None:
-                found.append(z)
+            later = welch(a[1:], b[1:])
+            if later is not None:
+                found.append(later)
     if not first or not found:
         return "later windows: too few rows with several windows in both processes"
     z = [v for v, _ in found]
@@ -241,9 +241,10 @@ def window_caps(pair: Pair, caps: tuple[int, ...] = (3, 4, 5, 6, 8)) -> str:
     """The A/A p95 of the mean of each process's first ``cap`` windows (all of them where it took fewer):
     what stopping a row at ``cap`` windows would have given, on the windows' mean (a row's figure is the
     median of every sample, so the last cap, every window, is the yardstick)."""
-    shown = []
+    shown: list[str] = []
     for cap in caps:
-        dev, taken = [], []
+        dev: list[float] = []
+        taken: list[int] = []
         for r in pair.rows:
             a, b = _windows(r.row, FIRST)[:cap], _windows(r.row, SECOND)[:cap]
             if a and b:
