@@ -15,11 +15,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 import torch
 
 from harness.suite.catalog import CATALOG, FAMILY
+from harness.suite.contract import BuildsCalls
 from harness.suite.measure import Sampling, measure
 from harness.suite.timer import Timer
 
@@ -34,6 +36,8 @@ CASES = [
     ("maxpool2d", "fp32"),
 ]
 
+T = TypeVar("T")
+
 
 class ClockSampler:
     """Mean SM clock (MHz) and power (W) while a block runs, sampled every 5 ms through NVML."""
@@ -44,7 +48,7 @@ class ClockSampler:
         pynvml.nvmlInit()
         self.nvml, self.handle = pynvml, pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
 
-    def run(self, block: Callable[[], Any]) -> tuple[Any, float, float]:
+    def run(self, block: Callable[[], T]) -> tuple[T, float, float]:
         clocks: list[int] = []
         watts: list[float] = []
         done = threading.Event()
@@ -65,6 +69,11 @@ class ClockSampler:
         return result, sum(clocks) / max(len(clocks), 1), sum(watts) / max(len(watts), 1)
 
 
+def _ours(fn: Callable[[], Any]) -> dict[str, Any]:
+    """Our measurement of ``fn``, as a result's measurement entry holds it."""
+    return measure(fn, Timer("cuda"), 2.0, min_time_s=0.5).to_json()
+
+
 def main() -> None:
     import torch.utils.benchmark as tub
     import triton.testing
@@ -81,14 +90,15 @@ def main() -> None:
     within = 0
     for workload, dtype in CASES:
         spec = CATALOG[workload]
-        fn = FAMILY[spec.family].build(spec, "default", "cuda", dtype).fn
+        family = FAMILY[spec.family]
+        if not isinstance(family, BuildsCalls):
+            raise TypeError(f"workload family {spec.family} has no build")
+        fn = family.build(spec, "default", "cuda", dtype).fn
         with torch.inference_mode():
-            result, our_mhz, our_w = sampler.run(
-                lambda fn=fn: measure(fn, Timer("cuda"), 2.0, min_time_s=0.5).to_json()
-            )
+            result, our_mhz, our_w = sampler.run(partial(_ours, fn))
             ours = result["stats"]["median"]
             theirs_ms, their_mhz, their_w = sampler.run(
-                lambda fn=fn: triton.testing.do_bench(fn, warmup=100, rep=1000, return_mode="median")
+                partial(triton.testing.do_bench, fn, warmup=100, rep=1000, return_mode="median")
             )
             theirs = theirs_ms / 1e3
             tub_median = tub.Timer(stmt="fn()", globals={"fn": fn}).blocked_autorange(min_run_time=1.0).median
