@@ -85,6 +85,7 @@ def _one_process(out: Path, rows: list[tuple[str, str]], study: str = "placement
 
     from harness.suite import numerics
     from harness.suite.catalog import CATALOG, FAMILY
+    from harness.suite.contract import BuildsCalls
     from harness.suite.environment import device_uuid
     from harness.suite.gpu_state import GpuState
     from harness.suite.measure import Sampling, measure
@@ -153,9 +154,11 @@ def _one_process(out: Path, rows: list[tuple[str, str]], study: str = "placement
     for workload, dtype in rows:
         spec = CATALOG[workload]
         family = FAMILY[spec.family]
+        if not isinstance(family, BuildsCalls):
+            raise TypeError(f"workload family {spec.family} has no build")
         apply_knobs(KNOBS, tf32=tf32_asked(dtype, False))
         if study == "flush":  # the suite's way (4 graphs taken in turn), its L2 flush written or read
-            built = family.build(spec, "default", "cuda", dtype)  # type: ignore[union-attr]
+            built = family.build(spec, "default", "cuda", dtype)
             for rep in (1, 2):
                 for way in ("R4w", "R4r", "R4f") if rep == 1 else ("R4f", "R4r", "R4w"):
                     one(way, built, 1, True, 4, False, build=1, rep=rep, flushbuf=1)
@@ -163,7 +166,7 @@ def _one_process(out: Path, rows: list[tuple[str, str]], study: str = "placement
             torch.cuda.empty_cache()
             continue
         if study == "rotation":
-            built = family.build(spec, "default", "cuda", dtype)  # type: ignore[union-attr]
+            built = family.build(spec, "default", "cuda", dtype)
             for rep in (1, 2):
                 for way, graphs, moved in (("C1", 1, False), ("R4", 4, False), ("R4i", 4, True)):
                     one(way, built, 1, True, graphs, moved, build=1, rep=rep, flushbuf=1)
@@ -171,18 +174,18 @@ def _one_process(out: Path, rows: list[tuple[str, str]], study: str = "placement
             torch.cuda.empty_cache()
             if index % 2 and spec.numerics:  # the suite's numerics until 0.11: an fp64 reference held
                 reference.clear()
-                fp64 = family.build(spec, "default", "cuda", "fp64")  # type: ignore[union-attr]
+                fp64 = family.build(spec, "default", "cuda", "fp64")
                 with contextlib.nullcontext() if fp64.grad else torch.inference_mode():
                     reference.extend(numerics.outputs(fp64.fn))
                 del fp64
             continue
-        first = family.build(spec, "default", "cuda", dtype)  # type: ignore[union-attr]
+        first = family.build(spec, "default", "cuda", dtype)
         batch = HOT_BATCH
         ways = [("C1", 1, True), ("H1", 1, False)] + ([("HN", batch, False)] if batch > 1 else [])
         for rep in (1, 2):
             for way, calls, flush in ways:
                 one(way, first, calls, flush, build=1, rep=rep, flushbuf=1)
-        second = family.build(spec, "default", "cuda", dtype)  # type: ignore[union-attr]
+        second = family.build(spec, "default", "cuda", dtype)
         for way, calls, flush in ways:
             one(way, second, calls, flush, build=2, rep=1, flushbuf=1)
         held = timer._flushes[0]
@@ -252,7 +255,10 @@ def report_rotation(folder: Path) -> None:
 
     ways = list(dict.fromkeys(m["way"] for m in next(iter(processes.values()))))
     for way in ways:
-        every, same, other, mean2 = [], [], [], []
+        every: list[float] = []
+        same: list[float] = []
+        other: list[float] = []
+        mean2: list[float] = []
         for row in rows:
             for (i, a), (j, b) in itertools.combinations(processes.items(), 2):
                 r = abs(value(b, row, way, 1) / value(a, row, way, 1) - 1)
@@ -283,7 +289,7 @@ def report(folders: list[Path]) -> None:
     ways = ("C1", "H1", "HN")
 
     def value(
-        p: list[dict[str, Any]], row: str, way: str, key: str = "median_s", **where: int
+        p: list[dict[str, Any]], row: str, way: str, key: str = "median_s", /, **where: int
     ) -> float | None:
         for m in p:
             if m["row"] == row and m["way"] == way and all(m[k] == v for k, v in where.items()):
@@ -296,7 +302,11 @@ def report(folders: list[Path]) -> None:
         "2nd build p95, new flush buffer p95 | first 0.02 s between processes p95"
     )
     for way in ways:
-        between, reps, builds, flushes, short = [], [], [], [], []
+        between: list[float] = []
+        reps: list[float] = []
+        builds: list[float] = []
+        flushes: list[float] = []
+        short: list[float] = []
         used = 0
         for row in rows:
             first = [value(p, row, way, build=1, rep=1, flushbuf=1) for p in processes]
@@ -330,12 +340,14 @@ def report(folders: list[Path]) -> None:
     for row in rows:
         cells = []
         for way in ways:
-            vals = [value(p, row, way, build=1, rep=1, flushbuf=1) for p in processes]
-            got = [float(v) for v in vals if v is not None]
+            firsts = [value(p, row, way, build=1, rep=1, flushbuf=1) for p in processes]
+            got = [float(v) for v in firsts if v is not None]
             if len(got) == len(processes):
-                builds = [value(p, row, way, build=2, rep=1, flushbuf=1) for p in processes]
-                b = [float(v) for v in builds if v is not None]
-                inside = max(abs(y / x - 1) for x, y in zip(got, b, strict=False)) if b else float("nan")
+                seconds = [value(p, row, way, build=2, rep=1, flushbuf=1) for p in processes]
+                second = [float(v) for v in seconds if v is not None]
+                inside = (
+                    max(abs(y / x - 1) for x, y in zip(got, second, strict=False)) if second else float("nan")
+                )
                 cells.append(
                     f"{way} {got[0] * 1e6:8.2f} procs {max(got) / min(got) - 1:6.2%} 2nd-build {inside:6.2%}"
                 )
