@@ -23,15 +23,15 @@ import itertools
 import statistics
 import sys
 from pathlib import Path
-from typing import Any
 
 from harness import jsonio
 from harness.results import documents
+from harness.suite.document import ResultDocument
 
 Row = tuple[str, str, str]  # cuDNN source, workload, dtype
 
 
-def source_of(doc_or_group: Any) -> str:
+def source_of(doc_or_group: ResultDocument | str) -> str:
     text = doc_or_group if isinstance(doc_or_group, str) else doc_or_group["cell"]["id"]
     for source in ("bundled", "system", "disabled", "wheel"):
         if f"cudnn-{source}" in text:
@@ -39,7 +39,7 @@ def source_of(doc_or_group: Any) -> str:
     return text
 
 
-def medians(folder: Path) -> tuple[dict[Row, float], list[dict[str, Any]]]:
+def medians(folder: Path) -> tuple[dict[Row, float], list[ResultDocument]]:
     """Median over rounds of each round's median, per row; and the documents."""
     docs = list(documents.load(folder).documents)
     per_row: dict[Row, list[float]] = {}
@@ -68,7 +68,7 @@ def verdict_rows(path: Path) -> dict[Row, tuple[str, float]]:
         }
 
 
-def overhead(docs: list[dict[str, Any]]) -> str:
+def overhead(docs: list[ResultDocument]) -> str:
     # a run that built its image has the build inside its wall time: the first round of a process
     kept = [d for d in docs if d["run"].get("image", {}).get("cached", True) or d["run"].get("round", 1) > 1]
     extra = [d["run"]["wall_s"] - d["duration_s"] for d in kept]
