@@ -74,8 +74,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as work:
         for index in range(args.processes):
             for n in args.neighbours:
-                rows, load = one_process(Path(work) / f"p{index}n{n}.json", args.profile, n)
-                runs[n].append(rows)
+                measured, load = one_process(Path(work) / f"p{index}n{n}.json", args.profile, n)
+                runs[n].append(measured)
                 loads[n].append(load)
     rows = [r for r in runs[args.neighbours[0]][0] if all(r in p for ps in runs.values() for p in ps)]
     quiet = args.neighbours[0]
