@@ -118,9 +118,12 @@ def figures(rows: list[Windows]) -> dict[str, ModeFigures]:
     by_mode: dict[str, dict[str, list[Windows]]] = defaultdict(lambda: defaultdict(list))
     for w in rows:
         by_mode[w.mode][w.row].append(w)
-    result = {}
+    result: dict[str, ModeFigures] = {}
     for mode, by_row in sorted(by_mode.items()):
-        z, expected, spread, aa = [], [], [], {}
+        z: list[float] = []
+        expected: list[float] = []
+        spread: list[float] = []
+        aa: dict[str, list[float]] = {}
         for row, processes in by_row.items():
             logs = [_logs(p.medians_us) for p in processes]
             spread += [statistics.stdev(values) * 100 for values in logs]

@@ -157,7 +157,8 @@ def report_aa(
     processes: dict[str, dict[str, str]], medians: list[dict[str, str]], label: str, pair: str
 ) -> None:
     first, second = pair.split(",")
-    dev, by_reason = [], {}
+    dev: list[float] = []
+    by_reason: dict[str, list[float]] = {}
     for row in medians:
         if row[f"{first}:us"] and row[f"{second}:us"]:
             d = abs(float(row[f"{second}:us"]) / float(row[f"{first}:us"]) - 1)
