@@ -29,18 +29,22 @@ from __future__ import annotations
 import argparse
 import random
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from harness.report.analysis import frames, stats
+from harness.report.analysis.stats import Verdict
 from harness.results import documents
 
 REPO = Path(__file__).resolve().parent.parent
 ALPHA, THRESHOLD = 0.002, 5.0
+Key = tuple[str, str, str, str]  # group, workload, dtype, knobs
+Plan = Callable[[list[float], list[float]], tuple[Verdict, int]]  # a verdict and the rounds a side it used
 
 
-def sequential(a: list[float], b: list[float], start: int = 3, most: int = 7) -> tuple[str, int]:
+def sequential(a: list[float], b: list[float], start: int = 3, most: int = 7) -> tuple[Verdict, int]:
     """Verdict and rounds per side: 3, then one more per side while undecided, up to 7."""
     n = start
     while True:
@@ -56,9 +60,7 @@ def prefix_median(samples: list[float], prefix_s: float) -> float:
     return float(np.median(samples[: max(10, int(np.searchsorted(timed, prefix_s)) + 1)]))
 
 
-def rounds(
-    folders: list[Path], prefix_s: float | None = None
-) -> dict[tuple[str, str, str, str], list[float]]:
+def rounds(folders: list[Path], prefix_s: float | None = None) -> dict[Key, list[float]]:
     loaded = documents.load_many(folders)
     if prefix_s is not None:
         for doc in loaded.documents:
@@ -67,7 +69,7 @@ def rounds(
                     m["stats"]["median"] = prefix_median(m["samples_s"], prefix_s)
     frame = frames.long_form(loaded)
     ok = frame[frame["status"] == "ok"]
-    out: dict[tuple[str, str, str, str], list[float]] = {}
+    out: dict[Key, list[float]] = {}
     for (group, workload, dtype, knobs), rows in ok.groupby(
         ["group", "workload", "dtype", "knobs"], sort=False
     ):
@@ -91,13 +93,15 @@ def main() -> None:
         sorted((REPO / "lab" / "evidence" / "gpu-verdicts").glob("results-shard*")),
         [args.today],
     ]
-    rows, aa_sides = [], []
+    rows: list[tuple[Key, list[float], list[float], Verdict]] = []  # key, baseline, candidate, 7+7 verdict
+    aa_sides: list[dict[tuple[str, str, str], list[float]]] = []  # the baseline's rows, without the group
     for folders in runs:
         every_sample = rounds(folders)
         main_rounds = rounds(folders, args.timed_prefix) if args.timed_prefix else every_sample
         baseline = next(k[0] for k in main_rounds if "bundled" in k[0])
         for k, b in main_rounds.items():
-            a, base = main_rounds[(baseline, *k[1:])], (baseline, *k[1:])
+            base = (baseline, *k[1:])
+            a = main_rounds[base]
             if k[0] != baseline and len(a) >= 7 and len(b) >= 7:  # the verdict of every sample's medians
                 reference = stats.judge(every_sample[base], every_sample[k], THRESHOLD, ALPHA).verdict
                 rows.append((k, a, b, reference))
@@ -108,12 +112,14 @@ def main() -> None:
         + (f"the first {args.timed_prefix:g} s of timed work" if args.timed_prefix else "every sample")
     )
 
-    plans = {
+    plans: dict[str, Plan] = {
         "3+3 only": lambda a, b: (stats.judge(a[:3], b[:3], THRESHOLD, ALPHA).verdict, 3),
         "sequential 3..7": sequential,
     }
     for name, plan in plans.items():
-        agree, called, spent = Counter(), Counter(), []
+        agree: Counter[bool] = Counter()
+        called: Counter[tuple[Verdict, Verdict]] = Counter()  # (reference, got)
+        spent: list[int] = []
         for _key, a, b, reference in rows:
             for _ in range(args.trials):
                 verdict, n = plan(rng.sample(a, len(a)), rng.sample(b, len(b)))
@@ -136,7 +142,8 @@ def main() -> None:
     print(f"A/A and planted changes: {len(pooled)} rows of the baseline cell with 14 rounds (two leases)")
     for name, plan in plans.items():
         for planted in (1.0, 1.05, 1.10):
-            counts, spent = Counter(), []
+            counts: Counter[Verdict] = Counter()
+            spent = []
             for values in pooled.values():
                 for _ in range(args.trials):
                     shuffled = rng.sample(values, len(values))
