@@ -85,7 +85,7 @@ def _one_process(out: Path, rows: list[tuple[str, str]], study: str = "placement
 
     from harness.suite import numerics
     from harness.suite.catalog import CATALOG, FAMILY
-    from harness.suite.contract import BuildsCalls
+    from harness.suite.contract import BuildsCalls, Built
     from harness.suite.environment import device_uuid
     from harness.suite.gpu_state import GpuState
     from harness.suite.measure import Sampling, measure
@@ -104,7 +104,7 @@ def _one_process(out: Path, rows: list[tuple[str, str]], study: str = "placement
     handle = gpu.handle
     lines = []
 
-    def state() -> dict[str, Any]:
+    def state() -> dict[str, float]:
         try:
             return {
                 "mem_mhz": pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_MEM),
@@ -115,7 +115,7 @@ def _one_process(out: Path, rows: list[tuple[str, str]], study: str = "placement
             return {}
 
     def one(
-        way: str, built: Any, calls: int, flush: bool, graphs: int = 1, moved: bool = False, **where: Any
+        way: str, built: Built, calls: int, flush: bool, graphs: int = 1, moved: bool = False, **where: int
     ) -> None:
         mode = contextlib.nullcontext() if built.grad else torch.inference_mode()
         budget, least = (0.4, 0.15) if study in ("rotation", "flush") else (0.3, 0.1)
@@ -150,7 +150,7 @@ def _one_process(out: Path, rows: list[tuple[str, str]], study: str = "placement
             }
         )
 
-    reference: list[Any] = []
+    reference: list[torch.Tensor] = []
     for workload, dtype in rows:
         spec = CATALOG[workload]
         family = FAMILY[spec.family]
