@@ -38,7 +38,7 @@ from harness.report.analysis import frames, stats
 from harness.report.analysis.stats import Verdict
 from harness.results import documents
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 ALPHA, THRESHOLD = 0.002, 5.0
 Key = tuple[str, str, str, str]  # group, workload, dtype, knobs
 Plan = Callable[[list[float], list[float]], tuple[Verdict, int]]  # a verdict and the rounds a side it used
