@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import aa_profile
+from tests.evidence import AA_H100
 
 PROCESS_FIELDS = [
     "name",
@@ -173,8 +174,8 @@ def test_later_windows_show_a_place_each_process_keeps():
 
 @pytest.mark.slow  # 300 trials a row of the early verdicts: seconds
 def test_lease_3s_committed_output_is_what_its_committed_tables_print(capsys):
-    # lab/evidence/aa-h100/windows3: every row in 3 windows (suite 0.19's default), suite 0.15 on one host
-    lease = Path(__file__).resolve().parent.parent / "lab" / "evidence" / "aa-h100" / "windows3"
+    # aa-h100/windows3: every row in 3 windows (suite 0.19's default), suite 0.15 on one host
+    lease = AA_H100 / "windows3"
     aa_profile.main(["--tables", str(lease)])
     printed = capsys.readouterr().out
     assert printed == (lease / "output.txt").read_text()
