@@ -7,7 +7,7 @@ import sys
 
 from harness.results import documents
 from tests.conftest import REPO, harness_env
-from tests.evidence import GPU_DOCKER
+from tests.evidence import GPU_DOCKER, GPU_VERDICTS
 
 
 def test_every_docker_result_ran_in_a_least_privilege_container_with_the_gpu_in_devices_mode():
@@ -45,7 +45,7 @@ def test_the_backend_comparison_says_what_the_readme_quotes():
             "--verdicts",
             f"local 3 rounds={GPU_DOCKER / 'report-local' / 'verdicts.csv'}",
             "--verdicts",
-            f"gpu-verdicts={REPO / 'reports' / 'gpu-verdicts' / 'verdicts.csv'}",
+            f"gpu-verdicts={GPU_VERDICTS / 'verdicts.csv'}",
             "--rerun",
             str(next((GPU_DOCKER / "rerun").glob("*.json.gz"))),
         ],
