@@ -5,9 +5,13 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from harness.results import documents
 from tests.conftest import REPO, harness_env
 from tests.evidence import GPU_DOCKER, GPU_VERDICTS
+
+pytestmark = pytest.mark.lab  # the lab's claims (tests/lab/)
 
 
 def test_every_docker_result_ran_in_a_least_privilege_container_with_the_gpu_in_devices_mode():

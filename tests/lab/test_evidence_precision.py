@@ -14,7 +14,8 @@ import pytest
 from tests.conftest import run_cli
 from tests.evidence import HOST_CUDNN_H200, MAIN_JOB_H200, PRECISION_MODES, TORCH_DEFAULTS
 
-pytestmark = pytest.mark.slow  # each renders committed GPU results: seconds each
+# the lab's claims (tests/lab/); each renders committed GPU results: seconds each
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
 
 def _render(results: Path, matrix: Path, out: Path) -> dict[str, pd.DataFrame]:

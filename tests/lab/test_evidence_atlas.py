@@ -18,7 +18,8 @@ from harness.results import documents
 from tests.conftest import run_cli
 from tests.evidence import RELEASE_ATLAS, TORCH_AXIS_H100, TORCH_BUILD_DOCKER
 
-pytestmark = pytest.mark.slow  # each renders or reloads committed GPU results: seconds each
+# the lab's claims (tests/lab/); each renders or reloads committed GPU results: seconds each
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
 T215 = TORCH_AXIS_H100 / "t215"
 
@@ -117,7 +118,7 @@ def test_the_layer_rows_weighted_by_their_runs_add_up_to_the_step(layers):
 
 def test_torch_2_15_0s_answer_per_source() -> None:
     """The t215 lease's committed render (its results are in git at 83e44d6; torch-defaults/t215 ran
-    2.15.0 again, and tests/test_evidence_precision.py checks what it pinned and loaded)."""
+    2.15.0 again, and tests/lab/test_evidence_precision.py checks what it pinned and loaded)."""
     per_torch = pd.read_csv(T215 / "report" / "per_torch.csv")
     step = per_torch[(per_torch["workload"] == "train_resnet50") & (per_torch["dtype"] == "fp32")]
     assert set(step["verdict"]) == {"faster"} and step["ratio"].between(0.7, 0.8).all()
