@@ -1,5 +1,5 @@
-"""Hostile input, round four (issue 42): environments and their cache, cuDNN releases, wheelhouses, bisect,
-and results that contradict themselves.
+"""Hostile input to what a cell is set up from (issue 42): environments and their cache, cuDNN releases,
+wheelhouses; and bisect, and results that contradict themselves.
 
 1. A file problem in the environment code (a cache that is a file, a planted lock, a log planted as a
    folder, a library link loop) is the cell's failed result naming the file, never a traceback.
