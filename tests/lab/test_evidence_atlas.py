@@ -273,7 +273,7 @@ def _judged_at_9_28_1_4(backward: dict[str, pd.DataFrame]) -> pd.DataFrame:
     return judged[["workload", "dtype", "verdict", "ratio"]]
 
 
-def test_lease_13_put_32_of_the_68_backward_changes_at_9_21_0_82_and_26_after_it(backward, backward_path):
+def test_32_of_the_68_backward_changes_are_at_9_21_0_82_and_26_after_it(backward, backward_path):
     # lease 13 stopped after 20 of 24 processes: 9.26.1.1 to 9.28.1.4 hold 2 rounds, which judge nothing
     summary = backward_path["summary"]["text"].iloc[0]
     assert "4 of the 8 groups hold fewer rounds than the 3 asked of every row (E 2, F 2, G 2, H 2)" in summary
@@ -302,7 +302,7 @@ def backward_step() -> dict[str, pd.DataFrame]:
     return {name: pd.read_csv(report / f"{name}.csv") for name in ("changes", "verdicts")}
 
 
-def test_lease_14_put_22_of_the_26_later_backward_changes_at_9_26_1_1_to_9_27_0_42(
+def test_22_of_the_26_later_backward_changes_are_at_9_26_1_1_to_9_27_0_42(
     backward, backward_path, backward_step
 ):
     # lease 14: bundled, 9.26.1.1 and 9.27.0.42, 3 rounds each on one H200
@@ -353,9 +353,7 @@ FIRST_AT_9_21 = {  # lease 15, GPU 0: judged against bundled at 9.21.0.82, its d
 }
 
 
-def test_lease_15_puts_five_rows_first_change_before_9_21_0_82_and_none_after_it_to_9_24_0_43(
-    locate, backward_path
-):
+def test_five_rows_first_change_is_by_9_21_0_82_and_none_after_it_to_9_24_0_43(locate, backward_path):
     # lease 15: bundled and the 7 PyPI releases 9.21.0.82 ... 9.24.0.43, 3 rounds each on one H200
     verdicts = locate["verdicts"]
     verdicts = verdicts.assign(release=_release(verdicts["group"]))
@@ -376,7 +374,7 @@ def test_lease_15_puts_five_rows_first_change_before_9_21_0_82_and_none_after_it
         assert steps(changes, *row) == []
 
 
-def test_lease_15_mid_a_runs_in_two_modes_from_9_23_0_39(locate):
+def test_mid_a_backward_weight_runs_in_two_modes_from_9_23_0_39(locate):
     # its one judged step, 9.22.0.52 -> 9.23.0.39, is the start of windows at ~208 us beside ~171 us
     assert steps(locate["changes"], "conv2d_unet_mid_a_bwd_weight", "tf32") == [
         ("9.22.0.52", "9.23.0.39", "slower")
@@ -391,7 +389,7 @@ def test_lease_15_mid_a_runs_in_two_modes_from_9_23_0_39(locate):
     assert at_9_23_1_3["median_candidate_s"] > 200e-6 and at_9_23_1_3["candidate_s"] < 0.96 * 208e-6
 
 
-def test_lease_15_second_half_judged_nothing():
+def test_locate_b_whose_clock_guard_read_another_gpu_judged_nothing():
     # GPU 1 of the same host: its clock guard read GPU 0 (fixed since), bundled has one round: no verdicts
     verdicts = pd.read_csv(RELEASE_ATLAS / "locate-b-report" / "verdicts.csv")
     assert set(verdicts["verdict"]) == {"inconclusive"}
@@ -409,7 +407,7 @@ AT_9_25_1_1 = {  # lease 16: judged between the adjacent releases 9.24.1.1 and 9
 }
 
 
-def test_lease_16_locates_the_last_backward_steps_at_9_24_1_1_to_9_25_1_1(last_rows):
+def test_the_last_backward_steps_are_at_9_24_1_1_to_9_25_1_1_on_two_gpus(last_rows):
     # lease 16: bundled and 9.24.0.43 ... 9.26.1.1, 7 rounds each, the same matrix on two GPUs of one host
     verdicts = last_rows["verdicts"]
     assert set(verdicts["rounds_baseline"]) == set(verdicts["rounds_candidate"]) == {7}
@@ -430,7 +428,7 @@ def test_lease_16_locates_the_last_backward_steps_at_9_24_1_1_to_9_25_1_1(last_r
     assert steps(last_rows["changes"], "conv2d_unet_e3a_bwd_data", "tf32") == []
 
 
-def test_lease_16_e1a_steps_by_4_percent_under_the_threshold(last_rows):
+def test_e1a_backward_weight_steps_by_4_percent_under_the_threshold(last_rows):
     # 165 -> 158 us at 9.24.1.1 -> 9.25.1.1 (the README: every round of one beyond every round of the other,
     # in the results in git), a step the 5 % rule calls `same`: located, not judged
     verdicts = last_rows["verdicts"]
@@ -439,7 +437,7 @@ def test_lease_16_e1a_steps_by_4_percent_under_the_threshold(last_rows):
     assert steps(last_rows["changes"], "conv2d_unet_e1a_bwd_weight.cl", "fp32") == []
 
 
-def test_lease_17_finds_no_change_at_the_patch_steps_and_one_more_between_9_19_1_2_and_9_28_0_42():
+def test_the_undecided_rows_show_no_change_at_the_patch_steps_and_one_between_9_19_1_2_and_9_28_0_42():
     # lease 17: lease 1's 75 rows undecided at a step, its four cells on one H200 (3 to 4 rounds a cell)
     report = RELEASE_ATLAS / "undecided-report"  # its results: git, at the commit the lab's README names
     counts = _step_counts(pd.read_csv(report / "families.csv"))
@@ -465,7 +463,7 @@ def remaining_path(tmp_path_factory) -> dict[str, pd.DataFrame]:
     return _render(RELEASE_ATLAS / "remaining-path", RELEASE_ATLAS / "remaining-path-matrix.yaml", out)
 
 
-def test_lease_18_locates_e1b_and_the_mid_rows_steps_at_every_release_on_one_h100(remaining_path):
+def test_every_release_on_one_h100_locates_e1b_and_the_mid_rows_steps(remaining_path):
     # lease 18: bundled and all 16 PyPI releases from 9.19.1.2 to 9.28.1.4, 5 rounds each, one H100
     verdicts = remaining_path["verdicts"]
     assert set(verdicts["rounds_baseline"]) == set(verdicts["rounds_candidate"]) == {5}
@@ -485,7 +483,7 @@ def test_lease_18_locates_e1b_and_the_mid_rows_steps_at_every_release_on_one_h10
     assert all(slow[r] == 5 for r in ("9.23.0.39", "9.23.1.3", "9.23.2.1", "9.24.0.43", "9.24.1.1"))
 
 
-def test_lease_18_mid_rows_later_rise_is_two_steps_each_under_the_threshold(remaining_path):
+def test_the_mid_rows_later_rise_is_two_steps_each_under_the_threshold(remaining_path):
     # against bundled, mid_b is slower at 9.28.1.4 (1.059); no adjacent step after 9.25.1.1 is judged a
     # change: it rose at 9.26.1.1 -> 9.27.0.42 and at 9.27.0.42 -> 9.28.0.42, each under 5 %
     results = remaining_path["results"]
@@ -499,7 +497,7 @@ def test_lease_18_mid_rows_later_rise_is_two_steps_each_under_the_threshold(rema
         assert later == []
 
 
-def test_lease_18_judges_the_rows_lease_17_left_undecided_in_7_rounds():
+def test_7_rounds_judge_the_rows_3_to_4_rounds_left_undecided():
     # lease 18's second run: lease 17's 11 undecided rows in the atlas's four cells, 7 rounds each, one H100
     ends = _committed(
         RELEASE_ATLAS / "remaining-ends-report", ("verdicts", "families", "changes")
@@ -513,7 +511,7 @@ def test_lease_18_judges_the_rows_lease_17_left_undecided_in_7_rounds():
     assert changed == {("conv2d_unet_d4a", "fp32"), ("conv2d_unet_e4b", "fp32")}
 
 
-def test_leases_18_and_19_put_d4a_and_e4b_at_the_atlas_two_steps(tmp_path):
+def test_d4a_and_e4b_change_at_the_atlas_two_steps(tmp_path):
     # lease 18's third run: the two rows at bundled, 9.19.1.2, 9.20.0.48, 9.21.0.82, 9.26.1.1, 9.27.0.42 and
     # 9.28.0.42, 4 rounds; lease 19: e4b at 9.26.1.1 and 9.27.0.42 alone, 6 rounds, another H100
     # against bundled no row is judged slower: 9.27.0.42 and 9.28.0.42 run in two modes (exit 0, undecided)

@@ -165,11 +165,11 @@ BUILDS = {
 }
 
 
-@pytest.mark.parametrize("lease", sorted(BUILDS))
-def test_each_torch_build_ran_in_its_own_environment_with_what_it_pins(lease) -> None:
-    torch, version, cuda, cudnn, pin = BUILDS[lease]
+@pytest.mark.parametrize("build", sorted(BUILDS))
+def test_each_torch_build_ran_in_its_own_environment_with_what_it_pins(build) -> None:
+    torch, version, cuda, cudnn, pin = BUILDS[build]
     docs = []
-    for path in sorted((TORCH_DEFAULTS / lease).glob("*.json.gz")):
+    for path in sorted((TORCH_DEFAULTS / build).glob("*.json.gz")):
         with gzip.open(path) as f:
             docs.append(json.load(f))
     builds = [d for d in docs if d["cell"]["torch"] == torch]
@@ -186,11 +186,11 @@ def test_each_torch_build_ran_in_its_own_environment_with_what_it_pins(lease) ->
     assert {d["environment"]["torch"]["version"] for d in anchors} == {"2.11.0+cu130"}
 
 
-@pytest.mark.parametrize("lease", sorted(BUILDS))
-def test_a_torch_builds_resnet50_step_changes_only_with_tf32_off(lease, tmp_path) -> None:
+@pytest.mark.parametrize("build", sorted(BUILDS))
+def test_a_torch_builds_resnet50_step_changes_only_with_tf32_off(build, tmp_path) -> None:
     """torch 2.14.1's and 2.15.0's ResNet-50 step is 1.37x slower than 2.11.0's with TF32 off, as their cuDNN
     pins make it; on PyTorch's defaults and with bf16 AMP it is the same, and so are the layers behind it."""
-    verdicts = _render(TORCH_DEFAULTS / lease, TORCH_DEFAULTS / f"{lease}-matrix.yaml", tmp_path)["verdicts"]
+    verdicts = _render(TORCH_DEFAULTS / build, TORCH_DEFAULTS / f"{build}-matrix.yaml", tmp_path)["verdicts"]
     got = {(r.workload, r.dtype): (r.verdict, float(r.ratio)) for r in verdicts.itertuples()}
     assert len(got) == 12
     verdict, ratio = got[("train_resnet50", "fp32")]
