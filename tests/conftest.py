@@ -18,10 +18,6 @@ import pytest
 pytest_plugins = ["tests.docker_engine"]  # engine, base_image, wheelhouse
 
 REPO = Path(__file__).resolve().parent.parent
-GPU_REPORT = REPO / "lab" / "evidence" / "gpu-local-cudnn-sources"
-GPU_LOCAL_ROUNDS = (
-    REPO / "lab" / "evidence" / "gpu-docker" / "local"
-)  # 3 rounds a cell: judged by Welch's t (below the 7 the Mann-Whitney test needs)
 # A local matrix for hostile-input tests: BUDGET is replaced by the time budget under test.
 HOSTILE_MATRIX = """\
 schema_version: 1

@@ -11,9 +11,9 @@ from typing import Any
 
 from harness import jsonio
 from harness.results.validity import _summary
-from tests.conftest import REPO
+from tests.evidence import RELEASE_ATLAS
 
-BASE = REPO / "lab/evidence/release-atlas/results/torch-installed_cudnn-bundled_2ecb882014.r1.json.gz"
+BASE = RELEASE_ATLAS / "results" / "torch-installed_cudnn-bundled_2ecb882014.r1.json.gz"
 ROWS = 6
 SAMPLES = 12
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from lab.studies import aa_profile
+from tests.evidence import AA_H100
 
 PROCESS_FIELDS = [
     "name",
@@ -92,12 +93,12 @@ def test_the_three_goals_are_read_from_the_tables(tmp_path, capsys, validation):
         assert "goal 3: no validation rounds" in out
 
 
-def test_the_lease_folder_needs_a_place_for_its_tables(tmp_path):
+def test_tables_made_from_a_run_folder_need_out(tmp_path):
     with pytest.raises(SystemExit):
         aa_profile.main([str(tmp_path)])
 
 
-def test_suite_0_15s_own_a_a_is_read_where_the_lease_ran_its_second_round(tmp_path, capsys):
+def test_suite_0_15s_own_a_a_counts_only_the_rows_with_its_second_round(tmp_path, capsys):
     _tables(tmp_path, validation=False)
     with (tmp_path / "medians.csv").open() as f:
         rows = list(csv.DictReader(f))
@@ -172,9 +173,9 @@ def test_later_windows_show_a_place_each_process_keeps():
 
 
 @pytest.mark.slow  # 300 trials a row of the early verdicts: seconds
-def test_lease_3s_committed_output_is_what_its_committed_tables_print(capsys):
-    # lab/evidence/aa-h100/windows3: every row in 3 windows (suite 0.19's default), suite 0.15 on one host
-    lease = Path(__file__).resolve().parent.parent / "lab" / "evidence" / "aa-h100" / "windows3"
+def test_the_committed_windows3_output_is_what_its_committed_tables_print(capsys):
+    # aa-h100/windows3: every row in 3 windows (suite 0.19's default), suite 0.15 on one host
+    lease = AA_H100 / "windows3"
     aa_profile.main(["--tables", str(lease)])
     printed = capsys.readouterr().out
     assert printed == (lease / "output.txt").read_text()

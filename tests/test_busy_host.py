@@ -18,8 +18,9 @@ from harness import jsonio
 from harness.report.sections import run_sections
 from harness.suite import host
 from tests.conftest import REPO, run_cli, timed_on_a_busy_host
+from tests.evidence import RELEASE_ATLAS, TORCH_AXIS_CPU
 
-CPU_AXIS = REPO / "lab" / "evidence" / "torch-axis-cpu" / "results"
+CPU_AXIS = TORCH_AXIS_CPU / "results"
 
 
 def test_samples_quantized_at_the_scheduler_tick_are_a_stalled_measurement():
@@ -95,7 +96,7 @@ def test_the_default_matrix_is_the_cpu_a_a_check_it_says_it_is():
 
 
 def test_the_busy_host_benchmark_reads_what_its_processes_took():
-    results = REPO / "lab" / "evidence" / "release-atlas" / "stem-bf16"  # lease 11: 6 cells x 3 rounds
+    results = RELEASE_ATLAS / "stem-bf16"  # lease 11: 6 cells x 3 rounds
     count, seconds = busy_host.processes_s(results)
     files = sorted(results.glob("*.r*.json.gz"))
     total = sum(json.loads(gzip.decompress(path.read_bytes()))["duration_s"] for path in files)

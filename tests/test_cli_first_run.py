@@ -7,7 +7,8 @@ import pytest
 import yaml
 
 from harness.plan import starter
-from tests.conftest import GPU_REPORT, REPO, cli_in_process, run_cli
+from tests.conftest import REPO, cli_in_process, run_cli
+from tests.evidence import GPU_LOCAL_CUDNN_SOURCES
 
 
 def test_init_writes_a_commented_starter_that_plans_as_the_repositorys_matrix(tmp_path):
@@ -93,7 +94,9 @@ def test_init_refuses_a_folder_and_replaces_a_link_not_what_it_points_at(tmp_pat
 )
 def test_repro_of_a_mistyped_row_suggests_the_nearest_instead_of_listing_every_row(tmp_path, row, says):
     out = tmp_path / "repro"
-    done = cli_in_process("repro", "--results", str(GPU_REPORT / "results"), *row, "--out", str(out))
+    done = cli_in_process(
+        "repro", "--results", str(GPU_LOCAL_CUDNN_SOURCES / "results"), *row, "--out", str(out)
+    )
     assert done.returncode == 2 and says in done.stderr, done.stderr
     assert len(done.stderr.splitlines()) == 1 and "torch2.11.0" not in done.stderr  # no list of rows
     assert not out.exists() or not [p for p in out.iterdir() if p.name != ".lock"]  # .lock: held while it ran

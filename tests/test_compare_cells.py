@@ -12,17 +12,16 @@ import shutil
 import pytest
 
 from harness import jsonio
-from tests.conftest import REPO, run_cli
+from tests.conftest import run_cli
+from tests.evidence import GPU_VERDICTS, RELEASE_ATLAS, TORCH_AXIS_H100
 
 pytestmark = pytest.mark.slow  # every test here takes seconds (docs/development.md: the fast tests)
 
-SHARDS = sorted(
-    (REPO / "lab" / "evidence" / "gpu-verdicts").glob("results-shard*")
-)  # one matrix: 3 cells each
-REMAINING_PATH = REPO / "lab" / "evidence" / "release-atlas" / "remaining-path"  # 17 cells
-STEP_D4A_E4B = REPO / "lab" / "evidence" / "release-atlas" / "step-d4a-e4b"  # 7 cells, lease 18 (an H100)
-STEP_E4B = REPO / "lab" / "evidence" / "release-atlas" / "step-e4b"  # 2 cells, lease 19 (another H100)
-TORCH_AXIS = REPO / "lab" / "evidence" / "torch-axis-h100" / "results"  # 7 cells
+SHARDS = sorted(GPU_VERDICTS.glob("results-shard*"))  # one matrix: 3 cells each
+REMAINING_PATH = RELEASE_ATLAS / "remaining-path"  # 17 cells
+STEP_D4A_E4B = RELEASE_ATLAS / "step-d4a-e4b"  # 7 cells, lease 18 (an H100)
+STEP_E4B = RELEASE_ATLAS / "step-e4b"  # 2 cells, lease 19 (another H100)
+TORCH_AXIS = TORCH_AXIS_H100 / "results"  # 7 cells
 BUNDLED, DISABLED = (
     "torch2.11.0-cu130_cudnn-bundled_fd7979a52b",
     "torch2.11.0-cu130_cudnn-disabled_ef610b7191",

@@ -14,9 +14,8 @@ from harness import schemas
 from harness.report.analysis import families
 from harness.suite.catalog import CATALOG, for_profile
 from harness.suite.workloads import layers
-from tests.conftest import REPO, run_cli
-
-ATLAS = REPO / "lab" / "evidence" / "release-atlas"
+from tests.conftest import run_cli
+from tests.evidence import RELEASE_ATLAS
 
 
 def test_the_layer_tables_hold_each_networks_distinct_layers_once():
@@ -126,7 +125,7 @@ def test_a_family_line_counts_each_way_and_keeps_models_apart():
 @pytest.fixture(scope="module")
 def atlas_report(tmp_path_factory):
     out = tmp_path_factory.mktemp("atlas-report")
-    done = run_cli("report", "--results", str(ATLAS / "results"), "--out", str(out))
+    done = run_cli("report", "--results", str(RELEASE_ATLAS / "results"), "--out", str(out))
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]  # rows slower: a regression
     return out
 

@@ -17,9 +17,10 @@ from selenium.webdriver.common.by import By
 from harness.report.analysis.model import Analysis, View
 from harness.report.writers import html, plots
 from harness.report.writers.document import Document, Section, Value
-from tests.conftest import REPO, run_cli
+from tests.conftest import run_cli
+from tests.evidence import GPU_VERDICTS
 
-SHARDS = sorted((REPO / "lab" / "evidence" / "gpu-verdicts").glob("results-shard*"))
+SHARDS = sorted(GPU_VERDICTS.glob("results-shard*"))
 RELEASES = [f"9.{i}.0" for i in range(10, 30)]  # 20 releases
 LABELS = [f"installed / cuDNN wheel:{r}" for r in RELEASES]
 

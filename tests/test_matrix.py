@@ -11,6 +11,7 @@ from harness.errors import InputError
 from harness.plan import matrix
 from harness.plan.model import Cell, Plan
 from tests.conftest import cli_in_process, run_cli
+from tests.evidence import GPU_LOCAL_CUDNN_SOURCES
 
 VALID = """
 schema_version: 1
@@ -254,7 +255,7 @@ def test_missing_matrix_file_is_a_clear_error(tmp_path: Path):
 
 
 def test_the_repository_matrices_are_valid():
-    for path in [Path("matrix.yaml"), Path("lab/evidence/gpu-local-cudnn-sources/matrix.yaml")]:
+    for path in [Path("matrix.yaml"), GPU_LOCAL_CUDNN_SOURCES / "matrix.yaml"]:
         done = run_cli("plan", "--matrix", str(path))
         assert done.returncode == 0, done.stderr
 

@@ -16,11 +16,12 @@ from xml.etree import ElementTree
 import pytest
 
 from harness import jsonio, schemas
-from tests.conftest import REPO, run_cli
+from tests.conftest import run_cli
+from tests.evidence import PRECISION_MODES
 
 pytestmark = pytest.mark.slow  # each renders committed GPU results through the command line
 
-STEP_A = REPO / "lab" / "evidence" / "precision-modes" / "step-a"  # one H200, torch 2.11.0+cu130, suite 0.20
+STEP_A = PRECISION_MODES / "step-a"  # one H200, torch 2.11.0+cu130, suite 0.20
 BARE = re.compile(r"(?<![`_\w])fp32(?![`_\w]| \()")  # "fp32" that names no mode
 NAMES = {"fp32_default": "fp32 (torch defaults)", "fp32": "fp32 (TF32 off)", "bf16": "bf16"}
 BUNDLED, NEXT = "torch-installed_cudnn-bundled_2ecb882014", "torch-installed_cudnn-wheel-9.20.0.48_d89fa2f0e8"

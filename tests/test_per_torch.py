@@ -29,9 +29,10 @@ from harness.report.writers.document import Document
 from harness.results import documents, folder
 from harness.results.documents import LoadedResults
 from harness.suite.summary import summarize
-from tests.conftest import REPO, run_cli
+from tests.conftest import run_cli
+from tests.evidence import RELEASE_ATLAS
 
-ATLAS = REPO / "lab" / "evidence" / "release-atlas" / "results"
+ATLAS = RELEASE_ATLAS / "results"
 ROWS = (
     ("train_resnet50", "fp32"),
     ("train_resnet50", "bf16"),

@@ -10,8 +10,9 @@ from harness.suite.rows import PAD_STEP_MIB, Which, Window, pad_mib, placement_p
 from harness.suite.settings import SuiteSettings
 from lab.studies import process_part
 from tests.conftest import REPO
+from tests.evidence import AA_H100
 
-PLACEMENT = REPO / "lab" / "evidence" / "aa-h100" / "placement"
+PLACEMENT = AA_H100 / "placement"
 
 
 def test_the_committed_output_is_what_the_committed_tables_print():

@@ -33,7 +33,8 @@ from harness.suite.catalog import CATALOG
 from harness.suite.summary import summarize
 from harness.workflows import bisect as bisect_module
 from harness.workflows.bisect import bisect, run_with
-from tests.conftest import REPO, cli_in_process, run_cli
+from tests.conftest import cli_in_process, run_cli
+from tests.evidence import GPU_VERDICTS, TORCH_AXIS_CPU
 
 TORCH = "2.13.0"  # the CPU build /etc/pip.conf's find-links holds: torch 2.13.0+cpu
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -537,7 +538,7 @@ def test_a_fresh_bisect_moves_what_its_folder_held_before_the_search_counts_a_ro
     # a probe's own fresh start moved aside the rounds the search had just counted, so its next
     # comparison found them missing: the folder is emptied once, before the search reads it
     out = tmp_path / "bisect-out"
-    shutil.copytree(REPO / "lab" / "evidence" / "gpu-verdicts" / "results-shard2", out)
+    shutil.copytree(GPU_VERDICTS / "results-shard2", out)
     before = sorted(p.name for p in out.glob("*.json.gz"))
     assert before
     request = launch.RunRequest(out, registry.Settings("local", 60.0), mode=resume.Mode.FRESH)
@@ -919,7 +920,7 @@ def test_a_bisect_that_reused_every_round_says_so_and_where_its_default_folder_i
     done = run_cli(
         "bisect",
         "--matrix",
-        str(REPO / "lab" / "evidence" / "torch-axis-cpu" / "matrix.yaml"),
+        str(TORCH_AXIS_CPU / "matrix.yaml"),
         "--row",
         "gemm:fp32",
         "--good",
@@ -927,7 +928,7 @@ def test_a_bisect_that_reused_every_round_says_so_and_where_its_default_folder_i
         "--bad",
         "2.13.0",
         "--results",
-        str(REPO / "lab" / "evidence" / "torch-axis-cpu" / "results"),
+        str(TORCH_AXIS_CPU / "results"),
         "--out",
         str(out),
     )

@@ -20,11 +20,10 @@ from harness.report.analysis.model import Analysis, View
 from harness.report.sections import run_sections
 from harness.report.writers import document, markdown
 from harness.results import documents
-from tests.conftest import GPU_REPORT, REPO, run_cli
+from tests.conftest import run_cli
+from tests.evidence import GPU_LOCAL_CUDNN_SOURCES, GPU_MULTI, GPU_VERDICTS, RELEASE_ATLAS
 
-VERDICTS = REPO / "lab" / "evidence" / "gpu-verdicts"
-SHARDS = sorted(VERDICTS.glob("results-shard*"))
-ATLAS = REPO / "lab" / "evidence" / "release-atlas"
+SHARDS = sorted(GPU_VERDICTS.glob("results-shard*"))
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +40,7 @@ def section(text: str, title: str) -> str:
 
 @pytest.mark.slow
 def test_report_names_the_cudnn_each_cell_loaded(tmp_path):
-    done = run_cli("report", "--results", str(GPU_REPORT / "results"), "--out", str(tmp_path))
+    done = run_cli("report", "--results", str(GPU_LOCAL_CUDNN_SOURCES / "results"), "--out", str(tmp_path))
     assert done.returncode == 0, done.stderr
     cells = section((tmp_path / "report.md").read_text(), "Groups (cells)")
     bundled, system, disabled = (ln for ln in cells.splitlines() if "| torch2.11.0" in ln)
@@ -92,7 +91,7 @@ def test_the_gpu_rows_say_what_ran_and_the_sdpa_reproducer_agrees(verdict_report
     assert "| cuDNN -> no cuDNN | 7 | 7 slower |" in changed
     cells = section((out / "report.md").read_text(), "Groups (cells)")
     assert cells.count("7/7 ok, 7 asked") == 3  # three shards of 3 + 2 + 2 rounds
-    repro = json.loads((VERDICTS / "repro-sdpa-bf16" / "output.json").read_text())
+    repro = json.loads((GPU_VERDICTS / "repro-sdpa-bf16" / "output.json").read_text())
     assert repro["within_5_pct_of_report"] and abs(repro["ratio"] / sdpa["ratio"] - 1) < 0.05
     assert repro["report_ratio"] == pytest.approx(sdpa["ratio"])
     assert "flash" in repro["what_ran"]["candidate"][0] and "cudnn" in repro["what_ran"]["baseline"][0]
@@ -127,7 +126,7 @@ def test_committed_verdict_report_matches_a_fresh_render(verdict_report):
     out, _ = verdict_report
     fresh, committed = (
         pd.read_csv(d / "verdicts.csv").drop(columns=["baseline_files", "candidate_files"])
-        for d in (out, VERDICTS)
+        for d in (out, GPU_VERDICTS)
     )
     pd.testing.assert_frame_equal(fresh, committed)
 
@@ -138,7 +137,7 @@ def test_committed_verdict_report_matches_a_fresh_render(verdict_report):
             if ln.startswith("| ")
         ]
 
-    assert cells(out) == cells(VERDICTS)
+    assert cells(out) == cells(GPU_VERDICTS)
 
 
 @pytest.mark.slow
@@ -273,7 +272,7 @@ def test_a_damaged_plan_file_is_bad_input_not_a_traceback(tmp_path):
 def test_the_atlas_results_are_valid_and_loaded_exactly_the_cudnn_they_asked_for():
     # every PyPI release from 9.19.1.2 to 9.28.1.4 that a committed atlas lease loaded, each through the
     # shadow
-    paths = sorted(ATLAS.glob("*/torch*.json.gz"))
+    paths = sorted(RELEASE_ATLAS.glob("*/torch*.json.gz"))
     releases = set()
     for path in paths:
         document, problems = documents.check(path)
@@ -298,13 +297,10 @@ def test_the_atlas_results_are_valid_and_loaded_exactly_the_cudnn_they_asked_for
     assert len(releases) >= 15, sorted(releases)
 
 
-MULTI = REPO / "lab" / "evidence" / "gpu-multi"
-
-
 @pytest.mark.slow
 def test_runs_on_several_gpus_went_concurrently_one_gpu_each():
-    # lab/evidence/release-atlas: 4 cells x 3 rounds with --gpus 0,1,2,3 on a 4-GPU H200 host
-    runs = sorted((ATLAS / "results").glob("*.r*.json.gz"))
+    # release-atlas: 4 cells x 3 rounds with --gpus 0,1,2,3 on a 4-GPU H200 host
+    runs = sorted((RELEASE_ATLAS / "results").glob("*.r*.json.gz"))
     assert len(runs) == 12
     docs = []
     for path in runs:
@@ -322,19 +318,19 @@ def test_runs_on_several_gpus_went_concurrently_one_gpu_each():
     pairs = [(a, b) for i, a in enumerate(docs) for b in docs[i + 1 :]]
     assert any(overlap(a, b) for a, b in pairs if a["run"]["gpus"] != b["run"]["gpus"])
     assert not any(overlap(a, b) for a, b in pairs if a["run"]["gpus"] == b["run"]["gpus"])
-    # one GPU against two: benchmarks/multi_gpu.py's printout (lab/evidence/gpu-multi)
-    assert "ratio 1.96x (target >= 1.9x: met)" in (MULTI / "run-output.txt").read_text()
+    # one GPU against two: benchmarks/multi_gpu.py's printout (GPU_MULTI)
+    assert "ratio 1.96x (target >= 1.9x: met)" in (GPU_MULTI / "run-output.txt").read_text()
 
 
 @pytest.mark.slow
 def test_a_ddp_result_reports_its_scaling(tmp_path):
-    done = run_cli("report", "--results", str(MULTI / "ddp"), "--out", str(tmp_path))
+    done = run_cli("report", "--results", str(GPU_MULTI / "ddp"), "--out", str(tmp_path))
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     scaling = section((tmp_path / "report.md").read_text(), "Multi-GPU scaling")
     assert "ddp_train_step" in scaling and "1: 13.286 ms" in scaling and "2: 13.128 ms" in scaling
     for efficiency in ("1.012", "0.980", "1.004", "0.872", "0.913", "0.929"):  # three runs x fp32, bf16
         assert efficiency in scaling
-    paths = sorted((MULTI / "ddp").glob("*.r*.json.gz"))
+    paths = sorted((GPU_MULTI / "ddp").glob("*.r*.json.gz"))
     assert len(paths) == 3
     for path in paths:
         document, problems = documents.check(path)
@@ -502,7 +498,7 @@ def test_ci_systems_get_a_short_summary_and_junit_xml(verdict_report, tmp_path):
     assert len(failed) == verdict["counts"]["slower"] + verdict["counts"]["failed"] == 8
     assert "sdpa bf16 [benchmark=0 deterministic=0 tf32=0]" in failed
     # a big report's summary still fits a pull-request comment
-    done = run_cli("report", "--results", str(ATLAS / "results"), "--out", str(tmp_path))
+    done = run_cli("report", "--results", str(RELEASE_ATLAS / "results"), "--out", str(tmp_path))
     assert done.returncode == 1  # lease 1: 324 rows, 3 releases against bundled, 60 rows slower
     big = (tmp_path / "summary.md").read_text()
     counts = json.loads((tmp_path / "verdict.json").read_text())["counts"]
@@ -528,7 +524,7 @@ def test_a_cells_result_files_are_listed_in_round_order(tmp_path):
 def test_a_run_stopped_short_of_three_rounds_says_so_first_and_calls_nothing_same(tmp_path):
     # lease 11's committed results, with round 3 of one cell gone: as a run stopped before its end leaves them
     results = tmp_path / "stem-bf16"
-    shutil.copytree(ATLAS / "stem-bf16", results)
+    shutil.copytree(RELEASE_ATLAS / "stem-bf16", results)
     (stopped,) = results.glob("*9.24.1.1*.r3.json.gz")
     stopped.unlink()
     out = tmp_path / "report"

@@ -15,12 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import GPU_LOCAL_ROUNDS, REPO, run_cli
+from tests.conftest import REPO, run_cli
+from tests.evidence import GPU_DOCKER, GPU_LOCAL_ROUNDS, GPU_VERDICTS, RELEASE_ATLAS, TORCH_AXIS_CPU
 
-VERDICT_SHARDS = [
-    REPO / "lab" / "evidence" / "gpu-verdicts" / f"results-shard{i}" for i in (1, 2, 3)
-]  # 7 rounds
-CPU_AXIS = REPO / "lab" / "evidence" / "torch-axis-cpu" / "results"  # 3 rounds, every row inconclusive
+VERDICT_SHARDS = [GPU_VERDICTS / f"results-shard{i}" for i in (1, 2, 3)]  # 7 rounds
+CPU_AXIS = TORCH_AXIS_CPU / "results"  # 3 rounds, every row inconclusive
 UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
@@ -71,7 +70,7 @@ def test_the_times_shown_are_what_the_ratio_divides(tmp_path, dirs, test, center
     assert checked == len(rows)
     method = _section(text, "Method, sources and the gate's summary")
     assert "Welch's t" in method and "Mann-Whitney" in method and "1 − 2α" in method
-    compare = run_cli("compare", str(dirs[0]), str(GPU_LOCAL_ROUNDS.parent / "results"), "--only", "bundled")
+    compare = run_cli("compare", str(dirs[0]), str(GPU_DOCKER / "results"), "--only", "bundled")
     if compare.returncode in (0, 1):  # the terminal's A -> B are the same statistic as its change
         for line in compare.stdout.splitlines()[2:]:
             times = re.search(
@@ -126,7 +125,7 @@ def test_a_report_with_regressions_ends_its_answer_with_their_reproducers(tmp_pa
 def test_the_cell_to_ship_is_named_with_the_rows_that_were_measured(tmp_path):
     # the atlas's lease 18 on an H100, two of its 17 cells: 9.26.0.51 is faster than bundled in one of the
     # matrix's 3 rows and the same in two; the advice says it rests on 3 rows, not on the profile
-    lease = REPO / "lab" / "evidence" / "release-atlas" / "remaining-path"
+    lease = RELEASE_ATLAS / "remaining-path"
     for side, cell in (("a", "bundled"), ("b", "wheel-9.26.0.51")):
         (tmp_path / side).mkdir()
         for path in [lease / "plan.json", *lease.glob(f"*cudnn-{cell}_*")]:
@@ -144,7 +143,8 @@ def test_inconclusive_rows_get_the_command_that_decides_them_and_its_cost(tmp_pa
     # report.md wraps prose at any space, so where a line breaks depends on tmp_path's length
     steps = " ".join(_section((out / "report.md").read_text(), "What to do next").split())
     assert "No cell is shown better" in steps
-    assert "python -m harness qualify --matrix lab/evidence/torch-axis-cpu/matrix.yaml --out" in steps
+    matrix = (TORCH_AXIS_CPU / "matrix.yaml").relative_to(REPO)  # as its results name it
+    assert f"python -m harness qualify --matrix {matrix} --out" in steps
     assert "`rounds: 7`" in steps and re.search(r"about \d+ more processes, \d+ (s|min) at most", steps)
 
 
@@ -190,9 +190,7 @@ def test_qualify_on_a_finished_folder_says_nothing_was_left_to_decide(tmp_path, 
         assert "nothing was left to decide" in again.stdout and "raise 'rounds:'" in again.stdout
 
 
-ATLAS_PATH = (
-    REPO / "lab" / "evidence" / "release-atlas" / "remaining-path"
-)  # lease 18, H100s: 17 cells, 3 rows
+ATLAS_PATH = RELEASE_ATLAS / "remaining-path"  # lease 18, H100s: 17 cells, 3 rows
 
 
 def _lease_of_three(tmp_path: Path, left_out: list[dict[str, object]]) -> Path:

@@ -11,9 +11,10 @@ import pytest
 
 from harness import jsonio
 from harness.results import documents
-from tests.conftest import GPU_REPORT, run_cli
+from tests.conftest import run_cli
+from tests.evidence import GPU_LOCAL_CUDNN_SOURCES
 
-GPU_RESULTS = sorted((GPU_REPORT / "results").glob("torch*.json.gz"))
+GPU_RESULTS = sorted((GPU_LOCAL_CUDNN_SOURCES / "results").glob("torch*.json.gz"))
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +103,7 @@ def test_nan_truncated_and_huge_files_are_refused(tmp_path, good, monkeypatch):
 
 
 def test_load_quarantines_invalid_files_and_keeps_valid_ones(tmp_path, good):
-    shutil.copy(GPU_REPORT / "results" / "plan.json", tmp_path / "plan.json")
+    shutil.copy(GPU_LOCAL_CUDNN_SOURCES / "results" / "plan.json", tmp_path / "plan.json")
     write(tmp_path, good, GPU_RESULTS[0].name)
     (tmp_path / "broken.json").write_text('{"schema_version": 1, "cell": ')
     loaded = documents.load(tmp_path)
@@ -169,7 +170,7 @@ def test_a_superseded_folder_named_itself_holds_results_and_one_below_a_folder_d
     results = tmp_path / "results"
     earlier = results / folder.SUPERSEDED
     earlier.mkdir(parents=True)
-    for source in sorted((GPU_REPORT / "results").glob("*.json.gz"))[:2]:
+    for source in sorted((GPU_LOCAL_CUDNN_SOURCES / "results").glob("*.json.gz"))[:2]:
         shutil.copy(source, earlier / source.name)
     assert [p.name for p in folder.result_files(earlier)] == sorted(p.name for p in earlier.iterdir())
     assert folder.result_files(results) == []  # a results folder's own superseded runs stay out of it

@@ -2,7 +2,7 @@
 GPU, a multi-GPU workload's runs get every GPU and run alone, and Ctrl-C stops them all.
 
 On a host without GPUs the GPU ids are only handed out (CUDA_VISIBLE_DEVICES is not set for a CPU
-suite), which is enough to check the schedule; the GPU proof is reports/gpu-multi.
+suite), which is enough to check the schedule; the GPU proof is the lab's gpu-multi.
 """
 
 from __future__ import annotations

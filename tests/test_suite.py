@@ -586,7 +586,7 @@ def test_ddp_ranks_run_with_the_cells_cudnn_setting(tmp_path, source):
 
 
 def test_a_disabled_cell_says_when_cudnn_ran_all_the_same():
-    # what an H100 showed (lab/evidence/what-ran/probe-h100.txt): with cuDNN disabled, sdpa still ran cuDNN
+    # what an H100 showed (the lab's what-ran/probe-h100.txt): with cuDNN disabled, sdpa still ran cuDNN
     ran = {
         "operators": [{"name": "aten::_scaled_dot_product_cudnn_attention", "calls": 1}],
         "cudnn_used": True,

@@ -1,7 +1,7 @@
 """A torch-axis cell checks, from inside its process, the torch it imported and the NCCL torch loaded.
 
 The rules are exercised on this machine's real torch (a CPU build, no NCCL) and on the loaded-library
-facts a GPU process reports; the GPU evidence is lab/evidence/torch-axis-h100/ (each cell's `nccl` record)."""
+facts a GPU process reports; the GPU evidence is the lab's torch-axis-h100 (each cell's `nccl` record)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import torch
 from harness import schemas
 from harness.suite import environment, nccl_probe
 from tests.conftest import REPO, harness_env
+from tests.evidence import TORCH_AXIS_H100
 
 WHEEL = ("nvidia-nccl-cu13", "2.29.7", "/env/site-packages/nvidia/nccl/lib")
 
@@ -118,7 +119,7 @@ def test_a_cell_asking_for_another_torch_fails_its_check_and_measures_nothing(tm
 def test_the_h100_torch_axis_results_record_the_nccl_each_build_pins():
     pins = {"2.11.0+cu130": "2.28.9", "2.13.0+cu130": "2.29.7", "2.14.1+cu130": "2.30.7"}
     seen = set()
-    for path in sorted((REPO / "lab" / "evidence" / "torch-axis-h100" / "results").glob("*.json.gz")):
+    for path in sorted((TORCH_AXIS_H100 / "results").glob("*.json.gz")):
         doc = json.loads(gzip.decompress(path.read_bytes()))
         assert not schemas.problems("result", doc, path.name), path.name
         version = doc["environment"]["torch"]["version"]

@@ -18,7 +18,8 @@ import pytest
 
 from harness import jsonio
 from harness.results import folder
-from tests.conftest import GPU_LOCAL_ROUNDS, REPO, run_cli, start_cli, untouched
+from tests.conftest import REPO, run_cli, start_cli, untouched
+from tests.evidence import GPU_DOCKER, GPU_LOCAL_ROUNDS
 
 LOCAL = GPU_LOCAL_ROUNDS
 
@@ -216,7 +217,7 @@ def test_a_python_that_prints_garbage_is_named_and_refused(tmp_path, write_matri
 @pytest.mark.parametrize("command", ["compare", "report"])  # report: was quiet already, now kept so
 def test_a_reader_that_leaves_ends_the_command_quietly(tmp_path, command):
     if command == "compare":
-        args = ["compare", str(LOCAL), str(LOCAL.parent / "results"), "--only", "bundled"]
+        args = ["compare", str(LOCAL), str(GPU_DOCKER / "results"), "--only", "bundled"]
     else:
         args = ["report", "--results", str(LOCAL), "--out", str(tmp_path / "report")]
     proc = start_cli(*args, stderr=subprocess.PIPE, text=False)

@@ -20,7 +20,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from harness.cli import main as cli
-from tests.conftest import GPU_LOCAL_ROUNDS, HOSTILE_MATRIX
+from tests.conftest import HOSTILE_MATRIX
+from tests.evidence import GPU_LOCAL_ROUNDS
 
 pytestmark = pytest.mark.slow  # every test here takes seconds (docs/development.md: the fast tests)
 

@@ -19,7 +19,8 @@ import pytest
 from harness import jsonio
 from harness.errors import InputError
 from harness.results import folder
-from tests.conftest import GPU_LOCAL_ROUNDS, REPO, harness_env, run_cli, start_cli
+from tests.conftest import REPO, harness_env, run_cli, start_cli
+from tests.evidence import GPU_LOCAL_ROUNDS
 
 RELU = """\
 schema_version: 1

@@ -27,7 +27,8 @@ from harness.plan import matrix
 from harness.plan.model import Plan
 from harness.results import documents
 from harness.suite.summary import summarize
-from tests.conftest import GPU_REPORT, run_cli
+from tests.conftest import run_cli
+from tests.evidence import GPU_LOCAL_CUDNN_SOURCES
 
 VALID = {
     "schema_version": 1,
@@ -194,7 +195,7 @@ def test_the_cli_refuses_an_injection_with_exit_2_and_runs_nothing(tmp_path):
     assert not (tmp_path / "r").exists()  # nothing was run, nothing written
 
 
-SMALL_RESULT = jsonio.read(next((GPU_REPORT / "results").glob("torch*.json.gz")))
+SMALL_RESULT = jsonio.read(next((GPU_LOCAL_CUDNN_SOURCES / "results").glob("torch*.json.gz")))
 SMALL_RESULT["measurements"] = SMALL_RESULT["measurements"][:2]
 for _m in SMALL_RESULT["measurements"]:  # 5 equal samples: small, and still a consistent document
     if _m["status"] == "ok":

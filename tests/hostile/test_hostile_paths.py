@@ -26,7 +26,8 @@ from harness.backends.packages import PackageSource
 from harness.errors import InputError
 from harness.results import folder
 from harness.workflows import repro
-from tests.conftest import GPU_LOCAL_ROUNDS, run_cli, untouched
+from tests.conftest import run_cli, untouched
+from tests.evidence import GPU_LOCAL_ROUNDS
 from tests.hostile import test_hostile_artifacts as artifacts
 
 fake_slurm = artifacts.fake_slurm  # stub sbatch, squeue, scontrol and scancel first on PATH

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from harness import jsonio
-from tests.conftest import GPU_LOCAL_ROUNDS, GPU_REPORT, HOSTILE_MATRIX, REPO, cli_in_process, run_cli
+from tests.conftest import HOSTILE_MATRIX, REPO, cli_in_process, run_cli
+from tests.evidence import GPU_DOCKER, GPU_LOCAL_CUDNN_SOURCES, GPU_LOCAL_ROUNDS
 
 PAYLOAD = "▼ slower x'onmouseover='alert(1)"  # its last word once became a CSS class, unescaped
 
@@ -31,7 +32,10 @@ class _Attributes(HTMLParser):
 def _copy_results(tmp_path: Path) -> Path:
     folder = tmp_path / "results"
     folder.mkdir()
-    for path in [*sorted((GPU_REPORT / "results").glob("*.json.gz")), GPU_REPORT / "results" / "plan.json"]:
+    for path in [
+        *sorted((GPU_LOCAL_CUDNN_SOURCES / "results").glob("*.json.gz")),
+        GPU_LOCAL_CUDNN_SOURCES / "results" / "plan.json",
+    ]:
         shutil.copy(path, folder / path.name)
     return folder
 
@@ -157,7 +161,7 @@ def test_a_fifo_or_a_device_is_refused_at_once_as_a_matrix_plan_or_result(tmp_pa
     assert done.returncode == 2 and "plan.json" in done.stderr and "Traceback" not in done.stderr
     (folder / "plan.json").unlink()
     (folder / "plan.json").write_text('{"name": ')  # malformed: once a traceback in report and rerun
-    docker_result = next((GPU_REPORT.parent / "gpu-docker" / "results").glob("*bundled*.r1.json.gz"))
+    docker_result = next((GPU_DOCKER / "results").glob("*bundled*.r1.json.gz"))
     shutil.copy(docker_result, folder / docker_result.name)
     for args in (("report", "--results", str(folder)), ("rerun", str(folder / docker_result.name))):
         done = run_cli(*args, "--out", str(tmp_path / "x"), timeout=60)

@@ -33,7 +33,8 @@ from harness.report.analysis.model import Analysis, View
 from harness.report.writers import markdown, plots, terminal
 from harness.report.writers.document import Document, Section, Value
 from harness.results import documents
-from tests.conftest import GPU_LOCAL_ROUNDS, run_cli
+from tests.conftest import run_cli
+from tests.evidence import GPU_LOCAL_ROUNDS
 
 # CommonMark with GitHub's tables and strikethrough; raw HTML on, as GitHub has it
 MD = MarkdownIt("commonmark").enable(["table", "strikethrough"])

@@ -1,5 +1,5 @@
-"""Hostile input, round four (issue 42): environments and their cache, cuDNN releases, wheelhouses, bisect,
-and results that contradict themselves.
+"""Hostile input to what a cell is set up from (issue 42): environments and their cache, cuDNN releases,
+wheelhouses; and bisect, and results that contradict themselves.
 
 1. A file problem in the environment code (a cache that is a file, a planted lock, a log planted as a
    folder, a library link loop) is the cell's failed result naming the file, never a traceback.
@@ -42,15 +42,8 @@ from harness.plan.model import Cell, Plan
 from harness.results import documents, folder, validity
 from harness.suite.summary import summarize
 from harness.workflows.bisect import bisect
-from tests.conftest import (
-    GPU_LOCAL_ROUNDS,
-    HOSTILE_MATRIX,
-    REPO,
-    cli_in_process,
-    harness_env,
-    run_cli,
-    untouched,
-)
+from tests.conftest import HOSTILE_MATRIX, REPO, cli_in_process, harness_env, run_cli, untouched
+from tests.evidence import GPU_LOCAL_ROUNDS, LAB
 
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 VERSION = "9.1.0.70"  # the small wheel's release
@@ -589,7 +582,7 @@ def cpu_result(tmp_path_factory) -> dict:
 
 def gpu_result(cudnn: str = "wheel") -> dict:
     """A committed GPU result (suite 0.16: windows, host) of a ``{wheel: X}`` cell, or of ``bundled``."""
-    for path in sorted((REPO / "lab" / "evidence").glob("**/*.r1.json.gz")):
+    for path in sorted(LAB.glob("**/*.r1.json.gz")):
         doc = jsonio.read(path)
         if (
             doc.get("suite_version") == "0.16"

@@ -1,18 +1,21 @@
-"""The committed proof of the containerized path on a GPU (lab/evidence/gpu-docker): what it claims holds."""
+"""The committed proof of the containerized path on a GPU (the lab's gpu-docker): what it claims holds."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
+import pytest
+
 from harness.results import documents
 from tests.conftest import REPO, harness_env
+from tests.evidence import GPU_DOCKER, GPU_VERDICTS
 
-EVIDENCE = REPO / "lab" / "evidence" / "gpu-docker"
+pytestmark = pytest.mark.lab  # the lab's claims (tests/lab/)
 
 
 def test_every_docker_result_ran_in_a_least_privilege_container_with_the_gpu_in_devices_mode():
-    loaded = documents.load(EVIDENCE / "results")
+    loaded = documents.load(GPU_DOCKER / "results")
     assert loaded.quarantined == () and len(loaded.documents) == 21
     for doc in loaded.documents:
         run = doc["run"]
@@ -39,16 +42,16 @@ def test_the_backend_comparison_says_what_the_readme_quotes():
             sys.executable,
             "-m",
             "lab.studies.backend_agreement",
-            str(EVIDENCE / "results"),
-            str(EVIDENCE / "local"),
+            str(GPU_DOCKER / "results"),
+            str(GPU_DOCKER / "local"),
             "--docker-verdicts",
-            str(EVIDENCE / "report" / "verdicts.csv"),
+            str(GPU_DOCKER / "report" / "verdicts.csv"),
             "--verdicts",
-            f"local 3 rounds={EVIDENCE / 'report-local' / 'verdicts.csv'}",
+            f"local 3 rounds={GPU_DOCKER / 'report-local' / 'verdicts.csv'}",
             "--verdicts",
-            f"gpu-verdicts={REPO / 'lab' / 'evidence' / 'gpu-verdicts' / 'verdicts.csv'}",
+            f"gpu-verdicts={GPU_VERDICTS / 'verdicts.csv'}",
             "--rerun",
-            str(next((EVIDENCE / "rerun").glob("*.json.gz"))),
+            str(next((GPU_DOCKER / "rerun").glob("*.json.gz"))),
         ],
         cwd=REPO,
         env=harness_env(),
@@ -64,4 +67,4 @@ def test_the_backend_comparison_says_what_the_readme_quotes():
         "rerun of torch-image_cudnn-bundled_577b61122c round 1: |ratio - 1| p50 0.158 %, p95 0.477 %" in out
     )
     assert "docker: 18 runs: wall 29.3 s" in out
-    assert out == (EVIDENCE / "agreement.txt").read_text().split("\n", 2)[2]  # after the command line
+    assert out == (GPU_DOCKER / "agreement.txt").read_text().split("\n", 2)[2]  # after the command line

@@ -1,11 +1,10 @@
 """The committed evidence of issue 40's later leases: what their READMEs claim holds, re-derived from the
-results (lab/evidence/release-atlas stem-bf16, remaining-path, step-d4a-e4b and step-e4b;
-lab/evidence/torch-build-docker), or from the committed render where the results left the tree
-(torch-axis-h100/t215/report: its results are in git at 83e44d6; resnet-layers-report, layer-path-report:
-their results are in git at 247c2cc; remaining-ends-report: at 679a6b7; variants-report,
-variants-path-report: at cb71162; variants-backward-report: at 57694ad; variants-backward-path-report: at
-ff50c59; variants-backward-step-report: at 60801c5; locate-a-report, last-rows-report, last-rows-g2-report,
-undecided-report: at the commits lab/evidence/README.md names)."""
+results (release-atlas's stem-bf16, remaining-path, step-d4a-e4b and step-e4b; torch-build-docker), or from
+the committed render where the results left the tree (torch-axis-h100/t215/report: its results are in git at
+83e44d6; resnet-layers-report, layer-path-report: their results are in git at 247c2cc; remaining-ends-report:
+at 679a6b7; variants-report, variants-path-report: at cb71162; variants-backward-report: at 57694ad;
+variants-backward-path-report: at ff50c59; variants-backward-step-report: at 60801c5; locate-a-report,
+last-rows-report, last-rows-g2-report, undecided-report: at the commits the lab's README names)."""
 
 from __future__ import annotations
 
@@ -16,13 +15,13 @@ import pandas as pd
 import pytest
 
 from harness.results import documents
-from tests.conftest import REPO, run_cli
+from tests.conftest import run_cli
+from tests.evidence import RELEASE_ATLAS, TORCH_AXIS_H100, TORCH_BUILD_DOCKER
 
-pytestmark = pytest.mark.slow  # each renders or reloads committed GPU results: seconds each
+# the lab's claims (tests/lab/); each renders or reloads committed GPU results: seconds each
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
-ATLAS = REPO / "lab" / "evidence" / "release-atlas"
-T215 = REPO / "lab" / "evidence" / "torch-axis-h100" / "t215"
-DOCKER = REPO / "lab" / "evidence" / "torch-build-docker"
+T215 = TORCH_AXIS_H100 / "t215"
 
 # How often torchvision's ResNet-50 (v1.5) runs each distinct convolution of layers.py: stage 2's expand
 # shape is also its downsample's; each later stage has one first block and n - 1 others.
@@ -50,11 +49,11 @@ def _render(results: Path, matrix: Path, out: Path, exit_code: int = 1) -> dict[
 @pytest.fixture(scope="module")
 def layers() -> dict[str, pd.DataFrame]:
     """Lease 7's committed render (its results are in git at 247c2cc)."""
-    return _committed(ATLAS / "resnet-layers-report")
+    return _committed(RELEASE_ATLAS / "resnet-layers-report")
 
 
 def _committed(report: Path, names: tuple[str, ...] = ("changes", "verdicts")) -> dict[str, pd.DataFrame]:
-    """A lease's committed render (its results left the tree for git: lab/evidence/README.md says where)."""
+    """A lease's committed render (its results left the tree for git: the lab's README says where)."""
     return {name: pd.read_csv(report / f"{name}.csv") for name in names}
 
 
@@ -119,7 +118,7 @@ def test_the_layer_rows_weighted_by_their_runs_add_up_to_the_step(layers):
 
 def test_torch_2_15_0s_answer_per_source() -> None:
     """The t215 lease's committed render (its results are in git at 83e44d6; torch-defaults/t215 ran
-    2.15.0 again, and tests/test_evidence_precision.py checks what it pinned and loaded)."""
+    2.15.0 again, and tests/lab/test_evidence_precision.py checks what it pinned and loaded)."""
     per_torch = pd.read_csv(T215 / "report" / "per_torch.csv")
     step = per_torch[(per_torch["workload"] == "train_resnet50") & (per_torch["dtype"] == "fp32")]
     assert set(step["verdict"]) == {"faster"} and step["ratio"].between(0.7, 0.8).all()
@@ -131,7 +130,7 @@ def test_torch_2_15_0s_answer_per_source() -> None:
 
 def test_the_docker_cell_built_its_torch_from_the_wheelhouse_and_agrees_with_local():
     for side, backend in (("docker", "docker"), ("local", "local")):
-        loaded = documents.load(DOCKER / side)
+        loaded = documents.load(TORCH_BUILD_DOCKER / side)
         assert loaded.quarantined == () and len(loaded.documents) == 3
         for doc in loaded.documents:
             assert doc["run"]["backend"] == backend and doc["cell"]["torch"] == "2.11.0"
@@ -144,7 +143,7 @@ def test_the_docker_cell_built_its_torch_from_the_wheelhouse_and_agrees_with_loc
             ):  # the built torch, not the image's own (torch: image runs /opt/torch/.venv)
                 assert doc["run"]["image"]["python"] == "/opt/venv/bin/python"
                 assert doc["environment"]["torch"]["path"].startswith("/opt/venv/")
-    done = run_cli("compare", str(DOCKER / "local"), str(DOCKER / "docker"))
+    done = run_cli("compare", str(TORCH_BUILD_DOCKER / "local"), str(TORCH_BUILD_DOCKER / "docker"))
     assert done.returncode == 0, done.stderr
     assert "0 slower, 0 faster, 14 same, 1 inconclusive" in done.stdout
 
@@ -155,7 +154,7 @@ THE_TWO_STEPS = {("9.20.0.48", "9.21.0.82"), ("9.26.1.1", "9.27.0.42")}
 
 def _changes(name: str, tmp_path_factory) -> pd.DataFrame:
     out = tmp_path_factory.mktemp(name)
-    done = run_cli("report", "--results", str(ATLAS / name), "--out", str(out))
+    done = run_cli("report", "--results", str(RELEASE_ATLAS / name), "--out", str(out))
     assert done.returncode in (0, 1), done.stderr
     return pd.read_csv(out / "changes.csv")
 
@@ -163,7 +162,7 @@ def _changes(name: str, tmp_path_factory) -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def layer_path() -> pd.DataFrame:
     """Lease 9's committed render (its results are in git at 247c2cc)."""
-    return _committed(ATLAS / "layer-path-report", ("changes",))["changes"]
+    return _committed(RELEASE_ATLAS / "layer-path-report", ("changes",))["changes"]
 
 
 def test_the_layer_rows_changed_at_9_21_0_82_came_back_at_9_26_1_1_to_9_27_0_42(layer_path):
@@ -194,7 +193,7 @@ def test_the_layer_rows_changed_at_9_21_0_82_came_back_at_9_26_1_1_to_9_27_0_42(
 
 @pytest.fixture(scope="module")
 def variants() -> pd.DataFrame:
-    return pd.read_csv(ATLAS / "variants-report" / "changes.csv")  # its results: git, cb71162
+    return pd.read_csv(RELEASE_ATLAS / "variants-report" / "changes.csv")  # its results: git, cb71162
 
 
 def test_the_other_dtype_and_layout_pairs_moved_both_ways_at_9_28_1_4(variants):
@@ -209,7 +208,7 @@ def test_the_other_dtype_and_layout_pairs_moved_both_ways_at_9_28_1_4(variants):
 
 @pytest.fixture(scope="module")
 def variants_path() -> pd.DataFrame:
-    return pd.read_csv(ATLAS / "variants-path-report" / "changes.csv")  # its results: git, cb71162
+    return pd.read_csv(RELEASE_ATLAS / "variants-path-report" / "changes.csv")  # its results: git, cb71162
 
 
 @pytest.fixture(scope="module")
@@ -231,7 +230,7 @@ def test_every_change_of_the_other_pairs_lies_between_two_adjacent_releases(vari
 
 @pytest.fixture(scope="module")
 def backward() -> dict[str, pd.DataFrame]:
-    report = ATLAS / "variants-backward-report"  # its results: git, 57694ad
+    report = RELEASE_ATLAS / "variants-backward-report"  # its results: git, 57694ad
     return {name: pd.read_csv(report / f"{name}.csv") for name in ("families", "changes")}
 
 
@@ -261,7 +260,7 @@ def test_the_backward_passes_of_the_other_pairs_moved_both_ways_at_9_28_1_4(back
 
 @pytest.fixture(scope="module")
 def backward_path() -> dict[str, pd.DataFrame]:
-    report = ATLAS / "variants-backward-path-report"  # its results: git, ff50c59
+    report = RELEASE_ATLAS / "variants-backward-path-report"  # its results: git, ff50c59
     frames = {name: pd.read_csv(report / f"{name}.csv") for name in ("verdicts", "changes")}
     frames["summary"] = pd.DataFrame({"text": [(report / "summary.md").read_text()]})
     return frames
@@ -274,7 +273,7 @@ def _judged_at_9_28_1_4(backward: dict[str, pd.DataFrame]) -> pd.DataFrame:
     return judged[["workload", "dtype", "verdict", "ratio"]]
 
 
-def test_lease_13_put_32_of_the_68_backward_changes_at_9_21_0_82_and_26_after_it(backward, backward_path):
+def test_32_of_the_68_backward_changes_are_at_9_21_0_82_and_26_after_it(backward, backward_path):
     # lease 13 stopped after 20 of 24 processes: 9.26.1.1 to 9.28.1.4 hold 2 rounds, which judge nothing
     summary = backward_path["summary"]["text"].iloc[0]
     assert "4 of the 8 groups hold fewer rounds than the 3 asked of every row (E 2, F 2, G 2, H 2)" in summary
@@ -299,11 +298,11 @@ def test_lease_13_put_32_of_the_68_backward_changes_at_9_21_0_82_and_26_after_it
 
 @pytest.fixture(scope="module")
 def backward_step() -> dict[str, pd.DataFrame]:
-    report = ATLAS / "variants-backward-step-report"  # its results: git, 60801c5
+    report = RELEASE_ATLAS / "variants-backward-step-report"  # its results: git, 60801c5
     return {name: pd.read_csv(report / f"{name}.csv") for name in ("changes", "verdicts")}
 
 
-def test_lease_14_put_22_of_the_26_later_backward_changes_at_9_26_1_1_to_9_27_0_42(
+def test_22_of_the_26_later_backward_changes_are_at_9_26_1_1_to_9_27_0_42(
     backward, backward_path, backward_step
 ):
     # lease 14: bundled, 9.26.1.1 and 9.27.0.42, 3 rounds each on one H200
@@ -342,7 +341,7 @@ def test_lease_14_put_22_of_the_26_later_backward_changes_at_9_26_1_1_to_9_27_0_
 
 @pytest.fixture(scope="module")
 def locate() -> dict[str, pd.DataFrame]:
-    return _committed(ATLAS / "locate-a-report")
+    return _committed(RELEASE_ATLAS / "locate-a-report")
 
 
 FIRST_AT_9_21 = {  # lease 15, GPU 0: judged against bundled at 9.21.0.82, its direction
@@ -354,9 +353,7 @@ FIRST_AT_9_21 = {  # lease 15, GPU 0: judged against bundled at 9.21.0.82, its d
 }
 
 
-def test_lease_15_puts_five_rows_first_change_before_9_21_0_82_and_none_after_it_to_9_24_0_43(
-    locate, backward_path
-):
+def test_five_rows_first_change_is_by_9_21_0_82_and_none_after_it_to_9_24_0_43(locate, backward_path):
     # lease 15: bundled and the 7 PyPI releases 9.21.0.82 ... 9.24.0.43, 3 rounds each on one H200
     verdicts = locate["verdicts"]
     verdicts = verdicts.assign(release=_release(verdicts["group"]))
@@ -377,7 +374,7 @@ def test_lease_15_puts_five_rows_first_change_before_9_21_0_82_and_none_after_it
         assert steps(changes, *row) == []
 
 
-def test_lease_15_mid_a_runs_in_two_modes_from_9_23_0_39(locate):
+def test_mid_a_backward_weight_runs_in_two_modes_from_9_23_0_39(locate):
     # its one judged step, 9.22.0.52 -> 9.23.0.39, is the start of windows at ~208 us beside ~171 us
     assert steps(locate["changes"], "conv2d_unet_mid_a_bwd_weight", "tf32") == [
         ("9.22.0.52", "9.23.0.39", "slower")
@@ -392,15 +389,15 @@ def test_lease_15_mid_a_runs_in_two_modes_from_9_23_0_39(locate):
     assert at_9_23_1_3["median_candidate_s"] > 200e-6 and at_9_23_1_3["candidate_s"] < 0.96 * 208e-6
 
 
-def test_lease_15_second_half_judged_nothing():
+def test_locate_b_whose_clock_guard_read_another_gpu_judged_nothing():
     # GPU 1 of the same host: its clock guard read GPU 0 (fixed since), bundled has one round: no verdicts
-    verdicts = pd.read_csv(ATLAS / "locate-b-report" / "verdicts.csv")
+    verdicts = pd.read_csv(RELEASE_ATLAS / "locate-b-report" / "verdicts.csv")
     assert set(verdicts["verdict"]) == {"inconclusive"}
 
 
 @pytest.fixture(scope="module")
 def last_rows() -> dict[str, pd.DataFrame]:
-    return _committed(ATLAS / "last-rows-report")
+    return _committed(RELEASE_ATLAS / "last-rows-report")
 
 
 AT_9_25_1_1 = {  # lease 16: judged between the adjacent releases 9.24.1.1 and 9.25.1.1, on GPUs 1 and 2
@@ -410,11 +407,11 @@ AT_9_25_1_1 = {  # lease 16: judged between the adjacent releases 9.24.1.1 and 9
 }
 
 
-def test_lease_16_locates_the_last_backward_steps_at_9_24_1_1_to_9_25_1_1(last_rows):
+def test_the_last_backward_steps_are_at_9_24_1_1_to_9_25_1_1_on_two_gpus(last_rows):
     # lease 16: bundled and 9.24.0.43 ... 9.26.1.1, 7 rounds each, the same matrix on two GPUs of one host
     verdicts = last_rows["verdicts"]
     assert set(verdicts["rounds_baseline"]) == set(verdicts["rounds_candidate"]) == {7}
-    second = pd.read_csv(ATLAS / "last-rows-g2-report" / "changes.csv")  # GPU 2; its results: git
+    second = pd.read_csv(RELEASE_ATLAS / "last-rows-g2-report" / "changes.csv")  # GPU 2; its results: git
     for changes in (last_rows["changes"], second):
         adjacent = changes[changes["before"] != "9.19.0 (bundled)"]
         judged = adjacent[adjacent["verdict"].isin(["slower", "faster"])]
@@ -431,7 +428,7 @@ def test_lease_16_locates_the_last_backward_steps_at_9_24_1_1_to_9_25_1_1(last_r
     assert steps(last_rows["changes"], "conv2d_unet_e3a_bwd_data", "tf32") == []
 
 
-def test_lease_16_e1a_steps_by_4_percent_under_the_threshold(last_rows):
+def test_e1a_backward_weight_steps_by_4_percent_under_the_threshold(last_rows):
     # 165 -> 158 us at 9.24.1.1 -> 9.25.1.1 (the README: every round of one beyond every round of the other,
     # in the results in git), a step the 5 % rule calls `same`: located, not judged
     verdicts = last_rows["verdicts"]
@@ -440,9 +437,9 @@ def test_lease_16_e1a_steps_by_4_percent_under_the_threshold(last_rows):
     assert steps(last_rows["changes"], "conv2d_unet_e1a_bwd_weight.cl", "fp32") == []
 
 
-def test_lease_17_finds_no_change_at_the_patch_steps_and_one_more_between_9_19_1_2_and_9_28_0_42():
+def test_the_undecided_rows_show_no_change_at_the_patch_steps_and_one_between_9_19_1_2_and_9_28_0_42():
     # lease 17: lease 1's 75 rows undecided at a step, its four cells on one H200 (3 to 4 rounds a cell)
-    report = ATLAS / "undecided-report"  # its results: git, at the commit lab/evidence/README.md names
+    report = RELEASE_ATLAS / "undecided-report"  # its results: git, at the commit the lab's README names
     counts = _step_counts(pd.read_csv(report / "families.csv"))
     assert counts.loc["9.19.1.2"].to_dict() == {"faster": 0, "slower": 0, "same": 67, "undecided": 8}
     assert counts.loc["9.28.1.4"].to_dict() == {"faster": 0, "slower": 0, "same": 73, "undecided": 2}
@@ -450,7 +447,7 @@ def test_lease_17_finds_no_change_at_the_patch_steps_and_one_more_between_9_19_1
     # the one change among the 33 rows no lease had followed: U-Net e1b's NHWC bf16 backward-data
     changes = pd.read_csv(report / "changes.csv")
     assert steps(changes, "conv2d_unet_e1b_bwd_data.cl", "bf16") == [("9.19.1.2", "9.28.0.42", "faster")]
-    between = (ATLAS / "between-matrix.yaml").read_text()
+    between = (RELEASE_ATLAS / "between-matrix.yaml").read_text()
     assert "conv2d_unet_e1b_bwd_data.cl:bf16" not in between
 
 
@@ -463,10 +460,10 @@ def _round_medians(results: pd.DataFrame, workload: str, dtype: str) -> pd.Serie
 @pytest.fixture(scope="module")
 def remaining_path(tmp_path_factory) -> dict[str, pd.DataFrame]:
     out = tmp_path_factory.mktemp("remaining-path")
-    return _render(ATLAS / "remaining-path", ATLAS / "remaining-path-matrix.yaml", out)
+    return _render(RELEASE_ATLAS / "remaining-path", RELEASE_ATLAS / "remaining-path-matrix.yaml", out)
 
 
-def test_lease_18_locates_e1b_and_the_mid_rows_steps_at_every_release_on_one_h100(remaining_path):
+def test_every_release_on_one_h100_locates_e1b_and_the_mid_rows_steps(remaining_path):
     # lease 18: bundled and all 16 PyPI releases from 9.19.1.2 to 9.28.1.4, 5 rounds each, one H100
     verdicts = remaining_path["verdicts"]
     assert set(verdicts["rounds_baseline"]) == set(verdicts["rounds_candidate"]) == {5}
@@ -486,7 +483,7 @@ def test_lease_18_locates_e1b_and_the_mid_rows_steps_at_every_release_on_one_h10
     assert all(slow[r] == 5 for r in ("9.23.0.39", "9.23.1.3", "9.23.2.1", "9.24.0.43", "9.24.1.1"))
 
 
-def test_lease_18_mid_rows_later_rise_is_two_steps_each_under_the_threshold(remaining_path):
+def test_the_mid_rows_later_rise_is_two_steps_each_under_the_threshold(remaining_path):
     # against bundled, mid_b is slower at 9.28.1.4 (1.059); no adjacent step after 9.25.1.1 is judged a
     # change: it rose at 9.26.1.1 -> 9.27.0.42 and at 9.27.0.42 -> 9.28.0.42, each under 5 %
     results = remaining_path["results"]
@@ -500,10 +497,10 @@ def test_lease_18_mid_rows_later_rise_is_two_steps_each_under_the_threshold(rema
         assert later == []
 
 
-def test_lease_18_judges_the_rows_lease_17_left_undecided_in_7_rounds():
+def test_7_rounds_judge_the_rows_3_to_4_rounds_left_undecided():
     # lease 18's second run: lease 17's 11 undecided rows in the atlas's four cells, 7 rounds each, one H100
     ends = _committed(
-        ATLAS / "remaining-ends-report", ("verdicts", "families", "changes")
+        RELEASE_ATLAS / "remaining-ends-report", ("verdicts", "families", "changes")
     )  # results: 679a6b7
     assert set(ends["verdicts"]["rounds_candidate"]) == {7}
     counts = _step_counts(ends["families"])
@@ -514,11 +511,13 @@ def test_lease_18_judges_the_rows_lease_17_left_undecided_in_7_rounds():
     assert changed == {("conv2d_unet_d4a", "fp32"), ("conv2d_unet_e4b", "fp32")}
 
 
-def test_leases_18_and_19_put_d4a_and_e4b_at_the_atlas_two_steps(tmp_path):
+def test_d4a_and_e4b_change_at_the_atlas_two_steps(tmp_path):
     # lease 18's third run: the two rows at bundled, 9.19.1.2, 9.20.0.48, 9.21.0.82, 9.26.1.1, 9.27.0.42 and
     # 9.28.0.42, 4 rounds; lease 19: e4b at 9.26.1.1 and 9.27.0.42 alone, 6 rounds, another H100
     # against bundled no row is judged slower: 9.27.0.42 and 9.28.0.42 run in two modes (exit 0, undecided)
-    around = _render(ATLAS / "step-d4a-e4b", ATLAS / "step-d4a-e4b-matrix.yaml", tmp_path / "around", 0)
+    around = _render(
+        RELEASE_ATLAS / "step-d4a-e4b", RELEASE_ATLAS / "step-d4a-e4b-matrix.yaml", tmp_path / "around", 0
+    )
     changes = around["changes"]
     assert steps(changes, "conv2d_unet_d4a", "fp32") == [
         ("9.20.0.48", "9.21.0.82", "faster"),
@@ -528,7 +527,7 @@ def test_leases_18_and_19_put_d4a_and_e4b_at_the_atlas_two_steps(tmp_path):
     for workload in ("conv2d_unet_d4a", "conv2d_unet_e4b"):  # the same time at 9.21.0.82 and 9.26.1.1
         rounds = _round_medians(around["results"], workload, "fp32")
         assert abs(sum(rounds["9.26.1.1"]) / sum(rounds["9.21.0.82"]) - 1) < 0.002
-    alone = _render(ATLAS / "step-e4b", ATLAS / "step-e4b-matrix.yaml", tmp_path / "alone")
+    alone = _render(RELEASE_ATLAS / "step-e4b", RELEASE_ATLAS / "step-e4b-matrix.yaml", tmp_path / "alone")
     verdict = alone["verdicts"].iloc[0]
     assert (verdict["verdict"], verdict["rounds_candidate"]) == ("slower", 6)
     assert 1.10 < verdict["ratio"] < 1.20

@@ -1,5 +1,5 @@
-"""The committed evidence of issue 58 (lab/evidence/precision-modes, lab/evidence/host-cudnn-h200,
-lab/evidence/torch-defaults): what their READMEs claim holds, re-derived from the results. One H200, torch
+"""The committed evidence of issue 58 (the lab's precision-modes, host-cudnn-h200 and torch-defaults):
+what their READMEs claim holds, re-derived from the results. One H200, torch
 2.11.0+cu130 (and PyPI's 2.14.1 and 2.15.0 in environments of their own), suite 0.20."""
 
 from __future__ import annotations
@@ -11,13 +11,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.conftest import REPO, run_cli
+from tests.conftest import run_cli
+from tests.evidence import HOST_CUDNN_H200, MAIN_JOB_H200, PRECISION_MODES, TORCH_DEFAULTS
 
-pytestmark = pytest.mark.slow  # each renders committed GPU results: seconds each
-
-MODES = REPO / "lab" / "evidence" / "precision-modes"
-HOST = REPO / "lab" / "evidence" / "host-cudnn-h200"
-TORCH = REPO / "lab" / "evidence" / "torch-defaults"
+# the lab's claims (tests/lab/); each renders committed GPU results: seconds each
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
 
 def _render(results: Path, matrix: Path, out: Path) -> dict[str, pd.DataFrame]:
@@ -30,12 +28,16 @@ def _render(results: Path, matrix: Path, out: Path) -> dict[str, pd.DataFrame]:
 
 @pytest.fixture(scope="module")
 def step_a(tmp_path_factory) -> dict[str, pd.DataFrame]:
-    return _render(MODES / "step-a", MODES / "step-a-matrix.yaml", tmp_path_factory.mktemp("step-a"))
+    return _render(
+        PRECISION_MODES / "step-a", PRECISION_MODES / "step-a-matrix.yaml", tmp_path_factory.mktemp("step-a")
+    )
 
 
 @pytest.fixture(scope="module")
 def step_b(tmp_path_factory) -> dict[str, pd.DataFrame]:
-    return _render(MODES / "step-b", MODES / "step-b-matrix.yaml", tmp_path_factory.mktemp("step-b"))
+    return _render(
+        PRECISION_MODES / "step-b", PRECISION_MODES / "step-b-matrix.yaml", tmp_path_factory.mktemp("step-b")
+    )
 
 
 def _row(verdicts: pd.DataFrame, workload: str, dtype: str) -> dict[str, tuple[str, float]]:
@@ -51,9 +53,9 @@ def test_every_measurement_records_the_math_flags_its_mode_asks_for() -> None:
     off."""
     seen: dict[str, set[tuple[bool, bool]]] = {}
     paths = [
-        *MODES.glob("step-*/*.json.gz"),
-        *HOST.glob("host-cudnn/*.json.gz"),
-        *TORCH.glob("t21*/*.json.gz"),
+        *PRECISION_MODES.glob("step-*/*.json.gz"),
+        *HOST_CUDNN_H200.glob("host-cudnn/*.json.gz"),
+        *TORCH_DEFAULTS.glob("t21*/*.json.gz"),
     ]
     for path in sorted(paths):
         with gzip.open(path) as f:
@@ -118,7 +120,7 @@ def test_the_9_28_layer_changes_the_atlas_names_are_tf32_off_changes(step_b) -> 
 def test_the_host_question_keeps_pytorchs_cudnn(tmp_path) -> None:
     """On the H200, NVIDIA's system 9.14 is the same as PyTorch's bundled 9.19.0.56 on every row of the
     default matrix; PyPI's 9.28.1.4 is slower on the small CNN's bf16 step and on bf16 attention."""
-    verdicts = _render(HOST / "host-cudnn", HOST / "matrix.yaml", tmp_path)["verdicts"]
+    verdicts = _render(HOST_CUDNN_H200 / "host-cudnn", HOST_CUDNN_H200 / "matrix.yaml", tmp_path)["verdicts"]
     system = verdicts[verdicts["group"].str.contains("system")]
     assert len(system) == 22 and set(system["verdict"]) == {"same"}
     newest = verdicts[verdicts["group"].str.contains("9.28.1.4")]
@@ -133,7 +135,7 @@ def test_the_main_job_on_a_gpu_host_asks_the_hosts_question(tmp_path) -> None:
     """The README's main job on the H200: bundled against NVIDIA's system 9.14.0, PyPI's newest left out (no
     network) and disabled left out (CPU only), each named; every row same, and the first screen keeps
     PyTorch's cuDNN in the modes that ran."""
-    folder = REPO / "lab" / "evidence" / "main-job-h200"
+    folder = MAIN_JOB_H200
     plan = json.loads((folder / "main-job" / "plan.json").read_text())
     why = {json.dumps(entry["cell"]["cudnn"]): entry["why"] for entry in plan["left_out"]}
     assert why['{"wheel": "newest"}'].startswith("the package index is not reachable")
@@ -163,11 +165,11 @@ BUILDS = {
 }
 
 
-@pytest.mark.parametrize("lease", sorted(BUILDS))
-def test_each_torch_build_ran_in_its_own_environment_with_what_it_pins(lease) -> None:
-    torch, version, cuda, cudnn, pin = BUILDS[lease]
+@pytest.mark.parametrize("build", sorted(BUILDS))
+def test_each_torch_build_ran_in_its_own_environment_with_what_it_pins(build) -> None:
+    torch, version, cuda, cudnn, pin = BUILDS[build]
     docs = []
-    for path in sorted((TORCH / lease).glob("*.json.gz")):
+    for path in sorted((TORCH_DEFAULTS / build).glob("*.json.gz")):
         with gzip.open(path) as f:
             docs.append(json.load(f))
     builds = [d for d in docs if d["cell"]["torch"] == torch]
@@ -184,11 +186,11 @@ def test_each_torch_build_ran_in_its_own_environment_with_what_it_pins(lease) ->
     assert {d["environment"]["torch"]["version"] for d in anchors} == {"2.11.0+cu130"}
 
 
-@pytest.mark.parametrize("lease", sorted(BUILDS))
-def test_a_torch_builds_resnet50_step_changes_only_with_tf32_off(lease, tmp_path) -> None:
+@pytest.mark.parametrize("build", sorted(BUILDS))
+def test_a_torch_builds_resnet50_step_changes_only_with_tf32_off(build, tmp_path) -> None:
     """torch 2.14.1's and 2.15.0's ResNet-50 step is 1.37x slower than 2.11.0's with TF32 off, as their cuDNN
     pins make it; on PyTorch's defaults and with bf16 AMP it is the same, and so are the layers behind it."""
-    verdicts = _render(TORCH / lease, TORCH / f"{lease}-matrix.yaml", tmp_path)["verdicts"]
+    verdicts = _render(TORCH_DEFAULTS / build, TORCH_DEFAULTS / f"{build}-matrix.yaml", tmp_path)["verdicts"]
     got = {(r.workload, r.dtype): (r.verdict, float(r.ratio)) for r in verdicts.itertuples()}
     assert len(got) == 12
     verdict, ratio = got[("train_resnet50", "fp32")]
