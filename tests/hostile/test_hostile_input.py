@@ -26,7 +26,7 @@ from harness.errors import InputError
 from harness.plan import matrix
 from harness.plan.model import Plan
 from harness.results import documents
-from harness.suite.summary import summarize
+from harness.suite.timing.summary import summarize
 from tests.conftest import GPU_REPORT, run_cli
 
 VALID = {
