@@ -13,7 +13,7 @@ and the exact Mann-Whitney test on 7+7 round medians. The new one is this checko
 rounds, then adds rounds (up to the matrix's) only for the rows still undecided, judged by Welch's t and
 an equivalence test below 7 rounds; the suite (0.6 on) pipelines its samples, flushes the L2's size and
 runs the numerics in a cell's first round, and suite 0.7 samples each measurement as long as its
-process needs for half its wall time to be timed GPU work (``harness/suite/share.py``).
+process needs for half its wall time to be timed GPU work (``harness/suite/timing/share.py``).
 
 Today's method runs first, then the new one, into ``WORK/today`` and ``WORK/new`` (reports beside them).
 A run cut short (a device call's time limit) goes on where it stopped when the command is given again:

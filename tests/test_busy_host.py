@@ -16,7 +16,7 @@ import pytest
 from benchmarks import busy_host
 from harness import jsonio
 from harness.report.sections import run_sections
-from harness.suite import host
+from harness.suite.probes import host
 from tests.conftest import REPO, run_cli, timed_on_a_busy_host
 from tests.evidence import RELEASE_ATLAS, TORCH_AXIS_CPU
 

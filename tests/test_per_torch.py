@@ -28,7 +28,7 @@ from harness.report.writers import markdown
 from harness.report.writers.document import Document
 from harness.results import documents, folder
 from harness.results.documents import LoadedResults
-from harness.suite.summary import summarize
+from harness.suite.timing.summary import summarize
 from tests.conftest import run_cli
 from tests.evidence import RELEASE_ATLAS
 

@@ -30,7 +30,7 @@ from harness.plan.model import Cell, CudnnSource, Plan
 from harness.plan.releases import release_axis
 from harness.results import documents, folder, resume
 from harness.suite.catalog import CATALOG
-from harness.suite.summary import summarize
+from harness.suite.timing.summary import summarize
 from harness.workflows import bisect as bisect_module
 from harness.workflows.bisect import bisect, run_with
 from tests.conftest import cli_in_process, run_cli

@@ -98,7 +98,7 @@ def test_the_reproducer_needs_only_torch_and_runs_both_sides_as_the_row_did(qual
     allowed = set(sys.stdlib_module_names) | {"torch", "harness"}  # harness: the sources it carries
     for name, text in {"repro.py": script, **sources}.items():
         assert imported_modules(text) <= allowed, name
-    assert "harness/suite/workloads/conv.py" in sources and "harness/suite/measure.py" in sources
+    assert "harness/suite/workloads/conv.py" in sources and "harness/suite/timing/measure.py" in sources
     verdict = json.loads((qualified / "report" / "verdict.json").read_text())
     (judged,) = [c for c in verdict["comparisons"] if c["workload"] == "conv2d_r50_3x3"]
     assert row["report_ratio"] == pytest.approx(judged["ratio"])

@@ -20,9 +20,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.suite import cudnn_probe, graphs, measure, numerics, share
-from harness.suite import timer as timing
-from harness.suite.measure import Sampling
+from harness.suite.numerics.check import check
+from harness.suite.probes import cudnn
+from harness.suite.timing import graphs, measure, share
+from harness.suite.timing import timer as timing
+from harness.suite.timing.measure import Sampling
 from tests.conftest import REPO, harness_env
 
 SUITE = REPO / "harness" / "suite"
@@ -172,12 +174,12 @@ def test_loops_never_lengthened_do_not_set_the_share_expected_of_those_that_will
 
 
 def test_cudnn_version_helpers():
-    assert cudnn_probe._version_text(91900) == "9.19.0"
-    assert cudnn_probe._version_text(8907) == "8.9.7"
-    assert cudnn_probe._same_version("9.14", "9.14.0")
-    assert cudnn_probe._same_version("9.14.0.64", "9.14.0")
-    assert not cudnn_probe._same_version("9.1", "9.14.0")
-    assert not cudnn_probe._same_version("9", "9.14.0")
+    assert cudnn._version_text(91900) == "9.19.0"
+    assert cudnn._version_text(8907) == "8.9.7"
+    assert cudnn._same_version("9.14", "9.14.0")
+    assert cudnn._same_version("9.14.0.64", "9.14.0")
+    assert not cudnn._same_version("9.1", "9.14.0")
+    assert not cudnn._same_version("9", "9.14.0")
 
 
 def test_the_expected_cudnn_is_read_as_the_orchestrator_writes_it():
@@ -189,7 +191,7 @@ def test_the_expected_cudnn_is_read_as_the_orchestrator_writes_it():
         CudnnExpectation("system", "/opt/cudnn/lib", "9.14.0"),
     ):
         text = json.dumps(expect.to_json())
-        assert json.dumps(cudnn_probe.request(text)) == text  # recorded as 'requested', key for key
+        assert json.dumps(cudnn.request(text)) == text  # recorded as 'requested', key for key
     for wrong in (
         '"bundled"',
         '{"source": "pip"}',
@@ -197,11 +199,11 @@ def test_the_expected_cudnn_is_read_as_the_orchestrator_writes_it():
         '{"source": "disabled", "x": "1"}',
     ):
         with pytest.raises(ValueError, match="the cuDNN expectation"):
-            cudnn_probe.request(wrong)
+            cudnn.request(wrong)
 
 
 def test_the_gpu_state_around_a_measurement_is_what_changed():
-    from harness.suite.gpu_state import delta
+    from harness.suite.probes.gpu_state import delta
 
     before = {
         "clock_event_reasons": 0,
@@ -226,7 +228,7 @@ def test_the_gpu_state_around_a_measurement_is_what_changed():
 def test_nvml_reads_the_gpu_the_run_is_on_not_the_hosts_first():
     # a run pinned to the host's GPU 3 sees it as CUDA's device 0; NVML numbers the host's GPUs, so the
     # index alone read GPU 0's clock (lease 15: every sample dropped as throttled while GPU 0 idled)
-    from harness.suite.gpu_state import nvml_device
+    from harness.suite.probes.gpu_state import nvml_device
 
     uuid = "552e6c6c-5861-bc10-985f-363246f127fe"  # as torch gives it, without NVML's prefix
     assert nvml_device(0, uuid, "3") == f"GPU-{uuid}"
@@ -241,12 +243,12 @@ def test_nvml_reads_the_gpu_the_run_is_on_not_the_hosts_first():
 
 @pytest.mark.skipif(torch.version.cuda is not None, reason="checks the CPU build's answers")
 def test_probe_on_a_cpu_build():
-    bundled = cudnn_probe.probe({"source": "bundled"}, "cpu")
+    bundled = cudnn.probe({"source": "bundled"}, "cpu")
     assert bundled["verified"] and "CPU build" in bundled["verification"]
     assert bundled["loaded_libraries"] == []
-    system = cudnn_probe.probe({"source": "system", "lib_dir": "/usr/lib", "version": "9.14.0"}, "cpu")
+    system = cudnn.probe({"source": "system", "lib_dir": "/usr/lib", "version": "9.14.0"}, "cpu")
     assert not system["verified"] and "CPU build" in system["verification"]
-    disabled = cudnn_probe.probe({"source": "disabled"}, "cpu")
+    disabled = cudnn.probe({"source": "disabled"}, "cpu")
     assert disabled["verified"] and disabled["enabled"] is False
     torch.backends.cudnn.enabled = True
 
@@ -326,14 +328,14 @@ def test_suite_lists_its_catalog_without_torch_import():
 def test_the_digest_needs_no_numpy_and_matches_the_raw_bytes():
     t = torch.arange(12, dtype=torch.float32).reshape(3, 4)
     expected = hashlib.sha256(b"torch.float32" + b"(3, 4)" + struct.pack("<12f", *range(12))).hexdigest()
-    assert numerics.digest([t]) == expected
-    assert numerics.digest([t.t().contiguous().t()]) == expected  # layout does not change the digest
+    assert check.digest([t]) == expected
+    assert check.digest([t.t().contiguous().t()]) == expected  # layout does not change the digest
     done = subprocess.run(
         [
             sys.executable,
             "-c",
             "import sys; sys.modules['numpy'] = None\n"
-            "import torch\nfrom harness.suite.numerics import digest\n"
+            "import torch\nfrom harness.suite.numerics.check import digest\n"
             "print(digest([torch.ones(2, 3)]))",
         ],
         env=harness_env(),
@@ -413,7 +415,7 @@ def test_a_host_memory_fault_stops_at_its_cap_and_is_recorded_as_an_error(tmp_pa
 )
 def test_a_cudnn_other_than_the_one_asked_for_fails_verification(expect, seen, says, monkeypatch):
     monkeypatch.setattr("os.path.realpath", lambda p: p)
-    verified, why = cudnn_probe._verify(expect, seen, cuda_build=True)
+    verified, why = cudnn._verify(expect, seen, cuda_build=True)
     assert verified is False and says in why
 
 
@@ -546,7 +548,7 @@ def test_each_measurement_records_what_ran_in_one_profiled_call_outside_its_samp
 
 
 def test_what_ran_reads_the_backend_and_cudnn_from_operator_names():
-    from harness.suite import what_ran
+    from harness.suite.probes import what_ran
 
     assert what_ran.attention_backend(["aten::_scaled_dot_product_cudnn_attention"]) == "cudnn"
     assert what_ran.attention_backend(["aten::_scaled_dot_product_flash_attention_backward"]) == "flash"
@@ -597,10 +599,10 @@ def test_a_disabled_cell_says_when_cudnn_ran_all_the_same():
         {"workload": "conv2d_r50_3x3", "dtype": "bf16", "what_ran": native},
         {"workload": "relu", "dtype": "bf16"},  # recorded without what_ran: says nothing either way
     ]
-    said = cudnn_probe.used_anyway({"requested": {"source": "disabled"}}, measurements)
+    said = cudnn.used_anyway({"requested": {"source": "disabled"}}, measurements)
     assert said == "cuDNN was disabled, yet 1 measurement(s) ran cuDNN all the same: sdpa bf16"
-    assert cudnn_probe.used_anyway({"requested": {"source": "bundled"}}, measurements) is None
-    assert cudnn_probe.used_anyway({"requested": {"source": "disabled"}}, measurements[1:]) is None
+    assert cudnn.used_anyway({"requested": {"source": "bundled"}}, measurements) is None
+    assert cudnn.used_anyway({"requested": {"source": "disabled"}}, measurements[1:]) is None
     # the engine sub-libraries load when something calls into them: mapped during the run says cuDNN was used
     lib = "/venv/site-packages/nvidia/cudnn/lib/"
     record = {
@@ -612,15 +614,15 @@ def test_a_disabled_cell_says_when_cudnn_ran_all_the_same():
             lib + "libcudnn_engines_precompiled.so.9",
         ],
     }
-    assert cudnn_probe.used_anyway(record, measurements[1:]) == (
+    assert cudnn.used_anyway(record, measurements[1:]) == (
         "cuDNN was disabled, yet cuDNN libraries were first mapped while the workloads ran: "
         "libcudnn_engines_precompiled.so.9"
     )
-    both = cudnn_probe.used_anyway(record, measurements)
+    both = cudnn.used_anyway(record, measurements)
     assert both and "1 measurement(s) ran cuDNN all the same: sdpa bf16; and cuDNN libraries" in both
     unchanged = {**record, "loaded_after_run": record["loaded_libraries"]}
-    assert cudnn_probe.used_anyway(unchanged, measurements[1:]) is None
-    verified, why = cudnn_probe._verify({"source": "disabled"}, {"enabled": False, "loaded_dirs": []}, True)
+    assert cudnn.used_anyway(unchanged, measurements[1:]) is None
+    verified, why = cudnn._verify({"source": "disabled"}, {"enabled": False, "loaded_dirs": []}, True)
     assert verified and "native kernels run" not in why  # the check no longer claims what it cannot know
 
 
@@ -629,14 +631,14 @@ def test_a_measurement_is_held_to_the_tolerance_of_the_precision_it_ran_in():
     x = torch.randn(64, 64, dtype=torch.float64)
     exact = lambda: x @ weights  # noqa: E731
     off_by = lambda scale: lambda: x.float() @ weights.float() * (1 + scale)  # noqa: E731
-    fp32 = numerics.check(off_by(0.0), exact, "fp32")
+    fp32 = check.check(off_by(0.0), exact, "fp32")
     assert fp32["tolerance_rel_rmse"] == 1e-5 and fp32["within_tolerance"] and fp32["rel_rmse"] < 1e-6
-    drifted = numerics.check(off_by(1e-3), exact, "fp32")  # a TF32-sized error
+    drifted = check.check(off_by(1e-3), exact, "fp32")  # a TF32-sized error
     assert not drifted["within_tolerance"] and drifted["rel_rmse"] == pytest.approx(1e-3, rel=1e-2)
-    tf32 = numerics.check(off_by(1e-3), exact, "fp32", tf32=True)  # fp32 storage, TF32 math allowed
+    tf32 = check.check(off_by(1e-3), exact, "fp32", tf32=True)  # fp32 storage, TF32 math allowed
     assert tf32["tolerance_rel_rmse"] == 5e-3 and tf32["within_tolerance"]
-    assert numerics.precision("bf16", True) == "bf16"
-    nan = numerics.check(lambda: torch.tensor([1.0, float("nan")]), lambda: torch.tensor([1.0, 1.0]), "fp32")
+    assert check.precision("bf16", True) == "bf16"
+    nan = check.check(lambda: torch.tensor([1.0, float("nan")]), lambda: torch.tensor([1.0, 1.0]), "fp32")
     assert nan["nan_count"] == 1 and not nan["within_tolerance"]
 
 
@@ -799,8 +801,8 @@ class _CountingFamily:
 
 
 def test_every_dtype_of_a_workload_is_checked_against_one_fp64_reference():
-    from harness.suite import numerics_pass as suite_main
     from harness.suite.catalog import CATALOG
+    from harness.suite.numerics.check import sweep as suite_main
 
     family = _CountingFamily()
     spec = CATALOG["relu"]
@@ -808,16 +810,16 @@ def test_every_dtype_of_a_workload_is_checked_against_one_fp64_reference():
     suite_main._references.clear()
     for dtype in ("fp32", "tf32", "bf16", "fp16"):
         built = family.build(spec, "smoke", "cpu", dtype)
-        found = suite_main._numerics(family, spec, "smoke", "cpu", dtype, knobs, built, numerics)  # type: ignore[arg-type]
+        found = suite_main._numerics(family, spec, "smoke", "cpu", dtype, knobs, built, check)  # type: ignore[arg-type]
         assert found["rel_rmse"] < 1e-6 and found["within_tolerance"] is True
     assert family.fp64_builds == 1  # once for the four dtypes (suite 0.11)
-    suite_main._numerics(family, CATALOG["gelu"], "smoke", "cpu", "fp32", knobs, built, numerics)  # type: ignore[arg-type]
+    suite_main._numerics(family, CATALOG["gelu"], "smoke", "cpu", "fp32", knobs, built, check)  # type: ignore[arg-type]
     assert family.fp64_builds == 2 and len(suite_main._references) == 1  # one workload's held at a time
     suite_main._references.clear()
 
 
 def test_numerics_run_once_every_row_is_timed_and_a_failed_check_is_an_error():
-    from harness.suite import numerics_pass as suite_main
+    from harness.suite.numerics.check import sweep as suite_main
 
     knobs = {"cudnn_benchmark": False, "deterministic": False, "tf32": False}
     timed = {

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from harness import schemas
-from harness.suite import environment, nccl_probe
+from harness.suite.probes import environment, nccl
 from tests.conftest import REPO, harness_env
 from tests.evidence import TORCH_AXIS_H100
 
@@ -44,7 +44,7 @@ def test_the_torch_a_process_imported_is_checked_against_the_cells(wanted, ok):
 
 def test_a_torch_without_nccl_passes_and_says_so(monkeypatch):
     monkeypatch.delattr(torch._C, "_nccl_version", raising=False)  # whatever torch this machine has
-    record = nccl_probe.probe()
+    record = nccl.probe()
     assert (record["runtime_version"], record["verified"]) == (None, True)
     assert record["verification"] == "torch was built without NCCL"
 
@@ -54,7 +54,7 @@ def test_an_nccl_that_cannot_be_read_is_said_and_never_loses_the_cell(monkeypatc
         raise RuntimeError("no NCCL symbols")
 
     monkeypatch.setattr(torch._C, "_nccl_version", broken, raising=False)
-    record = nccl_probe.probe()
+    record = nccl.probe()
     assert record["verified"] is True and "could not be read, so it is not checked" in record["verification"]
     assert set(record) == {"runtime_version", "wheel_version", "loaded_libraries", "verified", "verification"}
 
@@ -80,26 +80,26 @@ def test_an_nccl_that_cannot_be_read_is_said_and_never_loses_the_cell(monkeypatc
     ],
 )
 def test_the_nccl_torch_loaded_must_be_the_wheel_beside_it(runtime, files, ok, words):
-    verified, said = nccl_probe._verify(runtime, files, WHEEL)
+    verified, said = nccl._verify(runtime, files, WHEEL)
     assert verified is ok and words in said, said
 
 
 def test_an_nccl_torch_pins_no_wheel_of_is_recorded_not_judged():
-    verified, said = nccl_probe._verify("2.28.9", ["/usr/lib/libnccl.so.2"], None)
+    verified, said = nccl._verify("2.28.9", ["/usr/lib/libnccl.so.2"], None)
     assert verified is True and "torch requires no NCCL wheel" in said and "/usr/lib" in said
-    verified, said = nccl_probe._verify("2.29.7", [], ("nvidia-nccl-cu13", "", "/x"))
+    verified, said = nccl._verify("2.29.7", [], ("nvidia-nccl-cu13", "", "/x"))
     assert verified is False and "requires nvidia-nccl-cu13, but it is not installed beside torch" in said
 
 
 @pytest.mark.parametrize(("wheel", "same"), [("2.29.7", True), ("2.29.7.post1", True), ("2.29.7+cu13", True),
     ("2.29.07", True), ("2.29", False), ("2.30.7", False)])  # fmt: skip
 def test_nccl_versions_are_compared_as_numbers(wheel, same):
-    assert (nccl_probe._numbers(wheel) == nccl_probe._numbers("2.29.7")) is same
+    assert (nccl._numbers(wheel) == nccl._numbers("2.29.7")) is same
 
 
 def test_a_verification_stays_within_the_schemas_bound():
     stray = [f"/opt/{'x' * 300}{i}/libnccl.so.2" for i in range(30)]
-    verified, said = nccl_probe._verify("2.29.7", stray, WHEEL)
+    verified, said = nccl._verify("2.29.7", stray, WHEEL)
     assert verified is False and "and 26 more" in said and len(said) < 4000
 
 

@@ -7,11 +7,12 @@ import platform
 
 import pytest
 
-from harness.suite import rows, windows
+from harness.suite import rows
 from harness.suite.settings import SuiteSettings
-from harness.suite.share import TimedShare
-from harness.suite.summary import summarize
-from harness.suite.timer import Timer
+from harness.suite.timing import windows
+from harness.suite.timing.share import TimedShare
+from harness.suite.timing.summary import summarize
+from harness.suite.timing.timer import Timer
 from tests.test_suite import run_suite
 
 

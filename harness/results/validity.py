@@ -17,7 +17,7 @@ from harness import schemas
 from harness.errors import Problem
 from harness.plan.model import Cell
 from harness.suite.document import ResultDocument
-from harness.suite.summary import summarize
+from harness.suite.timing.summary import summarize
 
 MAX_SAMPLE_S = 86400.0
 
@@ -154,8 +154,8 @@ def _stats_agree(stats: Any, samples: list[float], field: str, source: str) -> l
 
 
 def _host_agrees(doc: ResultDocument, source: str) -> list[Problem]:
-    """A CPU run whose load was above its cores is busy (the suite's rule, ``suite/host.py``): one that says
-    it was not, with that load recorded, was altered."""
+    """A CPU run whose load was above its cores is busy (the suite's rule, ``suite/probes/host.py``): one that
+    says it was not, with that load recorded, was altered."""
     host = doc.get("host")
     if not isinstance(host, dict) or doc.get("device") != "cpu" or host.get("busy") is not False:
         return []
@@ -204,8 +204,8 @@ def _cudnn_agrees(doc: ResultDocument, source: str) -> list[Problem]:
 
 
 def _windows_agree(m: Any, field: str, source: str) -> list[Problem]:
-    """A row timed in windows (``suite/windows.py``): each window gave at least one sample, kept or set aside
-    as contended, and the fastest window is always kept, so its median lies among the samples and no
+    """A row timed in windows (``suite/timing/windows.py``): each window gave at least one sample, kept or set
+    aside as contended, and the fastest window is always kept, so its median lies among the samples and no
     window's median lies below the fastest sample."""
     medians, samples = m.get("window_medians_s"), m["samples_s"]
     if not medians or not samples:

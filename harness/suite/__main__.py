@@ -13,10 +13,10 @@ import time
 import traceback
 from typing import Any
 
-from harness.suite import RESULT_SCHEMA_VERSION, SUITE_VERSION, host, lifeline, source_sha256, windows
+from harness.suite import RESULT_SCHEMA_VERSION, SUITE_VERSION, lifeline, source_sha256
 from harness.suite.catalog import CATALOG, rows_of
-from harness.suite.numerics_pass import numerics_pass
-from harness.suite.phases import Phases
+from harness.suite.numerics.sweep import numerics_pass
+from harness.suite.probes import host
 from harness.suite.rows import (
     Cell,
     CudaContextLost,
@@ -26,7 +26,9 @@ from harness.suite.rows import (
     windows_measured,
 )
 from harness.suite.settings import SuiteSettings
-from harness.suite.share import TimedShare
+from harness.suite.timing import windows
+from harness.suite.timing.phases import Phases
+from harness.suite.timing.share import TimedShare
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "list":
         return _list(args.json)
     if args.command == "facts":
-        from harness.suite import image_facts
+        from harness.suite.probes import image_facts
 
         print(json.dumps(image_facts.collect(), sort_keys=True))
         return 0
@@ -124,7 +126,7 @@ def _checked_and_measured(
     setup = Phases(doc.setdefault("setup_s", {}))  # where the time goes before the first measurement
     import torch  # imported here so 'list' works without torch
 
-    from harness.suite import cudnn_probe, environment, nccl_probe
+    from harness.suite.probes import cudnn, environment, nccl
 
     setup.done("import_torch")
     device = settings.device
@@ -135,9 +137,9 @@ def _checked_and_measured(
     doc["device"] = device
     threads, load_start = host.fix_threads(torch, device), host.load()
     allocator = host.keep_freed_memory(device)
-    doc["cudnn"] = cudnn_probe.probe(cudnn_probe.request(args.expect_cudnn), device)
+    doc["cudnn"] = cudnn.probe(cudnn.request(args.expect_cudnn), device)
     setup.done("cudnn_probe")  # with a GPU, the CUDA context's creation too
-    doc["nccl"] = nccl_probe.probe()
+    doc["nccl"] = nccl.probe()
     doc["environment"] = environment.collect(device)
     setup.done("environment")
     if doc["cudnn"]["distinct_builds"] > 1:
@@ -177,12 +179,12 @@ def _measured(
     the cuDNN libraries loaded on the way."""
     import torch
 
-    from harness.suite import cudnn_probe
-    from harness.suite.gpu_state import GpuState
-    from harness.suite.timer import Timer
+    from harness.suite.probes import cudnn
+    from harness.suite.probes.gpu_state import GpuState
+    from harness.suite.timing.timer import Timer
 
     gpu = None
-    if device == "cuda":  # NVML finds the GPU by the UUID CUDA gave it (harness/suite/gpu_state.py)
+    if device == "cuda":  # NVML finds the GPU by the UUID CUDA gave it (harness/suite/probes/gpu_state.py)
         gpu = GpuState(torch.cuda.current_device(), (doc["environment"].get("gpu") or {}).get("uuid"))
     doc["environment"]["gpu_state"] = gpu.static() if gpu is not None else None
     if gpu is not None and gpu.missing:
@@ -208,8 +210,8 @@ def _measured(
     if settings.numerics:
         numerics_pass(doc["measurements"], settings.profile, device)
     # the engine sub-libraries load when a workload first needs them, not at start
-    doc["cudnn"]["loaded_after_run"] = cudnn_probe.mapped_cudnn_files()
-    anyway = cudnn_probe.used_anyway(doc["cudnn"], doc["measurements"])
+    doc["cudnn"]["loaded_after_run"] = cudnn.mapped_cudnn_files()
+    anyway = cudnn.used_anyway(doc["cudnn"], doc["measurements"])
     if anyway:  # the cell's check and its warnings say so, not only the measurements
         doc["cudnn"]["verification"] += f"; {anyway}"
         doc["warnings"].append(anyway)

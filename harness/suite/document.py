@@ -69,7 +69,7 @@ class Kernel(TypedDict):
 
 
 class WhatRan(TypedDict):
-    """What one profiled call (never a sample) ran: ``harness/suite/what_ran.py``."""
+    """What one profiled call (never a sample) ran: ``harness/suite/probes/what_ran.py``."""
 
     operators: list[Operator]
     kernels: NotRequired[list[Kernel]]  # on a GPU
@@ -80,7 +80,7 @@ class WhatRan(TypedDict):
 
 
 class GpuStateDelta(TypedDict, total=False):
-    """What NVML saw change around a measurement (``harness/suite/gpu_state.py``); empty without NVML."""
+    """What NVML saw change around a measurement (``suite/probes/gpu_state.py``); empty without NVML."""
 
     clock_event_reasons_after: int | None  # the throttle reasons' bit mask at the end
     temperature_c: list[int | None]  # before, after
@@ -108,7 +108,7 @@ class Measurement(TypedDict):
     clock: NotRequired[Literal["wall", "thread_cpu"]]  # a CPU's samples_s are in (suite 0.17, host.CPU_CLOCK)
     wall_stats: NotRequired[Stats]  # where clock is thread_cpu: the same calls' wall times (0.17)
     thread_cpu_stats: NotRequired[Stats]  # where clock is wall: the same calls' thread CPU times (0.17)
-    window_medians_s: NotRequired[list[float]]  # a row's windows (CPU 0.12, GPU 0.15; suite/windows.py)
+    window_medians_s: NotRequired[list[float]]  # a row's windows (CPU 0.12, GPU 0.15; timing/windows.py)
     contended_discarded: NotRequired[int]  # samples of the windows set aside as contended (suite 0.12)
     memory_stranded_bytes: NotRequired[int]  # GPU: what the allocator held with no tensor after it (0.15)
     unit: NotRequired[Literal["s"]]
@@ -265,7 +265,7 @@ class RunRecord(TypedDict):
 
 
 class HostRecord(TypedDict):
-    """The host as it bears on CPU timings (suite 0.11; harness/suite/host.py)."""
+    """The host as it bears on CPU timings (suite 0.11; harness/suite/probes/host.py)."""
 
     cores: int
     threads: int | None

@@ -1,7 +1,7 @@
 """One row of a suite process: built, timed, and recorded beside its timing (what ran, peak memory).
 
-Every row is timed in windows spread across its process (harness/suite/windows.py); on a GPU a row
-samples as long as its process's timed share asks (harness/suite/share.py), and gets more windows while
+Every row is timed in windows spread across its process (harness/suite/timing/windows.py); on a GPU a row
+samples as long as its process's timed share asks (harness/suite/timing/share.py), and gets more windows while
 its windows disagree. A row that fails is
 data (``status: error``) and the process goes on, unless the error left the CUDA context unusable.
 """
@@ -15,12 +15,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from harness.suite import host, windows
 from harness.suite.catalog import CATALOG, FAMILY
 from harness.suite.contract import BuildsCalls, MeasuresItself, Unsupported
-from harness.suite.phases import Phases
+from harness.suite.probes import host
 from harness.suite.settings import SuiteSettings
-from harness.suite.share import ShareAsk, TimedShare
+from harness.suite.timing import windows
+from harness.suite.timing.phases import Phases
+from harness.suite.timing.share import ShareAsk, TimedShare
 
 # a measurement's records beside its timing: the timed share leaves them out
 RECORDS = ("peak_memory", "what_ran", "numerics")
@@ -88,12 +89,12 @@ def measure_windows(row: Row, cells: list[Cell]) -> Iterator[tuple[int, dict[str
     """Every row timed in passes over the rows, at least ``plan.per_row`` windows and more while
     ``windows.wants_another`` says so, each window its part of the time budget, of the share's lengths
     (``ShareAsk.part``) and of ``GRAPHS``, merged into one measurement per row
-    (harness/suite/windows.py), yielded with the row's index as its last window is done. The first
+    (harness/suite/timing/windows.py), yielded with the row's index as its last window is done. The first
     window warms up and records what ran, peak memory and host time; a later one builds the row again,
     in another place, and only samples. A row that failed is not measured again. A workload that
     measures itself in processes of its own is measured once, in the first pass, with the whole budget.
     The share counts ``plan.expected`` windows a row until the row's windows say how many it takes."""
-    from harness.suite.graphs import GRAPHS
+    from harness.suite.timing.graphs import GRAPHS
 
     plan, share = row.plan, row.share
     part = dataclasses.replace(row.settings, time_budget_s=row.settings.time_budget_s / plan.per_row)
@@ -141,7 +142,7 @@ def _finished(parts: list[dict[str, Any]], plan: windows.Windows, share: TimedSh
 
 
 def _merged(parts: list[dict[str, Any]], plan: windows.Windows, device: str) -> dict[str, Any]:
-    from harness.suite.summary import summarize
+    from harness.suite.timing.summary import summarize
 
     merged = parts[0] if len(parts) == 1 else windows.merge(parts, plan.tolerance)
     others = merged.pop("other_samples_s", None)
@@ -190,7 +191,7 @@ def _measures_itself(workload: str) -> bool:
 
 def measure_shared(row: Row, which: Which, window: Window) -> dict[str, Any]:
     """One window of a row, sampled longer where the process's timed share asks it to
-    (harness/suite/share.py). A later window's fixed costs (building, first call, warm-up, capture) buy
+    (harness/suite/timing/share.py). A later window's fixed costs (building, first call, warm-up, capture) buy
     another placement, not timed work: like the records beside the timing, the share does not pay them
     back with longer sampling."""
     began = time.perf_counter()
@@ -212,9 +213,9 @@ def measure_one(row: Row, which: Which, window: Window, ask: ShareAsk | None = N
     ``memory_stranded_bytes`` says what could not."""
     import contextlib
 
-    from harness.suite.graphs import release
     from harness.suite.precision import flags as math_flags
     from harness.suite.precision import tf32_asked
+    from harness.suite.timing.graphs import release
     from harness.suite.workloads.tensors import apply_knobs
 
     spec = CATALOG[which.workload]
@@ -289,7 +290,7 @@ def _measured_itself(
     family: MeasuresItself, spec: Any, row: Row, which: Which, entry: dict[str, Any]
 ) -> dict[str, Any]:
     """A workload that measures itself in processes of its own, with the whole time budget."""
-    from harness.suite.summary import summarize
+    from harness.suite.timing.summary import summarize
 
     start = time.perf_counter()
     settings = row.settings
@@ -309,9 +310,9 @@ def _timed(
 
     import torch
 
-    from harness.suite import gpu_state, what_ran
-    from harness.suite.graphs import GRAPHS
-    from harness.suite.measure import WARMUP_MIN_S, Sampling, measure
+    from harness.suite.probes import gpu_state, what_ran
+    from harness.suite.timing.graphs import GRAPHS
+    from harness.suite.timing.measure import WARMUP_MIN_S, Sampling, measure
 
     settings, gpu = window.settings, row.gpu
     how = Sampling(
@@ -344,7 +345,7 @@ def _rates(entry: dict[str, Any], built: Any, device: str, dtype: str) -> None:
     """A measured row's throughput from its median, and its share of the GPU's peaks where known."""
     import torch
 
-    from harness.suite import peaks
+    from harness.suite.timing import peaks
 
     median = entry["stats"]["median"]
     peak = peaks.for_gpu(torch.cuda.get_device_name() if device == "cuda" else None)

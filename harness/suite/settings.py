@@ -19,10 +19,10 @@ Device = Literal["auto", "cuda", "cpu"]
 
 # How long each measurement samples. The spread of round medians, which decides verdicts, does not shrink
 # with longer sampling, so on a GPU timed_share raises a measurement's min_time and time budget only as far
-# as its process needs (harness/suite/share.py); min_time_s is nvbench's 0.5 s and the time budget 1 s, the
+# as its process needs (suite/timing/share.py); min_time_s is nvbench's 0.5 s and the time budget 1 s, the
 # lengths where no share is asked (a CPU). On a GPU a row's median averages the places its windows put it
 # in memory, so a row is timed in ``windows`` windows and more, up to ``windows_max``, while its windows
-# disagree (harness/suite/windows.py). ``windows_max`` is 3 since suite 0.19: up to 8 windows bought an A/A of
+# disagree (suite/timing/windows.py). ``windows_max`` is 3 since suite 0.19: up to 8 windows bought an A/A of
 # 0.96 % where 3 gave 1.00 %, at 1.5x the process's time. docs/method.md gives the measurements behind them.
 @dataclass(frozen=True)
 class SuiteSettings:

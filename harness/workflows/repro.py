@@ -448,7 +448,7 @@ def _readme(row: TimingRow, script_row: ScriptRow, docs: dict[str, ResultDocumen
         f"{text(json.dumps(_measurement(docs['baseline'], row).get('params')))}; "
         f"inputs from fixed seeds; {TIMERS.get(str(row.get('timer_baseline')), TIMERS['cuda_event'])}, "
         f"for up to {script_row['time_budget_s']:g} s and at least {script_row['min_time_s']:g} s "
-        "(harness/suite/measure.py, carried verbatim in repro.py).",
+        "(harness/suite/timing/measure.py, carried verbatim in repro.py).",
         "",
         "## The two environments, as the results recorded them",
         "",

@@ -158,10 +158,10 @@ def measure_here(side: str) -> OneProcess:
     check_torch(side, str(torch.__version__), git, f"this process ({sys.executable}, {torch.__file__})")
     _suite_on_path()
     family = importlib.import_module(f"harness.suite.workloads.{ROW['family']}")
-    from harness.suite import what_ran
-    from harness.suite.measure import measure
     from harness.suite.precision import tf32_asked
-    from harness.suite.timer import Timer
+    from harness.suite.probes import what_ran
+    from harness.suite.timing.measure import measure
+    from harness.suite.timing.timer import Timer
     from harness.suite.workloads.tensors import apply_knobs
 
     knobs, dtype, device = ROW["knobs"], ROW["dtype"], ROW["device"]

@@ -4,7 +4,7 @@
     python -m lab.studies.aa_sources report DIR [DIR ...]             anywhere: the figures below
 
 Every process measures the same rows in the same order, each several ways, through the suite's own
-``harness.suite.measure`` (so what is compared is what a suite would do):
+``harness.suite.timing.measure`` (so what is compared is what a suite would do):
 
 - ``C1``: one call a sample, the L2 flushed before each (suite 0.10's cold samples);
 - ``H1``: one call a sample, no flush (hot);
@@ -83,14 +83,14 @@ def _one_process(out: Path, rows: list[tuple[str, str]], study: str = "placement
     import pynvml
     import torch
 
-    from harness.suite import numerics
     from harness.suite.catalog import CATALOG, FAMILY
     from harness.suite.contract import BuildsCalls, Built
-    from harness.suite.environment import device_uuid
-    from harness.suite.gpu_state import GpuState
-    from harness.suite.measure import Sampling, measure
+    from harness.suite.numerics import check
     from harness.suite.precision import tf32_asked
-    from harness.suite.timer import Timer
+    from harness.suite.probes.environment import device_uuid
+    from harness.suite.probes.gpu_state import GpuState
+    from harness.suite.timing.measure import Sampling, measure
+    from harness.suite.timing.timer import Timer
     from harness.suite.workloads.tensors import apply_knobs
 
     timer = Timer("cuda")
@@ -176,7 +176,7 @@ def _one_process(out: Path, rows: list[tuple[str, str]], study: str = "placement
                 reference.clear()
                 fp64 = family.build(spec, "default", "cuda", "fp64")
                 with contextlib.nullcontext() if fp64.grad else torch.inference_mode():
-                    reference.extend(numerics.outputs(fp64.fn))
+                    reference.extend(check.outputs(fp64.fn))
                 del fp64
             continue
         first = family.build(spec, "default", "cuda", dtype)

@@ -22,8 +22,8 @@ import torch
 
 from harness.suite.catalog import CATALOG, FAMILY
 from harness.suite.contract import BuildsCalls
-from harness.suite.measure import Sampling, measure
-from harness.suite.timer import Timer
+from harness.suite.timing.measure import Sampling, measure
+from harness.suite.timing.timer import Timer
 
 CASES = [
     ("conv2d_r50_3x3", "bf16"),

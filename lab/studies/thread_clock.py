@@ -5,7 +5,7 @@
 For each round, for each neighbour count N (interleaved: 0, 1, 2, 0, 1, 2, ...), starts N CPU-bound
 processes (``while True: pass``), runs one suite process of the profile on the CPU (the suite's own timer,
 one intra-op thread, 5 windows a row), and stops them. Every CPU sample reads both clocks around the same
-call (``harness/suite/timer.py``): a measurement's ``stats`` are in the clock it is judged in
+call (``harness/suite/timing/timer.py``): a measurement's ``stats`` are in the clock it is judged in
 (``host.CPU_CLOCK``), ``thread_cpu_stats`` or ``wall_stats`` in the other, over the windows the suite
 kept. Prints, per neighbour count and clock, how far a row's median
 moves between the processes of one count (its spread: max / min - 1; what a verdict between two cells

@@ -8,7 +8,7 @@ From two processes' window medians of every row (``lab.studies.quiet_cheap expor
 row's window noise is split in two: a part common to both processes (a window's place in the pass,
 which an A/A does not see) and a part each process draws anew (``sigma_e``, from the differences of the
 two processes' same windows). A row's windows are then drawn in two simulated processes under the rule
-of ``harness/suite/windows.py`` (at least LEAST windows, then another while the relative standard error
+of ``harness/suite/timing/windows.py`` (at least LEAST windows, then another while the relative standard error
 of their mean is above TARGET, up to MOST), the drawn part scaled by ``--inflation`` (a shorter window
 is noisier), and the A/A p95 of |mean ratio - 1| and the mean windows a row are printed. The model is
 checked by its own first line: the rule 3,3,0 (suite 0.15's) against the measured A/A of the windows'

@@ -40,7 +40,7 @@ from harness.errors import InputError
 from harness.plan import matrix
 from harness.plan.model import Cell, Plan
 from harness.results import documents, folder, validity
-from harness.suite.summary import summarize
+from harness.suite.timing.summary import summarize
 from harness.workflows.bisect import bisect
 from tests.conftest import HOSTILE_MATRIX, REPO, cli_in_process, harness_env, run_cli, untouched
 from tests.evidence import GPU_LOCAL_ROUNDS, LAB

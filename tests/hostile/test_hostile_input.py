@@ -26,7 +26,7 @@ from harness.errors import InputError
 from harness.plan import matrix
 from harness.plan.model import Plan
 from harness.results import documents
-from harness.suite.summary import summarize
+from harness.suite.timing.summary import summarize
 from tests.conftest import run_cli
 from tests.evidence import GPU_LOCAL_CUDNN_SOURCES
 

@@ -45,7 +45,7 @@ def measure_here(side: str) -> dict[str, Any]:
 
     _suite_on_path()
     family = importlib.import_module(f"harness.suite.workloads.{ROW['family']}")
-    from harness.suite import what_ran
+    from harness.suite.probes import what_ran
     from harness.suite.measure import Timer, measure
     from harness.suite.workloads.tensors import apply_knobs
 

@@ -15,8 +15,8 @@ import re
 
 import torch
 
-from harness.suite import mapped
 from harness.suite.document import NcclRecord
+from harness.suite.probes import mapped
 
 _NCCL_FILE = re.compile(r"/libnccl[A-Za-z0-9_]*\.so[0-9.]*$")
 _WHEEL = re.compile(r"^nvidia-nccl-cu[0-9]+$")

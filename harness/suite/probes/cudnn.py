@@ -14,8 +14,8 @@ from typing import get_args
 import torch
 import torch.nn.functional as F
 
-from harness.suite import mapped
 from harness.suite.document import CudnnRecord, CudnnRequest, CudnnSourceKind, Measurement
+from harness.suite.probes import mapped
 
 _CUDNN_FILE = re.compile(r"/libcudnn[A-Za-z0-9_]*\.so[0-9.]*$")
 

@@ -24,7 +24,7 @@ def numerics_pass(measurements: list[dict[str, Any]], profile: str, device: str)
 
     import torch
 
-    from harness.suite import numerics
+    from harness.suite.numerics import check
     from harness.suite.precision import tf32_asked
     from harness.suite.workloads.tensors import apply_knobs
 
@@ -39,7 +39,7 @@ def numerics_pass(measurements: list[dict[str, Any]], profile: str, device: str)
         try:
             built = family.build(spec, profile, device, dtype)
             with contextlib.nullcontext() if built.grad else torch.inference_mode():
-                entry["numerics"] = _numerics(family, spec, profile, device, dtype, knobs, built, numerics)
+                entry["numerics"] = _numerics(family, spec, profile, device, dtype, knobs, built, check)
             del built
         except Exception as exc:
             entry["status"] = "error"
@@ -66,21 +66,21 @@ def _numerics(
     dtype: str,
     knobs: dict[str, bool],
     built: Built,
-    numerics: Any,
+    check: Any,
 ) -> Numerics:
     import torch
 
     key = json.dumps([spec.id, profile, device, knobs], sort_keys=True)
     if key not in _references:
         _references.clear()  # rows run a workload's dtypes one after another: one reference held at a time
-        _references[key] = _reference(family, spec, profile, device, numerics)
+        _references[key] = _reference(family, spec, profile, device, check)
     expected, note = _references[key]
     tf32 = tf32_in_effect(flags(), dtype, knobs["tf32"])  # as the pass's apply_knobs just set them
     found: Numerics
     try:
-        found = numerics.check(built.fn, expected, dtype, tf32)
+        found = check.check(built.fn, expected, dtype, tf32)
     except torch.OutOfMemoryError:
-        found = numerics.check(built.fn, None, dtype, tf32)
+        found = check.check(built.fn, None, dtype, tf32)
         note = "the fp64 reference did not fit in GPU memory"
     if note:
         found["reference_error"] = note
@@ -88,7 +88,7 @@ def _numerics(
 
 
 def _reference(
-    family: BuildsCalls, spec: WorkloadSpec, profile: str, device: str, numerics: Any
+    family: BuildsCalls, spec: WorkloadSpec, profile: str, device: str, check: Any
 ) -> tuple[list[Any] | None, str | None]:
     """The fp64 reference's outputs, or None and why there are none."""
     import torch
@@ -98,7 +98,7 @@ def _reference(
     except (Unsupported, RuntimeError, NotImplementedError) as exc:
         return None, f"no fp64 reference: {str(exc).splitlines()[0][:200]}"
     try:
-        return numerics.outputs(reference), None
+        return check.outputs(reference), None
     except torch.OutOfMemoryError:
         return None, "the fp64 reference did not fit in GPU memory"
     finally:

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from harness.suite.gpu_state import nvml_device
+from harness.suite.probes.gpu_state import nvml_device
 
 # Variables that change which libraries load or how kernels behave; recorded verbatim.
 RELEVANT_ENV = (

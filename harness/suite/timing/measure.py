@@ -7,7 +7,7 @@ of timed work that the process asked for being in (``timed_floor``), or, in a lo
 lengthen, ``share.SHORT_LOOP_S`` of timed work (``short_loop``); which one is recorded. Raw samples are
 always kept (whole nanoseconds, at most six significant digits: ``stored``); Python's garbage collector
 is off while sampling (as in timeit and pyperf). How long a GPU process asks each measurement to sample
-is ``harness/suite/share.py``'s; how one call is timed, ``harness/suite/timer.py``'s.
+is ``harness/suite/timing/share.py``'s; how one call is timed, ``harness/suite/timing/timer.py``'s.
 """
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ from typing import Any, NamedTuple
 
 import torch
 
-from harness.suite import graphs as graph_captures
 from harness.suite.document import Stats
-from harness.suite.graphs import capture, graphs_that_fit, rotation
-from harness.suite.phases import Phases
-from harness.suite.share import SHORT_LOOP_S, ShareAsk
-from harness.suite.summary import summarize
-from harness.suite.timer import Timer
+from harness.suite.timing import graphs as graph_captures
+from harness.suite.timing.graphs import capture, graphs_that_fit, rotation
+from harness.suite.timing.phases import Phases
+from harness.suite.timing.share import SHORT_LOOP_S, ShareAsk
+from harness.suite.timing.summary import summarize
+from harness.suite.timing.timer import Timer
 
 MIN_SAMPLES = 10
 MAX_SAMPLES = 20000  # 2000 stopped a 40 us kernel at 0.08 s of timed work
@@ -59,8 +59,8 @@ class Sampling:
     ``gpu``: a GpuState; each sample then records the SM clock after it, and a sample under the throttle
     clock is discarded and counted, as is one whose clock the power limit held under the maximum while
     the GPU's rest between samples can still grow (``Timer.rest_longer``). ``graph``: on a GPU, time a
-    CUDA-graph replay of the call where it can be captured (harness/suite/graphs.py). ``ask``: what the
-    process's timed share asks of this loop (harness/suite/share.py). ``batch``: calls per sample, back
+    CUDA-graph replay of the call where it can be captured (harness/suite/timing/graphs.py). ``ask``: what the
+    process's timed share asks of this loop (harness/suite/timing/share.py). ``batch``: calls per sample, back
     to back in one graph; ``flush``: whether the L2 is flushed before each sample (None: where the sample
     is one call). ``graphs``: captures of the call taken in turn, one a sample; ``relocate``: tensors the
     call closes over, moved to other addresses before each capture after the first

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from harness.suite.settings import SuiteSettings
-from harness.suite.summary import summarize
+from harness.suite.timing.summary import summarize
 
 WINDOWS = 5  # on a CPU
 TOLERANCE = 0.02  # on a CPU, a kept window's median is at most 2 % above the fastest window's
