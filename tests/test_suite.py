@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.suite.numerics.check import check
+from harness.suite.numerics import check
 from harness.suite.probes import cudnn
 from harness.suite.timing import graphs, measure, share
 from harness.suite.timing import timer as timing
@@ -802,7 +802,7 @@ class _CountingFamily:
 
 def test_every_dtype_of_a_workload_is_checked_against_one_fp64_reference():
     from harness.suite.catalog import CATALOG
-    from harness.suite.numerics.check import sweep as suite_main
+    from harness.suite.numerics import sweep as suite_main
 
     family = _CountingFamily()
     spec = CATALOG["relu"]
@@ -819,7 +819,7 @@ def test_every_dtype_of_a_workload_is_checked_against_one_fp64_reference():
 
 
 def test_numerics_run_once_every_row_is_timed_and_a_failed_check_is_an_error():
-    from harness.suite.numerics.check import sweep as suite_main
+    from harness.suite.numerics import sweep as suite_main
 
     knobs = {"cudnn_benchmark": False, "deterministic": False, "tf32": False}
     timed = {
