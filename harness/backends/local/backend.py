@@ -1,11 +1,11 @@
 """The local backend: the suite in a subprocess of a Python that has torch.
 
 ``torch: installed`` runs in the given interpreter; a concrete ``torch: X`` (with its ``python``) runs in
-a cached virtual environment of its own (``environments.venvs``). The cuDNN source is realized through the
+a cached virtual environment of its own (``venvs``). The cuDNN source is realized through the
 subprocess's environment only: ``bundled`` as installed, ``system`` and ``wheel`` through a shadow of
-site-packages (see cudnn_dirs; a wheel's release is installed once into a folder of its own,
-``environments.cudnn_releases``), ``disabled`` through the suite's switch. The suite then checks, from
-inside the process, that the cuDNN it loaded is the one asked for.
+site-packages (see ``cudnn_dirs``; a wheel's release is installed once into a folder of its own,
+``cudnn_releases``), ``disabled`` through the suite's switch. The suite then checks, from inside the
+process, that the cuDNN it loaded is the one asked for.
 """
 
 from __future__ import annotations
