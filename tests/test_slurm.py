@@ -187,17 +187,17 @@ def test_an_array_left_by_a_killed_run_is_not_swept_from_under_it(cluster, tmp_p
 
 def test_a_slurm_controller_that_does_not_answer_stops_the_run_with_a_message(tmp_path, monkeypatch):
     from harness.errors import BackendUnavailable
-    from harness.executors.slurm import array as slurm
+    from harness.executors.slurm import array
 
     hanging = tmp_path / "bin" / "squeue"  # a real process that never answers, first on PATH
     hanging.parent.mkdir()
     hanging.write_text("#!/bin/sh\nexec sleep 60\n")
     hanging.chmod(0o755)
     monkeypatch.setenv("PATH", f"{hanging.parent}:{os.environ['PATH']}")
-    monkeypatch.setattr(slurm, "COMMAND_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(array, "COMMAND_TIMEOUT_S", 0.5)
     started = time.monotonic()
     with pytest.raises(BackendUnavailable, match=r"squeue did not answer in 0\.5 s"):
-        slurm._queue("123")
+        array._queue("123")
     assert time.monotonic() - started < 10
 
 

@@ -802,24 +802,24 @@ class _CountingFamily:
 
 def test_every_dtype_of_a_workload_is_checked_against_one_fp64_reference():
     from harness.suite.catalog import CATALOG
-    from harness.suite.numerics import sweep as suite_main
+    from harness.suite.numerics import sweep
 
     family = _CountingFamily()
     spec = CATALOG["relu"]
     knobs = {"cudnn_benchmark": False, "deterministic": False, "tf32": False}
-    suite_main._references.clear()
+    sweep._references.clear()
     for dtype in ("fp32", "tf32", "bf16", "fp16"):
         built = family.build(spec, "smoke", "cpu", dtype)
-        found = suite_main._numerics(family, spec, "smoke", "cpu", dtype, knobs, built, check)  # type: ignore[arg-type]
+        found = sweep._numerics(family, spec, "smoke", "cpu", dtype, knobs, built, check)  # type: ignore[arg-type]
         assert found["rel_rmse"] < 1e-6 and found["within_tolerance"] is True
     assert family.fp64_builds == 1  # once for the four dtypes (suite 0.11)
-    suite_main._numerics(family, CATALOG["gelu"], "smoke", "cpu", "fp32", knobs, built, check)  # type: ignore[arg-type]
-    assert family.fp64_builds == 2 and len(suite_main._references) == 1  # one workload's held at a time
-    suite_main._references.clear()
+    sweep._numerics(family, CATALOG["gelu"], "smoke", "cpu", "fp32", knobs, built, check)  # type: ignore[arg-type]
+    assert family.fp64_builds == 2 and len(sweep._references) == 1  # one workload's held at a time
+    sweep._references.clear()
 
 
 def test_numerics_run_once_every_row_is_timed_and_a_failed_check_is_an_error():
-    from harness.suite.numerics import sweep as suite_main
+    from harness.suite.numerics import sweep
 
     knobs = {"cudnn_benchmark": False, "deterministic": False, "tf32": False}
     timed = {
@@ -832,22 +832,22 @@ def test_numerics_run_once_every_row_is_timed_and_a_failed_check_is_an_error():
     }
     broken = {**timed, "workload": "gelu", "phases_s": {}}
     skipped = {"workload": "relu", "dtype": "bf16", "knobs": knobs, "status": "error", "error": "before"}
-    original = suite_main._numerics
+    original = sweep._numerics
 
     def fails_for_gelu(family, spec, *args):
         if spec.id == "gelu":
             raise ValueError("made to fail by the test")
         return original(family, spec, *args)
 
-    suite_main._numerics = fails_for_gelu  # type: ignore[assignment]
+    sweep._numerics = fails_for_gelu  # type: ignore[assignment]
     try:
-        suite_main.numerics_pass([timed, broken, skipped], "smoke", "cpu")
+        sweep.numerics_pass([timed, broken, skipped], "smoke", "cpu")
     finally:
-        suite_main._numerics = original  # type: ignore[assignment]
+        sweep._numerics = original  # type: ignore[assignment]
     assert timed["numerics"]["within_tolerance"] is True and timed["status"] == "ok"  # type: ignore[index]
     assert timed["phases_s"]["numerics"] > 0 and timed["wall_s"] > 1.0  # type: ignore[index, operator]
     assert broken["status"] == "error" and broken["error"] == "ValueError: made to fail by the test"
-    assert "numerics" not in skipped and skipped["error"] == "before" and not suite_main._references
+    assert "numerics" not in skipped and skipped["error"] == "before" and not sweep._references
 
 
 def test_a_sample_is_stored_at_what_the_timer_resolves_and_no_statistic_moves():
