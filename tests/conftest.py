@@ -6,6 +6,7 @@ import contextlib
 import io
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -94,6 +95,10 @@ def cli_in_process(*args: str, cwd: Path | None = None) -> subprocess.CompletedP
     )
 
 
+def _interruptible() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_cli(
     *args: str,
     env: Mapping[str, str] | None = None,
@@ -110,6 +115,9 @@ def start_cli(
         stdout=stdout,
         stderr=stderr,
         text=text,
+        # Ctrl-C reaches the command as it reaches a user's: a test run started in the background of a
+        # script (`bash .ci/run &`) inherits SIGINT ignored, and a Python started so never sees it
+        preexec_fn=_interruptible,
     )
 
 
