@@ -88,12 +88,22 @@ class GpuStateDelta(TypedDict, total=False):
     thermal_violation_ns: int
 
 
+class MathFlags(TypedDict):
+    """The math flags in effect while a row ran (suite 0.20; ``harness.suite.precision.flags``)."""
+
+    cudnn_allow_tf32: bool
+    matmul_allow_tf32: bool
+    float32_matmul_precision: NotRequired[str]  # highest, high, medium
+    fp32_precision: NotRequired[dict[str, str]]  # cuda.matmul, cudnn.conv, cudnn.rnn: none, ieee, tf32, bf16
+
+
 class Measurement(TypedDict):
     """One workload at one dtype under one set of knobs; the timing keys are there when status is ok."""
 
     workload: str
     dtype: Dtype
     knobs: Knobs
+    math_flags: NotRequired[MathFlags]
     status: Literal["ok", "unsupported", "error"]
     error: NotRequired[str]
     params: NotRequired[dict[str, Any]]
@@ -115,6 +125,11 @@ class Measurement(TypedDict):
     first_call_s: NotRequired[float]
     warmup_calls: NotRequired[int]
     samples_s: NotRequired[list[float]]
+    # on a CPU, in flight only: the same calls in the clock they were not judged in (rows.py keeps their
+    # statistics, wall_stats or thread_cpu_stats, in its place)
+    other_samples_s: NotRequired[list[float]]
+    timed_floor_s: NotRequired[float]  # the floor a raised loop stopped at (timing/measure.py)
+    placement_pads_mib: NotRequired[list[int]]  # the pad each window held (suite 0.18, placement_pad_mib)
     stop_reason: NotRequired[StopReason]
     sampling_wall_s: NotRequired[float]
     wall_s: NotRequired[float]
