@@ -11,10 +11,11 @@ import sys
 import tempfile
 import time
 import traceback
-from typing import Any
+from typing import Any, cast
 
 from harness.suite import RESULT_SCHEMA_VERSION, SUITE_VERSION, lifeline, source_sha256
 from harness.suite.catalog import CATALOG, rows_of
+from harness.suite.document import Dtype, Knobs, Measurement
 from harness.suite.numerics.sweep import numerics_pass
 from harness.suite.probes import host
 from harness.suite.rows import (
@@ -161,7 +162,9 @@ def _checked_and_measured(
     elif not doc["nccl"]["verified"]:
         doc["failure"] = {"stage": "nccl-check", "reason": doc["nccl"]["verification"], "log_tail": ""}
     else:
-        cells = list(itertools.product(json.loads(args.knobs), rows))
+        knobs = cast(list[Knobs], json.loads(args.knobs))  # the orchestrator's knob sets, as JSON
+        # the rows' dtypes are modes: the result schema checks the document they are written into
+        cells = list(itertools.product(knobs, cast(list[tuple[str, Dtype]], rows)))
         _measured(doc, settings, device, cells, clock_started, setup)
         doc["host"] = host.record(device, threads, load_start, allocator)
         doc["status"] = "ok"
@@ -198,7 +201,7 @@ def _measured(
     share = TimedShare(
         settings.timed_share if device == "cuda" else 0.0, windows_measured(cells, plan), clock_started
     )
-    measured: dict[int, dict[str, Any]] = {}
+    measured: dict[int, Measurement] = {}
     try:
         for index, entry in measure_windows(Row(settings, device, timer, gpu, share, plan), cells):
             measured[index] = entry

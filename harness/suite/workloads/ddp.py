@@ -23,6 +23,7 @@ import time
 from typing import Any, NamedTuple
 
 from harness.suite.contract import WorkloadSpec, pick
+from harness.suite.document import Knobs
 
 WARMUP_STEPS = 5
 MIN_STEPS, MAX_STEPS = 10, 500
@@ -58,7 +59,7 @@ def shape(profile: str, device: str) -> tuple[int, int]:
 
 
 def measure(
-    spec: WorkloadSpec, profile: str, device: str, dtype: str, knobs: dict[str, bool], time_budget_s: float
+    spec: WorkloadSpec, profile: str, device: str, dtype: str, knobs: Knobs, time_budget_s: float
 ) -> dict[str, Any]:
     """Step times at world size 1 and N, as a measurement entry (the stats are world size N's)."""
     import torch
@@ -104,7 +105,7 @@ def measure(
 
 
 def _spawn(
-    size: int, profile: str, device: str, dtype: str, knobs: dict[str, bool], cudnn: bool, budget_s: float
+    size: int, profile: str, device: str, dtype: str, knobs: Knobs, cudnn: bool, budget_s: float
 ) -> dict[str, Any]:
     from torch.multiprocessing.spawn import spawn
 
@@ -131,7 +132,7 @@ class _Job(NamedTuple):
     profile: str
     device: str
     dtype: str
-    knobs: dict[str, bool]
+    knobs: Knobs
     cudnn: bool
     budget_s: float
     out: str  # where rank 0 writes its result
