@@ -11,11 +11,11 @@ import sys
 import tempfile
 import time
 import traceback
-from typing import Any, cast
+from typing import cast
 
 from harness.suite import RESULT_SCHEMA_VERSION, SUITE_VERSION, lifeline, source_sha256
 from harness.suite.catalog import CATALOG, rows_of
-from harness.suite.document import Dtype, Knobs, Measurement
+from harness.suite.document import CellRecord, Dtype, Knobs, Measurement, SuiteResult
 from harness.suite.numerics.sweep import numerics_pass
 from harness.suite.probes import host
 from harness.suite.rows import (
@@ -90,16 +90,18 @@ def _run(args: argparse.Namespace) -> int:
         )
         return 2
     started, clock_started = dt.datetime.now(dt.timezone.utc), time.perf_counter()
-    doc: dict[str, Any] = {
+    doc: SuiteResult = {
         "schema_version": RESULT_SCHEMA_VERSION,
         "suite_version": SUITE_VERSION,
-        "cell": json.loads(args.cell),
+        "cell": cast(CellRecord, json.loads(args.cell)),  # the orchestrator's cell, echoed as it gave it
         "profile": settings.profile,
         "started_at": started.isoformat(),
         "status": "failed",
         "failure": None,
         "warnings": [],
         "measurements": [],
+        "finished_at": "",  # both set below, before the document is written
+        "duration_s": 0.0,
     }
     try:
         _checked_and_measured(doc, args, settings, rows, clock_started)
@@ -117,7 +119,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _checked_and_measured(
-    doc: dict[str, Any],
+    doc: SuiteResult,
     args: argparse.Namespace,
     settings: SuiteSettings,
     rows: list[tuple[str, str]],
@@ -171,7 +173,7 @@ def _checked_and_measured(
 
 
 def _measured(
-    doc: dict[str, Any],
+    doc: SuiteResult,
     settings: SuiteSettings,
     device: str,
     cells: list[Cell],
@@ -220,7 +222,7 @@ def _measured(
         doc["warnings"].append(anyway)
 
 
-def _write_atomic(path: str, doc: dict[str, Any]) -> None:
+def _write_atomic(path: str, doc: SuiteResult) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")

@@ -212,12 +212,54 @@ class NcclRecord(TypedDict):
     verification: str
 
 
+class HostFacts(TypedDict, total=False):
+    """The machine (``harness/suite/probes/environment.py``); the schema keeps the block open."""
+
+    hostname: str
+    os: str
+    kernel: str
+    machine: str
+    cpu_model: str | None
+    cpu_count: int | None
+
+
+class PythonFacts(TypedDict, total=False):
+    version: str
+    implementation: str
+    executable: str
+
+
+class TorchFacts(TypedDict, total=False):
+    version: str
+    git_version: str | None
+    cuda: str | None
+    debug: bool
+    path: str
+    num_threads: int
+
+
+class GpuFacts(TypedDict, total=False):
+    """The GPU as CUDA and nvidia-smi describe it; the schema keeps the block open."""
+
+    index: int
+    name: str
+    uuid: str | None
+    capability: str  # major.minor
+    total_memory_bytes: int
+    multiprocessors: int
+    l2_cache_bytes: int | None
+    device_count: int
+    nvidia_smi: dict[str, str] | None  # nvidia-smi's fields, as it prints them
+    driver_version: str | None
+
+
 class Environment(TypedDict):
-    host: dict[str, Any]
-    python: dict[str, Any]  # version, executable, ...
-    torch: dict[str, Any]  # version, cuda, git_version, ...
-    gpu: dict[str, Any] | None  # name, capability, memory, ... (None on the CPU)
+    host: HostFacts
+    python: PythonFacts
+    torch: TorchFacts
+    gpu: GpuFacts | None  # None on the CPU
     env: dict[str, str]
+    gpu_state: NotRequired[dict[str, object] | None]  # NVML's facts that do not change during a run
 
 
 class Identity(TypedDict):
