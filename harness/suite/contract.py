@@ -98,7 +98,7 @@ class MeasuresItself(Protocol):
         dtype: str,
         knobs: Knobs,
         time_budget_s: float,
-    ) -> dict[str, Any]: ...
+    ) -> dict[str, object]: ...
 
 
 def pick(profile: str, smoke: T, default: T, full: T | None = None) -> T:
