@@ -309,7 +309,7 @@ class RunRecord(TypedDict):
     matrix_sha256: NotRequired[str]
     plan_sha256: NotRequired[str]  # the plan.json the result was made for (harness/results/folder.py)
     image: NotRequired[dict[str, Any]]  # reference, id, digests, base, the Python and torch inside
-    container: NotRequired[dict[str, Any]]  # id, user, read-only root, network, capabilities, limits
+    container: NotRequired[dict[str, object]]  # id, user, read-only root, network, capabilities, limits
     container_start_s: NotRequired[float]
     rerun_of: NotRequired[str]
     round: NotRequired[int]
@@ -318,7 +318,7 @@ class RunRecord(TypedDict):
     slurm: NotRequired[SlurmRecord]
     k8s: NotRequired[K8sRecord]
     gpu_access: NotRequired[GpuAccess]
-    environment: NotRequired[dict[str, Any]]  # local, a concrete torch: path, lock_sha256, distributions
+    environment: NotRequired[dict[str, object]]  # local, a concrete torch: path, lock_sha256, distributions
 
 
 class HostRecord(TypedDict):
