@@ -26,7 +26,7 @@ import docker
 
 import harness
 from harness.backends import registry
-from harness.backends.docker import dockerfile as images
+from harness.backends.docker import dockerfile
 from harness.backends.packages import PackageSource
 from harness.plan import matrix
 
@@ -88,10 +88,11 @@ def main() -> None:
     matrix_path.write_text(MATRIX)
     plan = matrix.load(matrix_path, cell_rules=registry.cell_problems)
     rendered = [
-        images.render(c, images.BuildOptions(PackageSource(wheelhouse=args.wheelhouse))) for c in plan.cells
+        dockerfile.render(c, dockerfile.BuildOptions(PackageSource(wheelhouse=args.wheelhouse)))
+        for c in plan.cells
     ]
 
-    for image in client.images.list(name=images.IMAGE_REPO):
+    for image in client.images.list(name=dockerfile.IMAGE_REPO):
         if any("torch2.13.0-cpu_cudnn-" in t for t in image.tags):
             client.images.remove(image.id, force=True)
     client.images.prune(filters={"dangling": True})

@@ -14,7 +14,9 @@ line shows that setting's flag instead.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 # what a Problem keeps of each part: a refusal of a hostile document never echoes a megabyte of it
 LIMITS = {"source": 400, "field": 200, "message": 600}
@@ -92,3 +94,30 @@ class BackendUnavailable(HarnessError):
 
 class RunStopped(BackendUnavailable):
     """The whole run must stop; nothing was written for the run in flight."""
+
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class Remembered(Generic[K, V]):
+    """What ``make`` gives for each key, made once: a LookupError it raised is remembered as well, and
+    raised again (its message) each time the key is asked, so a matrix asks the network or the installer
+    once per key however many cells share it."""
+
+    def __init__(self) -> None:
+        self._made: dict[K, V] = {}
+        self._failed: dict[K, str] = {}  # key -> why it could not be made
+
+    def __len__(self) -> int:  # how many keys were asked: made or failed
+        return len(self._made) + len(self._failed)
+
+    def get(self, key: K, make: Callable[[], V]) -> V:
+        if key not in self._made and key not in self._failed:
+            try:
+                self._made[key] = make()
+            except LookupError as exc:
+                self._failed[key] = str(exc)
+        if key in self._failed:
+            raise LookupError(self._failed[key])
+        return self._made[key]

@@ -122,7 +122,7 @@ def test_on_a_cpu_host_the_default_matrix_is_the_a_a_check_and_names_the_gpu_cel
     gpu_only = "only where the suite runs on a GPU (device: cuda); here it runs on the CPU: this host has no "
     assert left_out(plan) == {"system:auto": gpu_only + "NVIDIA GPU", "wheel:newest": gpu_only + "NVIDIA GPU"}
     assert (
-        plan.chosen == () and host._releases == {} and host._probed is None
+        plan.chosen == () and len(host._releases) == 0 and host._probed is None
     )  # no index, no interpreter asked
 
 
@@ -134,7 +134,22 @@ def test_a_gpu_host_with_a_cpu_build_of_torch_runs_the_a_a_check_too(write_matri
     assert [c.cudnn.label for c in plan.cells] == ["bundled", "disabled"]
     why = left_out(plan)["wheel:newest"]
     assert why.endswith("here it runs on the CPU: torch 2.13.0+cpu (installed) is a CPU build"), why
-    assert host._releases == {}
+    assert len(host._releases) == 0
+
+
+def test_a_package_source_that_cannot_answer_is_asked_once_per_distribution(monkeypatch):
+    asked = []
+
+    def releases(distribution: str, source: packages.PackageSource) -> packages.Releases:
+        asked.append(distribution)
+        raise LookupError(f"no {distribution} here")
+
+    monkeypatch.setattr(packages, "releases", releases)
+    host = ThisHost(gpu=True)
+    for _ in range(2):  # the failure is remembered and said again, the source never asked twice
+        with pytest.raises(LookupError, match=r"^no nvidia-cudnn-cu13 here$"):
+            host._available("nvidia-cudnn-cu13")
+    assert asked == ["nvidia-cudnn-cu13"] and len(host._releases) == 1
 
 
 def test_a_gpu_host_compares_its_system_cudnn_and_the_newest_release_in_a_wheelhouse(tmp_path, write_matrix):

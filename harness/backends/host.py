@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from harness.backends import packages
 from harness.backends.local import backend as local_backend
 from harness.backends.local import cudnn_dirs, cudnn_releases
+from harness.errors import Remembered
 from harness.plan.axes import NEWEST, CudnnSource
 from harness.plan.model import Cell
 
@@ -38,7 +39,7 @@ class ThisHost:
     python: str = field(default_factory=lambda: sys.executable)
     gpu: bool = field(default_factory=has_nvidia_gpu)
     _probed: local_backend.ProbeAnswer | None = field(default=None, init=False)
-    _releases: dict[str, packages.Releases | str] = field(default_factory=dict, init=False)
+    _releases: Remembered[str, packages.Releases] = field(default_factory=Remembered, init=False)
 
     def device(self, cell: Cell) -> tuple[str, str]:
         if not self.gpu:
@@ -101,12 +102,4 @@ class ThisHost:
 
     def _available(self, distribution: str) -> packages.Releases:
         """The releases the package source holds, asked once per distribution (a failure too)."""
-        if distribution not in self._releases:
-            try:
-                self._releases[distribution] = packages.releases(distribution, self.wheels)
-            except LookupError as exc:
-                self._releases[distribution] = str(exc)
-        found = self._releases[distribution]
-        if isinstance(found, str):
-            raise LookupError(found)
-        return found
+        return self._releases.get(distribution, lambda: packages.releases(distribution, self.wheels))

@@ -146,12 +146,12 @@ def _docker(settings: Settings, progress: Progress | None) -> Backend:
 
 
 def _docker_identity(settings: Settings, plan: Plan) -> IdentityOf:
-    from harness.backends.docker import dockerfile as images
+    from harness.backends.docker import dockerfile
     from harness.backends.docker.backend import image_identity
 
     version = suite_listing.listing()["suite_version"]
     return lambda cell: image_identity(
-        version, plan, images.render(cell, settings.build, plan.image_python).reference
+        version, plan, dockerfile.render(cell, settings.build, plan.image_python).reference
     )
 
 

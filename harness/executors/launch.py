@@ -96,7 +96,7 @@ def _submit(
     plan: Plan, request: RunRequest, say: Callable[[str], None], rounds: range | None
 ) -> list[CellOutcome]:
     """Submit the runs to Slurm as one array job; each task runs the matrix's backend on its node."""
-    from harness.executors.slurm import array as slurm
+    from harness.executors.slurm import array
     from harness.executors.slurm import request as slurm_request
 
     assert request.slurm is not None
@@ -107,14 +107,14 @@ def _submit(
     exclusive = needs_every_gpu(plan, request.settings.python)
     req = slurm_request.request(plan, ask.partition, ask.account, ask.time, ask.gpus, exclusive)
     jsonio.output_folder(request.out, "out")
-    slurm.available()
+    array.available()
     cells = select(plan, request.only)
     say(
         f"submitting {len(cells)} of {len(plan.cells)} cells of {plan.name!r} to Slurm, results into "
         f"{request.out}/ (a folder every node must see; each task runs the {plan.backend} backend there)"
         + _mode_words(request.mode)
     )
-    outcomes = slurm.Submission(plan, request.out, request.settings, req, say).run(
+    outcomes = array.Submission(plan, request.out, request.settings, req, say).run(
         cells, request.mode, rounds
     )
     _say_kept(outcomes, request.out, say)

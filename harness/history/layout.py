@@ -69,20 +69,46 @@ def open_history(root: Path, create: bool = False) -> History:
                     )
                 ]
             )
-        if root.exists() and any(root.iterdir()):
-            raise InputError(
-                [
-                    Problem(
-                        str(root),
-                        "history",
-                        f"holds files but no {MARKER}: it is not a history; name an empty or new folder",
-                    )
-                ]
-            )
-        root.mkdir(parents=True, exist_ok=True)
-        jsonio.write_atomic(history.marker, {"format": FORMAT, "version": HISTORY_VERSION})
+        _create(history)
     _check_marker(history)
     return history
+
+
+def _create(history: History) -> None:
+    """Make ``history`` a history: its marker written under its lock, so two adds that find the same new
+    folder at once make it once. Another add's lock and temporary files are not a stranger's files: the
+    second add waits on the lock, then finds the marker the first one wrote. A folder of other files is
+    refused before anything is written into it."""
+    root = history.root
+    if _foreign(root) and not os.path.lexists(history.marker):  # marker re-read: made while we looked
+        raise _not_empty(root)
+    root.mkdir(parents=True, exist_ok=True)
+    with locked(history):
+        if os.path.lexists(history.marker):  # another add made it while this one waited
+            return
+        if _foreign(root):
+            raise _not_empty(root)
+        jsonio.write_atomic(history.marker, {"format": FORMAT, "version": HISTORY_VERSION})
+
+
+def _foreign(root: Path) -> bool:
+    """Whether ``root`` holds anything but what a history's writer makes before its marker: its lock and
+    its temporary files (``.tmp-*``, swept under the lock)."""
+    if not root.exists():
+        return False
+    return any(p.name != LOCK and not p.name.startswith(".tmp-") for p in root.iterdir())
+
+
+def _not_empty(root: Path) -> InputError:
+    return InputError(
+        [
+            Problem(
+                str(root),
+                "history",
+                f"holds files but no {MARKER}: it is not a history; name an empty or new folder",
+            )
+        ]
+    )
 
 
 def _check_marker(history: History) -> None:

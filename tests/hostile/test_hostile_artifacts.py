@@ -25,10 +25,10 @@ import yaml
 
 from harness import schemas
 from harness.backends import registry
-from harness.backends.docker import dockerfile as images
+from harness.backends.docker import dockerfile
 from harness.backends.packages import PackageSource
 from harness.errors import InputError
-from harness.executors.slurm import array as slurm
+from harness.executors.slurm import array
 from harness.executors.slurm import request as slurm_request
 from harness.plan import matrix
 from harness.plan.model import Cell, CudnnSource, Plan
@@ -239,7 +239,7 @@ def test_the_batch_script_carries_hostile_paths_as_single_arguments(tmp_path, mo
     out.mkdir(parents=True)
     plan = load_slurm_plan(tmp_path)
     request = slurm_request.request(plan, "gpu,debug", "acct-1", "1-00:00:00", 2, False)
-    submission = slurm.Submission(plan, out, registry.Settings("local", 60.0), request, lambda line: None)
+    submission = array.Submission(plan, out, registry.Settings("local", 60.0), request, lambda line: None)
     cwd = tmp_path / "cwd\nrm -rf ~ $(touch pwned)'"
     cwd.mkdir()
     monkeypatch.chdir(cwd)
@@ -329,12 +329,12 @@ NGC = "nvcr.io/nvidia/pytorch:25.10-py3"
 BUNDLED = Cell("2.11.0+cu130", CudnnSource("bundled"), "auto", "3.12")
 
 
-def instructions(dockerfile: str) -> list[str]:
+def instructions(text: str) -> list[str]:
     """The Dockerfile as docker's parser reads it: lines split at '\\n' only, a trailing '\\' continues an
     instruction, comment lines are dropped (inside a continuation too)."""
-    assert "\r" not in dockerfile
+    assert "\r" not in text
     found, current = [], ""
-    for line in dockerfile.split("\n"):
+    for line in text.split("\n"):
         if line.lstrip().startswith("#") or (not current and not line.strip()):
             continue
         current += line
@@ -347,42 +347,44 @@ def instructions(dockerfile: str) -> list[str]:
     return found
 
 
-def keywords(dockerfile: str) -> list[str]:
-    return [line.split(None, 1)[0].upper() for line in instructions(dockerfile)]
+def keywords(text: str) -> list[str]:
+    return [line.split(None, 1)[0].upper() for line in instructions(text)]
 
 
-def dockerfile_cases(suffix: str) -> dict[str, Callable[[], images.RenderedImage]]:
+def dockerfile_cases(suffix: str) -> dict[str, Callable[[], dockerfile.RenderedImage]]:
     """Each value a matrix gives a Dockerfile, ``suffix`` after a valid one: what render makes of it."""
-    options = images.BuildOptions()
+    options = dockerfile.BuildOptions()
     return {
-        "torch": lambda: images.render(
+        "torch": lambda: dockerfile.render(
             Cell("2.11.0+cu130" + suffix, CudnnSource("bundled"), CUDA_BASE, "3.12"), options
         ),
-        "torch (auto base)": lambda: images.render(
+        "torch (auto base)": lambda: dockerfile.render(
             Cell("2.11.0+cu130" + suffix, CudnnSource("bundled"), "auto", "3.12"), options
         ),
-        "python": lambda: images.render(
+        "python": lambda: dockerfile.render(
             Cell("2.11.0+cu130", CudnnSource("bundled"), "auto", "3.12" + suffix), options
         ),
-        "base_image": lambda: images.render(
+        "base_image": lambda: dockerfile.render(
             Cell("2.11.0+cu130", CudnnSource("bundled"), "ubuntu:24.04" + suffix, "3.12"), options
         ),
-        "cudnn_version": lambda: images.render(
+        "cudnn_version": lambda: dockerfile.render(
             Cell("2.11.0+cu130", CudnnSource("wheel", "9.19.0.56" + suffix), "auto", "3.12"), options
         ),
-        "cudnn_version (system)": lambda: images.render(
+        "cudnn_version (system)": lambda: dockerfile.render(
             Cell("2.11.0+cu130", CudnnSource("system", "9.14.0.64" + suffix), "auto", "3.12"), options
         ),
-        "cudnn_version (torch: image)": lambda: images.render(
+        "cudnn_version (torch: image)": lambda: dockerfile.render(
             Cell("image", CudnnSource("wheel", "9.18.1.3" + suffix), NGC), options
         ),
-        "base_image (torch: image)": lambda: images.render(
+        "base_image (torch: image)": lambda: dockerfile.render(
             Cell("image", CudnnSource("bundled"), NGC + suffix), options
         ),
-        "image_python": lambda: images.render(
+        "image_python": lambda: dockerfile.render(
             Cell("image", CudnnSource("bundled"), NGC), options, "/usr/bin/python3" + suffix
         ),
-        "side": lambda: images.render(BUNDLED, options, final="repro", extra={"side": "baseline" + suffix}),
+        "side": lambda: dockerfile.render(
+            BUNDLED, options, final="repro", extra={"side": "baseline" + suffix}
+        ),
     }
 
 
@@ -416,10 +418,10 @@ REFUSED_URLS = [
 
 @pytest.mark.parametrize("url", REFUSED_URLS, ids=ascii)
 def test_an_index_url_a_run_line_cannot_carry_is_refused(url):
-    options = images.BuildOptions(PackageSource(index_url=url))
+    options = dockerfile.BuildOptions(PackageSource(index_url=url))
     for cell in (BUNDLED, Cell("image", CudnnSource("wheel", "9.18.1.3"), NGC)):
         with pytest.raises(InputError, match="is not a plain http") as caught:
-            images.render(cell, options)
+            dockerfile.render(cell, options)
         assert caught.value.problems[0].setting == "index_url" and "\n" not in str(caught.value)
 
 
@@ -435,8 +437,8 @@ ACCEPTED_URLS = [
 def test_an_accepted_index_url_reaches_pip_as_one_argument(tmp_path, url):
     """Every 'RUN /opt/venv/bin/pip' of a wheel cell, run by /bin/sh with pip swapped for a stub."""
     cell = Cell("2.11.0+cu130", CudnnSource("wheel", "9.19.0.56"), "auto", "3.12")
-    text = images.render(cell, images.BuildOptions(PackageSource(index_url=url))).dockerfile
-    assert keywords(text) == keywords(images.render(cell, images.BuildOptions()).dockerfile)
+    text = dockerfile.render(cell, dockerfile.BuildOptions(PackageSource(index_url=url))).dockerfile
+    assert keywords(text) == keywords(dockerfile.render(cell, dockerfile.BuildOptions()).dockerfile)
     record = tmp_path / "pip-argv"
     pip = stub(tmp_path / "pip", f"open({str(record)!r}, 'a').write(json.dumps(sys.argv[1:]) + '\\n')")
     runs = [
@@ -467,7 +469,7 @@ def test_an_accepted_index_url_reaches_pip_as_one_argument(tmp_path, url):
 def test_an_image_torchs_cudnn_download_gets_the_index_url_as_one_argument(tmp_path, monkeypatch, url):
     """torch: image with {wheel: X}: its RUN line (site of torch, CUDA major, pip download, unpack) run by
     /bin/sh with the image's Python swapped for a stub and the build folder moved into tmp_path."""
-    monkeypatch.setattr(images, "BUILD_DIR", str(tmp_path / "build"))
+    monkeypatch.setattr(dockerfile, "BUILD_DIR", str(tmp_path / "build"))
     record, site = tmp_path / "python-argv", tmp_path / "site"
     python = stub(
         tmp_path / "python3",
@@ -480,7 +482,9 @@ def test_an_image_torchs_cudnn_download_gets_the_index_url_as_one_argument(tmp_p
         "    open(os.path.join(folder, 'nvidia_cudnn_cu13-9.18.1.3-py3-none-any.whl'), 'w').close()",
     )
     cell = Cell("image", CudnnSource("wheel", "9.18.1.3"), NGC)
-    text = images.render(cell, images.BuildOptions(PackageSource(index_url=url)), str(python)).dockerfile
+    text = dockerfile.render(
+        cell, dockerfile.BuildOptions(PackageSource(index_url=url)), str(python)
+    ).dockerfile
     (command,) = [i[len("RUN ") :] for i in instructions(text) if "pip download" in i]
     done = subprocess.run(["sh", "-c", command], cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
@@ -497,10 +501,12 @@ def test_a_reproducers_dockerfiles_keep_their_instructions_and_run_repro_py(tmp_
     for url in ACCEPTED_URLS:
         out = tmp_path / str(ACCEPTED_URLS.index(url))
         (path, *_copied) = repro._write_dockerfile(
-            out, BUNDLED, "candidate", images.BuildOptions(PackageSource(index_url=url))
+            out, BUNDLED, "candidate", dockerfile.BuildOptions(PackageSource(index_url=url))
         )
         text = path.read_text()
-        plain = images.render(BUNDLED, images.BuildOptions(), final="repro", extra={"side": "candidate"})
+        plain = dockerfile.render(
+            BUNDLED, dockerfile.BuildOptions(), final="repro", extra={"side": "candidate"}
+        )
         assert keywords(text) == keywords(plain.dockerfile)
         (entrypoint,) = [i for i in instructions(text) if i.startswith("ENTRYPOINT ")]
         assert json.loads(entrypoint[len("ENTRYPOINT ") :]) == [
@@ -515,7 +521,7 @@ def test_a_reproducers_dockerfiles_keep_their_instructions_and_run_repro_py(tmp_
             tmp_path / "bad",
             BUNDLED,
             "baseline",
-            images.BuildOptions(PackageSource(index_url=REFUSED_URLS[1])),
+            dockerfile.BuildOptions(PackageSource(index_url=REFUSED_URLS[1])),
         )
     assert not (tmp_path / "bad").exists()
 

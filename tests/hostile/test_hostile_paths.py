@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.backends.docker import dockerfile as images
+from harness.backends.docker import dockerfile
 from harness.backends.packages import PackageSource
 from harness.errors import InputError
 from harness.results import folder
@@ -103,13 +103,13 @@ def test_a_slurm_folder_planted_as_a_link_is_refused_before_anything_is_submitte
 WHEEL = "torch-2.11.0+cu130-cp312-cp312-linux_x86_64.whl"
 
 
-def _build_inputs(tmp_path: Path) -> images.BuildOptions:
+def _build_inputs(tmp_path: Path) -> dockerfile.BuildOptions:
     wheelhouse = tmp_path / "wheelhouse-given"
     wheelhouse.mkdir()
     (wheelhouse / WHEEL).write_bytes(b"a wheel\n")
     ca_bundle = tmp_path / "ca-given.pem"
     ca_bundle.write_text("a CA bundle\n")
-    return images.BuildOptions(PackageSource(wheelhouse=wheelhouse), ca_bundle=ca_bundle)
+    return dockerfile.BuildOptions(PackageSource(wheelhouse=wheelhouse), ca_bundle=ca_bundle)
 
 
 @pytest.mark.parametrize(

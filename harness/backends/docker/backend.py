@@ -1,7 +1,7 @@
 """The docker backend: one image per cell, one container per cell run, GPUs in one of three modes.
 
-The images are ``docker_images``' job, the containers ``docker_containers``', and what a re-run of a
-result may run ``docker_rerun``'s; this module runs a cell through them and records the run.
+The images are ``images``' job, the containers ``containers``', and what a re-run of a result may run
+``rerun``'s (modules beside this one); this module runs a cell through them and records the run.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 import harness
 from harness import jsonio, suite_listing
 from harness.backends.base import FinishedRun, suite_arguments
-from harness.backends.docker import dockerfile as images
+from harness.backends.docker import dockerfile
 from harness.backends.docker import engine as docker_engine
 from harness.backends.docker import rerun as docker_rerun
 from harness.backends.docker.containers import ContainerRun, Containers
@@ -31,7 +31,7 @@ with contextlib.suppress(ImportError):  # no docker SDK: docker_engine.connect r
 
 
 def build_all(
-    options: images.BuildOptions,
+    options: dockerfile.BuildOptions,
     plan: Plan,
     log_dir: Path,
     say: Callable[[str], None],
@@ -62,7 +62,7 @@ class DockerBackend:
 
     def __init__(
         self,
-        options: images.BuildOptions,
+        options: dockerfile.BuildOptions,
         timeout_s: float = 3600.0,
         gpus: str = "all",
         memory: str | None = None,

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from harness import jsonio
-from harness.backends.docker import dockerfile as images
+from harness.backends.docker import dockerfile
 from harness.backends.records import log_tail
 from harness.plan.axes import CudnnExpectation
 from harness.plan.model import Cell, Plan
@@ -54,7 +54,7 @@ class ImageFacts(TypedDict):
 class Build:
     """What building one cell's image gave."""
 
-    image: images.RenderedImage
+    image: dockerfile.RenderedImage
     image_id: str | None = None
     cached: bool = False
     seconds: float = 0.0
@@ -74,19 +74,19 @@ class CellImages:
     """Every cell's image on one engine; what each build gave and what each image holds, asked once."""
 
     def __init__(
-        self, client: DockerClient, options: images.BuildOptions, progress: Callable[[str], None]
+        self, client: DockerClient, options: dockerfile.BuildOptions, progress: Callable[[str], None]
     ) -> None:
         self.client = client
         self.options = options
         self.progress = progress
         self.builds: dict[str, Build] = {}
-        self._rendered: dict[str, images.RenderedImage] = {}
+        self._rendered: dict[str, dockerfile.RenderedImage] = {}
         self._facts: dict[str, HeldFacts] = {}
 
-    def render(self, cell: Cell, plan: Plan) -> images.RenderedImage:
+    def render(self, cell: Cell, plan: Plan) -> dockerfile.RenderedImage:
         """The cell's image, rendered once: rendering hashes the whole build context (the wheelhouse too)."""
         if cell.id not in self._rendered:
-            self._rendered[cell.id] = images.render(cell, self.options, plan.image_python)
+            self._rendered[cell.id] = dockerfile.render(cell, self.options, plan.image_python)
         return self._rendered[cell.id]
 
     def build(self, cell: Cell, plan: Plan, log_path: Path) -> Build:
@@ -112,7 +112,7 @@ class CellImages:
                     fileobj=context,
                     custom_context=True,
                     tag=rendered.reference,
-                    labels=images.labels(rendered, plan),
+                    labels=dockerfile.labels(rendered, plan),
                     network_mode="host",
                     rm=True,
                     forcerm=True,
@@ -168,12 +168,12 @@ class CellImages:
         }
 
     def held(self, image_id: str) -> HeldFacts:
-        """What the image holds, as its build wrote it (images.FACTS_FILE): copied out of a container that
+        """What the image holds, as its build wrote it (dockerfile.FACTS_FILE): copied out of a container that
         is created, never started. Empty for an image built before images carried the file."""
         if image_id not in self._facts:
             container = self.client.containers.create(image_id, network_mode="none")
             try:
-                stream, _ = container.get_archive(images.FACTS_FILE)
+                stream, _ = container.get_archive(dockerfile.FACTS_FILE)
                 with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
                     member = tar.extractfile(tar.getmembers()[0])
                     held = json.loads(member.read(1 << 20)) if member is not None else {}
@@ -186,7 +186,7 @@ class CellImages:
 
 
 def expected_cudnn(
-    cell: Cell, rendered: images.RenderedImage, image: HeldFacts | ImageFacts
+    cell: Cell, rendered: dockerfile.RenderedImage, image: HeldFacts | ImageFacts
 ) -> CudnnExpectation:
     """The cuDNN the suite must find loaded: as rendered, or, for {system: image}, as the image holds
     it."""
@@ -205,11 +205,11 @@ def _id(image: Any) -> str:
     return image_id
 
 
-def _write_context(fileobj: Any, rendered: images.RenderedImage) -> None:
+def _write_context(fileobj: Any, rendered: dockerfile.RenderedImage) -> None:
     with tarfile.open(fileobj=fileobj, mode="w") as tar:
-        dockerfile = rendered.dockerfile.encode()
+        text = rendered.dockerfile.encode()
         info = tarfile.TarInfo("Dockerfile")
-        info.size = len(dockerfile)
-        tar.addfile(info, io.BytesIO(dockerfile))
+        info.size = len(text)
+        tar.addfile(info, io.BytesIO(text))
         for name, path in sorted(rendered.context.items()):
             tar.add(path, arcname=name, recursive=False)

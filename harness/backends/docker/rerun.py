@@ -9,7 +9,7 @@ import contextlib
 import re
 
 from harness.backends.base import suite_arguments
-from harness.backends.docker import dockerfile as images
+from harness.backends.docker import dockerfile
 from harness.backends.docker import engine as docker_engine
 from harness.backends.docker.images import CellImages, expected_cudnn
 from harness.errors import BackendUnavailable, InputError, Problem, bounded
@@ -49,7 +49,7 @@ def checked_command(
             f"image {image_id} is gone from this engine; rebuild it with "
             "'python -m harness images' (same matrix, same inputs)"
         ) from None
-    if (image.labels or {}).get(f"{images.LABEL_NS}.cell") != cell.id:
+    if (image.labels or {}).get(f"{dockerfile.LABEL_NS}.cell") != cell.id:
         raise InputError(
             [
                 Problem(

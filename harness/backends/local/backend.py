@@ -1,11 +1,11 @@
 """The local backend: the suite in a subprocess of a Python that has torch.
 
 ``torch: installed`` runs in the given interpreter; a concrete ``torch: X`` (with its ``python``) runs in
-a cached virtual environment of its own (``environments.venvs``). The cuDNN source is realized through the
+a cached virtual environment of its own (``venvs``). The cuDNN source is realized through the
 subprocess's environment only: ``bundled`` as installed, ``system`` and ``wheel`` through a shadow of
-site-packages (see cudnn_dirs; a wheel's release is installed once into a folder of its own,
-``environments.cudnn_releases``), ``disabled`` through the suite's switch. The suite then checks, from
-inside the process, that the cuDNN it loaded is the one asked for.
+site-packages (see ``cudnn_dirs``; a wheel's release is installed once into a folder of its own,
+``cudnn_releases``), ``disabled`` through the suite's switch. The suite then checks, from inside the
+process, that the cuDNN it loaded is the one asked for.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from harness.backends import packages
 from harness.backends.base import FinishedRun, needs_gpu, suite_arguments
 from harness.backends.local import cache, cudnn_dirs, cudnn_releases, venvs
 from harness.backends.records import failed_result, read_suite_result
-from harness.errors import BackendUnavailable, InputError, bounded
+from harness.errors import BackendUnavailable, InputError, Remembered, bounded
 from harness.plan.axes import CudnnExpectation
 from harness.plan.model import Cell, Plan
 from harness.results import folder
@@ -75,7 +75,7 @@ class LocalBackend:
         self.source = source or packages.PackageSource()
         self.cache_root = cache_root or cache.default_root()
         self._interpreters: dict[str, Interpreter] = {}
-        self._environments: dict[str, venvs.Environment | str] = {}  # spec folder -> env, or why not
+        self._environments: Remembered[str, venvs.Environment] = Remembered()  # by spec folder, or why not
         self._interpreter = self._probe_interpreter(self.python)
         self.suite_version: str = self._interpreter["suite_version"]
         self._stopping = threading.Event()
@@ -114,16 +114,9 @@ class LocalBackend:
         version = given if cell.python == "installed" else cell.python
         base = self.python if version == given else ""
         spec = venvs.EnvironmentSpec(cell.torch, version, self.source, base)
-        key = spec.folder_name()
-        if key not in self._environments:
-            try:
-                self._environments[key] = venvs.ensure(self.cache_root, spec, self.progress)
-            except LookupError as exc:
-                self._environments[key] = str(exc)
-        found = self._environments[key]
-        if isinstance(found, str):
-            raise LookupError(found)
-        return found
+        return self._environments.get(
+            spec.folder_name(), lambda: venvs.ensure(self.cache_root, spec, self.progress)
+        )
 
     def identity(self, cell: Cell, plan: Plan) -> Identity:
         identity: Identity = {

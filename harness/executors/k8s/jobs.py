@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.backends.base import needs_gpu, suite_arguments
-from harness.backends.docker import dockerfile as images
+from harness.backends.docker import dockerfile
 from harness.plan.model import Cell, Plan
 
 RESULTS_CLAIM = "cudnn-harness-results"
@@ -39,11 +39,11 @@ class Target:
 
 
 def render(
-    plan: Plan, cells: tuple[Cell, ...], options: images.BuildOptions, target: Target
+    plan: Plan, cells: tuple[Cell, ...], options: dockerfile.BuildOptions, target: Target
 ) -> list[dict[str, Any]]:
     jobs = []
     for cell in cells:
-        image = images.render(cell, options, plan.image_python)
+        image = dockerfile.render(cell, options, plan.image_python)
         reference = f"{target.registry.rstrip('/')}/{image.reference}" if target.registry else image.reference
         # the kubelet expands $(JOB_COMPLETION_INDEX), which the Job controller sets in each pod;
         # index i is round i + 1: 'harness gather' makes the files a results folder (k8s_gather)

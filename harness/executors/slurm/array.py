@@ -12,7 +12,8 @@ A task that ends without a result (pre-empted, timed out, its node lost, cancell
 state Slurm gives it, and the run exits 3; the same command again submits exactly the runs still
 missing (``--rerun-failed``: the failed ones too). Ctrl-C cancels the array.
 
-What each task asks Slurm for is ``slurm_request``'s; what it runs on its node, ``slurm_task``'s.
+What each task asks Slurm for is ``request``'s; what it runs on its node, ``task``'s (modules beside this
+one).
 """
 
 from __future__ import annotations

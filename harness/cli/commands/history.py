@@ -1,4 +1,4 @@
-"""``harness history add|list|reindex`` and ``harness site``: what they print and their exit codes."""
+"""``harness history add|list|reindex``: every run kept in a history folder, listed, its index rebuilt."""
 
 from __future__ import annotations
 
@@ -8,19 +8,30 @@ import shlex
 from dataclasses import asdict
 from pathlib import Path
 
+from harness.cli import option_groups
+from harness.cli.command import Command
 from harness.cli.output import EXIT_OK, Output
 from harness.errors import one_line
 
 
+def arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", choices=("add", "list", "reindex"), help="what to do")
+    parser.add_argument("results", nargs="*", type=Path, help="add: results folders or files")
+    option_groups.history_arg(parser)
+    option_groups.matrix_arg(parser)
+    parser.add_argument("--json", action="store_true", help="list: print what it holds as JSON")
+    parser.add_argument("--newest", type=int, default=10, help="list: how many of the newest runs to show")
+
+
 def history_dir(args: argparse.Namespace) -> Path:
-    """--history, else ``history/`` beside the matrix."""
+    """--history, else ``history/`` beside the matrix (site reads it so too)."""
     from harness.history.layout import default_for
 
     given: Path | None = args.history
     return given if given is not None else default_for(args.matrix)
 
 
-def history(args: argparse.Namespace, out: Output) -> int:
+def handle(args: argparse.Namespace, out: Output) -> int:
     from harness.history import add, listing
 
     root = history_dir(args)
@@ -91,18 +102,12 @@ def _print_listing(found: object, prog: str) -> None:
     )
 
 
-def site(args: argparse.Namespace, out: Output) -> int:
-    from harness.site import build
-
-    done = build.build(history_dir(args), args.out, args.full)
-    largest = (
-        f"; the largest file written: {done.largest[0]} ({done.largest[1] / 1024:.0f} KiB)"
-        if done.largest[0]
-        else ""
-    )
-    print(
-        f"site of {done.runs} run(s) and {done.rows} row(s) in {done.out}: {done.written} file(s) written, "
-        f"{done.kept} unchanged, {done.rows_rebuilt} row page(s) rebuilt{largest}; open "
-        f"{done.out / 'index.html'}"
-    )
-    return EXIT_OK
+COMMAND = Command(
+    "history",
+    "keep every run: add results to a history, list it, rebuild its index",
+    "add results/sweep --history history",
+    arguments,
+    handle,
+    more="A history keeps each result document as it came (named by its digest) and an index derived\n"
+    "from them; a run is imported once however often it is added, and never altered.",
+)

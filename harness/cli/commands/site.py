@@ -1,0 +1,46 @@
+"""``harness site``: a history published as a static site (no server; it opens from file://)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from harness.cli import option_groups
+from harness.cli.command import Command
+from harness.cli.commands.history import history_dir
+from harness.cli.output import EXIT_OK, Output
+
+
+def arguments(parser: argparse.ArgumentParser) -> None:
+    option_groups.history_arg(parser)
+    option_groups.matrix_arg(parser)
+    parser.add_argument("--out", type=Path, default=Path("site"), help="site folder (default: site)")
+    parser.add_argument(
+        "--full", action="store_true", help="rebuild every page (default: only the pages new runs touch)"
+    )
+
+
+def handle(args: argparse.Namespace, out: Output) -> int:
+    from harness.site import build
+
+    done = build.build(history_dir(args), args.out, args.full)
+    largest = (
+        f"; the largest file written: {done.largest[0]} ({done.largest[1] / 1024:.0f} KiB)"
+        if done.largest[0]
+        else ""
+    )
+    print(
+        f"site of {done.runs} run(s) and {done.rows} row(s) in {done.out}: {done.written} file(s) written, "
+        f"{done.kept} unchanged, {done.rows_rebuilt} row page(s) rebuilt{largest}; open "
+        f"{done.out / 'index.html'}"
+    )
+    return EXIT_OK
+
+
+COMMAND = Command(
+    "site",
+    "publish a history as a static site (no server; opens from file://)",
+    "--history history --out site",
+    arguments,
+    handle,
+)
