@@ -11,10 +11,11 @@ import sys
 import tempfile
 import time
 import traceback
-from typing import Any
+from typing import cast
 
 from harness.suite import RESULT_SCHEMA_VERSION, SUITE_VERSION, lifeline, source_sha256
 from harness.suite.catalog import CATALOG, rows_of
+from harness.suite.document import CellRecord, Dtype, Knobs, Measurement, SuiteResult
 from harness.suite.numerics.sweep import numerics_pass
 from harness.suite.probes import host
 from harness.suite.rows import (
@@ -89,16 +90,18 @@ def _run(args: argparse.Namespace) -> int:
         )
         return 2
     started, clock_started = dt.datetime.now(dt.timezone.utc), time.perf_counter()
-    doc: dict[str, Any] = {
+    doc: SuiteResult = {
         "schema_version": RESULT_SCHEMA_VERSION,
         "suite_version": SUITE_VERSION,
-        "cell": json.loads(args.cell),
+        "cell": cast(CellRecord, json.loads(args.cell)),  # the orchestrator's cell, echoed as it gave it
         "profile": settings.profile,
         "started_at": started.isoformat(),
         "status": "failed",
         "failure": None,
         "warnings": [],
         "measurements": [],
+        "finished_at": "",  # both set below, before the document is written
+        "duration_s": 0.0,
     }
     try:
         _checked_and_measured(doc, args, settings, rows, clock_started)
@@ -116,7 +119,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _checked_and_measured(
-    doc: dict[str, Any],
+    doc: SuiteResult,
     args: argparse.Namespace,
     settings: SuiteSettings,
     rows: list[tuple[str, str]],
@@ -161,14 +164,16 @@ def _checked_and_measured(
     elif not doc["nccl"]["verified"]:
         doc["failure"] = {"stage": "nccl-check", "reason": doc["nccl"]["verification"], "log_tail": ""}
     else:
-        cells = list(itertools.product(json.loads(args.knobs), rows))
+        knobs = cast(list[Knobs], json.loads(args.knobs))  # the orchestrator's knob sets, as JSON
+        # the rows' dtypes are modes: the result schema checks the document they are written into
+        cells = list(itertools.product(knobs, cast(list[tuple[str, Dtype]], rows)))
         _measured(doc, settings, device, cells, clock_started, setup)
         doc["host"] = host.record(device, threads, load_start, allocator)
         doc["status"] = "ok"
 
 
 def _measured(
-    doc: dict[str, Any],
+    doc: SuiteResult,
     settings: SuiteSettings,
     device: str,
     cells: list[Cell],
@@ -198,7 +203,7 @@ def _measured(
     share = TimedShare(
         settings.timed_share if device == "cuda" else 0.0, windows_measured(cells, plan), clock_started
     )
-    measured: dict[int, dict[str, Any]] = {}
+    measured: dict[int, Measurement] = {}
     try:
         for index, entry in measure_windows(Row(settings, device, timer, gpu, share, plan), cells):
             measured[index] = entry
@@ -217,7 +222,7 @@ def _measured(
         doc["warnings"].append(anyway)
 
 
-def _write_atomic(path: str, doc: dict[str, Any]) -> None:
+def _write_atomic(path: str, doc: SuiteResult) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")

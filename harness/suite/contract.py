@@ -24,6 +24,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
+from harness.suite.document import Knobs
+
 ALL_DTYPES = ("fp32_default", "fp32", "tf32", "bf16", "fp16")  # precision modes (``precision``)
 PROFILES = ("smoke", "default", "full", "atlas")
 EVERY_PROFILE = ("smoke", "default", "full")  # every profile but the atlas, which measures layer families
@@ -94,9 +96,9 @@ class MeasuresItself(Protocol):
         profile: str,
         device: str,
         dtype: str,
-        knobs: dict[str, bool],
+        knobs: Knobs,
         time_budget_s: float,
-    ) -> dict[str, Any]: ...
+    ) -> dict[str, object]: ...
 
 
 def pick(profile: str, smoke: T, default: T, full: T | None = None) -> T:

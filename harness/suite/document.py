@@ -88,12 +88,22 @@ class GpuStateDelta(TypedDict, total=False):
     thermal_violation_ns: int
 
 
+class MathFlags(TypedDict):
+    """The math flags in effect while a row ran (suite 0.20; ``harness.suite.precision.flags``)."""
+
+    cudnn_allow_tf32: bool
+    matmul_allow_tf32: bool
+    float32_matmul_precision: NotRequired[str]  # highest, high, medium
+    fp32_precision: NotRequired[dict[str, str]]  # cuda.matmul, cudnn.conv, cudnn.rnn: none, ieee, tf32, bf16
+
+
 class Measurement(TypedDict):
     """One workload at one dtype under one set of knobs; the timing keys are there when status is ok."""
 
     workload: str
     dtype: Dtype
     knobs: Knobs
+    math_flags: NotRequired[MathFlags]
     status: Literal["ok", "unsupported", "error"]
     error: NotRequired[str]
     params: NotRequired[dict[str, Any]]
@@ -115,6 +125,11 @@ class Measurement(TypedDict):
     first_call_s: NotRequired[float]
     warmup_calls: NotRequired[int]
     samples_s: NotRequired[list[float]]
+    # on a CPU, in flight only: the same calls in the clock they were not judged in (rows.py keeps their
+    # statistics, wall_stats or thread_cpu_stats, in its place)
+    other_samples_s: NotRequired[list[float]]
+    timed_floor_s: NotRequired[float]  # the floor a raised loop stopped at (timing/measure.py)
+    placement_pads_mib: NotRequired[list[int]]  # the pad each window held (suite 0.18, placement_pad_mib)
     stop_reason: NotRequired[StopReason]
     sampling_wall_s: NotRequired[float]
     wall_s: NotRequired[float]
@@ -197,12 +212,54 @@ class NcclRecord(TypedDict):
     verification: str
 
 
+class HostFacts(TypedDict, total=False):
+    """The machine (``harness/suite/probes/environment.py``); the schema keeps the block open."""
+
+    hostname: str
+    os: str
+    kernel: str
+    machine: str
+    cpu_model: str | None
+    cpu_count: int | None
+
+
+class PythonFacts(TypedDict, total=False):
+    version: str
+    implementation: str
+    executable: str
+
+
+class TorchFacts(TypedDict, total=False):
+    version: str
+    git_version: str | None
+    cuda: str | None
+    debug: bool
+    path: str
+    num_threads: int
+
+
+class GpuFacts(TypedDict, total=False):
+    """The GPU as CUDA and nvidia-smi describe it; the schema keeps the block open."""
+
+    index: int
+    name: str
+    uuid: str | None
+    capability: str  # major.minor
+    total_memory_bytes: int
+    multiprocessors: int
+    l2_cache_bytes: int | None
+    device_count: int
+    nvidia_smi: dict[str, str] | None  # nvidia-smi's fields, as it prints them
+    driver_version: str | None
+
+
 class Environment(TypedDict):
-    host: dict[str, Any]
-    python: dict[str, Any]  # version, executable, ...
-    torch: dict[str, Any]  # version, cuda, git_version, ...
-    gpu: dict[str, Any] | None  # name, capability, memory, ... (None on the CPU)
+    host: HostFacts
+    python: PythonFacts
+    torch: TorchFacts
+    gpu: GpuFacts | None  # None on the CPU
     env: dict[str, str]
+    gpu_state: NotRequired[dict[str, object] | None]  # NVML's facts that do not change during a run
 
 
 class Identity(TypedDict):
@@ -252,7 +309,7 @@ class RunRecord(TypedDict):
     matrix_sha256: NotRequired[str]
     plan_sha256: NotRequired[str]  # the plan.json the result was made for (harness/results/folder.py)
     image: NotRequired[dict[str, Any]]  # reference, id, digests, base, the Python and torch inside
-    container: NotRequired[dict[str, Any]]  # id, user, read-only root, network, capabilities, limits
+    container: NotRequired[dict[str, object]]  # id, user, read-only root, network, capabilities, limits
     container_start_s: NotRequired[float]
     rerun_of: NotRequired[str]
     round: NotRequired[int]
@@ -261,7 +318,7 @@ class RunRecord(TypedDict):
     slurm: NotRequired[SlurmRecord]
     k8s: NotRequired[K8sRecord]
     gpu_access: NotRequired[GpuAccess]
-    environment: NotRequired[dict[str, Any]]  # local, a concrete torch: path, lock_sha256, distributions
+    environment: NotRequired[dict[str, object]]  # local, a concrete torch: path, lock_sha256, distributions
 
 
 class HostRecord(TypedDict):

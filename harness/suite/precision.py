@@ -18,7 +18,11 @@ torch: reports name modes without it.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harness.suite.document import MathFlags
 
 DEFAULT_FP32 = "fp32_default"
 MODES = (DEFAULT_FP32, "fp32", "tf32", "bf16", "fp16")
@@ -79,13 +83,13 @@ def set_tf32(tf32: bool | None) -> None:
         torch.backends.cuda.matmul.allow_tf32 = matmul
 
 
-def flags() -> dict[str, Any]:
+def flags() -> MathFlags:
     """The math flags in effect now: the legacy TF32 flags, float32 matmul precision, and where the build
     has them the ``fp32_precision`` settings (torch 2.9 and later)."""
     import torch
 
     cudnn, matmul = _legacy_flags()
-    found: dict[str, Any] = {
+    found: MathFlags = {
         "cudnn_allow_tf32": cudnn,
         "matmul_allow_tf32": matmul,
         "float32_matmul_precision": torch.get_float32_matmul_precision(),
@@ -101,7 +105,7 @@ def flags() -> dict[str, Any]:
     return found
 
 
-def tf32_in_effect(recorded: dict[str, Any] | None, dtype: str, tf32_knob: bool) -> bool:
+def tf32_in_effect(recorded: Mapping[str, object] | None, dtype: str, tf32_knob: bool) -> bool:
     """Whether a measurement's fp32 math could use TF32: from the flags it recorded, else from its mode."""
     if dtype not in FP32_STORAGE:
         return False

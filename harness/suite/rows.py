@@ -13,10 +13,11 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from harness.suite.catalog import CATALOG, FAMILY
 from harness.suite.contract import BuildsCalls, MeasuresItself, Unsupported
+from harness.suite.document import Dtype, Knobs, Measurement
 from harness.suite.probes import host
 from harness.suite.settings import SuiteSettings
 from harness.suite.timing import windows
@@ -46,7 +47,7 @@ def error_text(exc: BaseException, device: str, what: str) -> str:
     return f"{type(exc).__name__}: {text}"[:500]
 
 
-Cell = tuple[dict[str, bool], tuple[str, str]]  # a row's knobs, and its (workload, dtype)
+Cell = tuple[Knobs, tuple[str, Dtype]]  # a row's knobs, and its (workload, dtype)
 
 
 @dataclass(frozen=True)
@@ -66,8 +67,8 @@ class Which(NamedTuple):
     """The row measured: its workload, dtype and knobs."""
 
     workload: str
-    dtype: str
-    knobs: dict[str, bool]
+    dtype: Dtype
+    knobs: Knobs
 
 
 class Window(NamedTuple):
@@ -85,7 +86,7 @@ class Window(NamedTuple):
         return self.nth == 0
 
 
-def measure_windows(row: Row, cells: list[Cell]) -> Iterator[tuple[int, dict[str, Any]]]:
+def measure_windows(row: Row, cells: list[Cell]) -> Iterator[tuple[int, Measurement]]:
     """Every row timed in passes over the rows, at least ``plan.per_row`` windows and more while
     ``windows.wants_another`` says so, each window its part of the time budget, of the share's lengths
     (``ShareAsk.part``) and of ``GRAPHS``, merged into one measurement per row
@@ -99,7 +100,7 @@ def measure_windows(row: Row, cells: list[Cell]) -> Iterator[tuple[int, dict[str
     plan, share = row.plan, row.share
     part = dataclasses.replace(row.settings, time_budget_s=row.settings.time_budget_s / plan.per_row)
     graphs = max(1, GRAPHS // plan.per_row)  # the row's graphs spread over its windows
-    parts: list[list[dict[str, Any]]] = [[] for _ in cells]
+    parts: list[list[Measurement]] = [[] for _ in cells]
     finished = [False] * len(cells)
     try:
         for index_in_row in range(plan.passes):
@@ -129,7 +130,7 @@ def measure_windows(row: Row, cells: list[Cell]) -> Iterator[tuple[int, dict[str
         raise
 
 
-def _finished(parts: list[dict[str, Any]], plan: windows.Windows, share: TimedShare, whole: bool) -> bool:
+def _finished(parts: list[Measurement], plan: windows.Windows, share: TimedShare, whole: bool) -> bool:
     """Whether a row's windows so far are all it gets; where they are fewer than the share counted, the
     share counts the rest off."""
     if whole:
@@ -141,13 +142,15 @@ def _finished(parts: list[dict[str, Any]], plan: windows.Windows, share: TimedSh
     return True
 
 
-def _merged(parts: list[dict[str, Any]], plan: windows.Windows, device: str) -> dict[str, Any]:
+def _merged(parts: list[Measurement], plan: windows.Windows, device: str) -> Measurement:
     from harness.suite.timing.summary import summarize
 
     merged = parts[0] if len(parts) == 1 else windows.merge(parts, plan.tolerance)
     others = merged.pop("other_samples_s", None)
     if others:  # on a CPU: the same calls in the clock they were not judged in, as statistics only
-        other = "wall_stats" if merged.get("clock") == "thread_cpu" else "thread_cpu_stats"
+        other: Literal["wall_stats", "thread_cpu_stats"] = (
+            "wall_stats" if merged.get("clock") == "thread_cpu" else "thread_cpu_stats"
+        )
         merged[other] = summarize(others)
     if device == "cpu" and merged.get("status") == "ok":  # another process shows in the samples
         why = host.stalled(merged["samples_s"], merged.get("batch", 1))
@@ -161,7 +164,7 @@ def _merged(parts: list[dict[str, Any]], plan: windows.Windows, device: str) -> 
 STRANDED_GROWTH_BYTES = 8 * 1024**3
 
 
-def stranded_growth(measurements: list[dict[str, Any]]) -> str | None:
+def stranded_growth(measurements: list[Measurement]) -> str | None:
     """A warning where the memory a row could not give back grew by more than ``STRANDED_GROWTH_BYTES``
     over the process (a constant amount holds from the first row on, and every row has the same less)."""
     held = [(m["memory_stranded_bytes"], m) for m in measurements if "memory_stranded_bytes" in m]
@@ -189,7 +192,7 @@ def _measures_itself(workload: str) -> bool:
     return spec is not None and isinstance(FAMILY[spec.family], MeasuresItself)
 
 
-def measure_shared(row: Row, which: Which, window: Window) -> dict[str, Any]:
+def measure_shared(row: Row, which: Which, window: Window) -> Measurement:
     """One window of a row, sampled longer where the process's timed share asks it to
     (harness/suite/timing/share.py). A later window's fixed costs (building, first call, warm-up, capture) buy
     another placement, not timed work: like the records beside the timing, the share does not pay them
@@ -206,7 +209,7 @@ def measure_shared(row: Row, which: Which, window: Window) -> dict[str, Any]:
     return entry
 
 
-def measure_one(row: Row, which: Which, window: Window, ask: ShareAsk | None = None) -> dict[str, Any]:
+def measure_one(row: Row, which: Which, window: Window, ask: ShareAsk | None = None) -> Measurement:
     """One window of a row, sampled for the window's lengths or as its process's timed share asks
     (``ask``). Its first window warms the GPU up and records peak memory and host time (what ran where
     settings ask). On a GPU the memory it used goes back to the driver after it, and
@@ -219,7 +222,12 @@ def measure_one(row: Row, which: Which, window: Window, ask: ShareAsk | None = N
     from harness.suite.workloads.tensors import apply_knobs
 
     spec = CATALOG[which.workload]
-    entry: dict[str, Any] = {"workload": which.workload, "dtype": which.dtype, "knobs": which.knobs}
+    entry: Measurement = {
+        "workload": which.workload,
+        "dtype": which.dtype,
+        "knobs": which.knobs,
+        "status": "error",  # until it is measured: every way out below sets it
+    }
     if which.dtype not in spec.dtypes:
         return {
             **entry,
@@ -287,23 +295,24 @@ def placement_pad(which: Which, window: Window, device: str) -> Any:
 
 
 def _measured_itself(
-    family: MeasuresItself, spec: Any, row: Row, which: Which, entry: dict[str, Any]
-) -> dict[str, Any]:
+    family: MeasuresItself, spec: Any, row: Row, which: Which, entry: Measurement
+) -> Measurement:
     """A workload that measures itself in processes of its own, with the whole time budget."""
     from harness.suite.timing.summary import summarize
 
     start = time.perf_counter()
     settings = row.settings
-    entry.update(
-        family.measure(spec, settings.profile, row.device, which.dtype, which.knobs, settings.time_budget_s)
+    measured = family.measure(
+        spec, settings.profile, row.device, which.dtype, which.knobs, settings.time_budget_s
     )
+    entry.update(measured)  # type: ignore[typeddict-item]  # a family's measure returns Measurement's timing keys
     entry["stats"] = summarize(entry["samples_s"])
     entry["status"], entry["wall_s"] = "ok", time.perf_counter() - start
     return entry
 
 
 def _timed(
-    row: Row, window: Window, ask: ShareAsk | None, built: Any, entry: dict[str, Any], build_s: float
+    row: Row, window: Window, ask: ShareAsk | None, built: Any, entry: Measurement, build_s: float
 ) -> None:
     """The built call timed into ``entry``, with the records of a row's first window beside it."""
     import contextlib
@@ -324,7 +333,8 @@ def _timed(
     )
     with contextlib.nullcontext() if built.grad else torch.inference_mode():
         before: gpu_state.Snapshot = gpu.snapshot() if gpu is not None else {}
-        entry.update(measure(built.fn, row.timer, settings.time_budget_s, settings.min_time_s, how).to_json())
+        timing = measure(built.fn, row.timer, settings.time_budget_s, settings.min_time_s, how).to_json()
+        entry.update(timing)  # type: ignore[typeddict-item]  # to_json's keys are Measurement's timing keys
         entry["phases_s"] = {"build": build_s, **entry["phases_s"]}
         if gpu is not None:
             entry["gpu_state"] = gpu_state.delta(before, gpu.snapshot())
@@ -341,7 +351,7 @@ def _timed(
             after.done("what_ran")
 
 
-def _rates(entry: dict[str, Any], built: Any, device: str, dtype: str) -> None:
+def _rates(entry: Measurement, built: Any, device: str, dtype: str) -> None:
     """A measured row's throughput from its median, and its share of the GPU's peaks where known."""
     import torch
 
@@ -385,9 +395,9 @@ def _peak_memory(fn: Any) -> int:
     return max(0, torch.cuda.max_memory_allocated() - baseline)
 
 
-def progress(index: int, total: int, entry: dict[str, Any], where: str = "") -> None:
+def progress(index: int, total: int, entry: Measurement, where: str = "") -> None:
     """A line on stderr for each measured row (the cell's log shows how far it got)."""
-    knobs = " ".join(f"{k}={int(v)}" for k, v in entry["knobs"].items())
+    knobs = " ".join(f"{k}={v:d}" for k, v in entry["knobs"].items())
     if entry["status"] == "ok":
         stats = entry["stats"]
         what = f"median {stats['median'] * 1e6:.1f} us (n={stats['n']}, {entry['stop_reason']})"

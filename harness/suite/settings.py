@@ -49,11 +49,11 @@ class SuiteSettings:
         if self.placement_pad_mib < 0:
             raise ValueError(f"placement_pad_mib must be at least 0, not {self.placement_pad_mib}")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """The settings as plan.json holds them: the first six always, the lists only where given, the
         checks only where turned off, the windows only where not the default (so a matrix's suite section
         and its plan key resume alike)."""
-        document: dict[str, Any] = {
+        document: dict[str, object] = {
             "profile": self.profile,
             "device": self.device,
             "dtypes": list(self.dtypes),

@@ -23,24 +23,13 @@ from harness.backends.docker import dockerfile
 from harness.backends.records import log_tail
 from harness.plan.axes import CudnnExpectation
 from harness.plan.model import Cell, Plan
+from harness.suite.probes.image_facts import HeldFacts
 
 with contextlib.suppress(ImportError):  # no docker SDK: docker_engine.connect refuses first
     import docker.errors
 
 if TYPE_CHECKING:
     from docker import DockerClient
-
-
-class HeldFacts(TypedDict, total=False):
-    """What an image holds, as its build wrote it (``python -m harness.suite facts``, into
-    ``dockerfile.FACTS_FILE``)."""
-
-    python: str
-    python_version: str
-    torch: str | None
-    torch_dir: str | None
-    torch_cuda: str | None
-    system_cudnn: dict[str, str] | None  # lib_dir, version: the image's own cuDNN (its apt package)
 
 
 class ImageFacts(TypedDict):

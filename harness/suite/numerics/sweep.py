@@ -13,12 +13,12 @@ from typing import Any
 
 from harness.suite.catalog import CATALOG, FAMILY
 from harness.suite.contract import BuildsCalls, Built, Unsupported, WorkloadSpec
-from harness.suite.document import Numerics
+from harness.suite.document import Knobs, Measurement, Numerics
 from harness.suite.precision import flags, tf32_in_effect
 from harness.suite.rows import error_text
 
 
-def numerics_pass(measurements: list[dict[str, Any]], profile: str, device: str) -> None:
+def numerics_pass(measurements: list[Measurement], profile: str, device: str) -> None:
     """The numerics of every measured row, each row built again. A row whose check fails is an error."""
     import contextlib
 
@@ -64,7 +64,7 @@ def _numerics(
     profile: str,
     device: str,
     dtype: str,
-    knobs: dict[str, bool],
+    knobs: Knobs,
     built: Built,
     check: Any,
 ) -> Numerics:

@@ -7,10 +7,10 @@ import platform
 import shutil
 import subprocess
 import sys
-from typing import Any
 
 import torch
 
+from harness.suite.document import Environment, GpuFacts, HostFacts
 from harness.suite.probes.gpu_state import nvml_device
 
 # Variables that change which libraries load or how kernels behave; recorded verbatim.
@@ -40,7 +40,7 @@ NVIDIA_SMI_FIELDS = (
 )
 
 
-def collect(device: str) -> dict[str, Any]:
+def collect(device: str) -> Environment:
     return {
         "host": _host(),
         "python": {
@@ -77,7 +77,7 @@ def torch_verification(wanted: str) -> tuple[bool, str]:
     )
 
 
-def _host() -> dict[str, Any]:
+def _host() -> HostFacts:
     cpu = None
     try:
         with open("/proc/cpuinfo") as f:
@@ -100,10 +100,10 @@ def device_uuid(index: int) -> str | None:
     return str(getattr(torch.cuda.get_device_properties(index), "uuid", "")) or None
 
 
-def _gpu() -> dict[str, Any]:
+def _gpu() -> GpuFacts:
     index = torch.cuda.current_device()
     props = torch.cuda.get_device_properties(index)
-    info: dict[str, Any] = {
+    info: GpuFacts = {
         "index": index,
         "name": props.name,
         "uuid": device_uuid(index),

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any, TypedDict, TypeVar
+from typing import TypedDict, TypeVar
 
 from harness.suite.document import GpuStateDelta
 
@@ -125,11 +125,11 @@ class GpuState:
             "thermal_violation_ns": _read(lambda: _violation_ns(h, pynvml.NVML_PERF_POLICY_THERMAL)),
         }
 
-    def static(self) -> dict[str, Any]:
+    def static(self) -> dict[str, object]:
         """What decides the numbers and does not change during a run."""
         if self.handle is None:
             return {"nvml": False}
-        found: dict[str, Any] = {"nvml": True, "uuid": self.nvml_uuid}
+        found: dict[str, object] = {"nvml": True, "uuid": self.nvml_uuid}
         calls: dict[str, Callable[[], object]] = {
             "power_limit_w": lambda: pynvml.nvmlDeviceGetEnforcedPowerLimit(self.handle) / 1000,
             "persistence_mode": lambda: bool(pynvml.nvmlDeviceGetPersistenceMode(self.handle)),

@@ -15,6 +15,8 @@ import os
 import statistics
 from typing import Any
 
+from harness.suite.document import HostRecord
+
 CPU_THREADS = 1  # the CPU suite's intra-op threads: two processes never fight over a 2-core host's cores
 # the clock a CPU sample counts in: wall time. The thread's own CPU time, which preemption does not
 # inflate, moved as far between processes beside two CPU-bound jobs on the 2-core machine
@@ -86,7 +88,7 @@ def stalled(samples: list[float], batch: int = 1) -> str | None:
 
 def record(
     device: str, threads: int | None, load_start: float | None, allocator: str | None = None
-) -> dict[str, Any]:
+) -> HostRecord:
     """The result's ``host``: cores, threads, the allocator's settings (``keep_freed_memory``), the load
     before and after, and whether the host was busy
     (on a CPU, load above its cores: every measurement of the run shares it), with why. A stalled
@@ -98,12 +100,14 @@ def record(
         loads = [x for x in (load_start, load_end) if x is not None]
         if loads and max(loads) > cores:
             why.append(f"load {max(loads):.1f} on {cores} cores")
-    return {
+    found: HostRecord = {
         "cores": cores,
         "threads": threads,
-        **({"allocator": allocator} if allocator else {}),
         "load_start": load_start,
         "load_end": load_end,
         "busy": bool(why),
         "why": "; ".join(why),
     }
+    if allocator:  # a dict unpacked into the literal is beyond mypy's TypedDict check
+        found["allocator"] = allocator
+    return found

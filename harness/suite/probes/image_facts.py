@@ -12,13 +12,24 @@ import platform
 import re
 import subprocess
 import sys
-from typing import Any
+from typing import TypedDict
 
 _CUDNN_MAIN = re.compile(r"^\s*libcudnn\.so\.(\d+) \(([^)]*)\) => (\S+)$")
 
 
-def collect() -> dict[str, Any]:
-    facts: dict[str, Any] = {
+class HeldFacts(TypedDict, total=False):
+    """What an image holds, as its build wrote it (``python -m harness.suite facts``, dockerfile.FACTS_FILE)."""
+
+    python: str
+    python_version: str
+    torch: str | None
+    torch_dir: str | None
+    torch_cuda: str | None
+    system_cudnn: dict[str, str] | None  # lib_dir, version: the image's own cuDNN (its apt package)
+
+
+def collect() -> HeldFacts:
+    facts: HeldFacts = {
         "python": sys.executable,
         "python_version": platform.python_version(),
         "torch": None,
@@ -31,9 +42,11 @@ def collect() -> dict[str, Any]:
     except ImportError:
         return facts
     facts.update(
-        torch=torch.__version__,
-        torch_dir=os.path.dirname(os.path.realpath(torch.__file__)),
-        torch_cuda=torch.version.cuda,
+        {
+            "torch": torch.__version__,
+            "torch_dir": os.path.dirname(os.path.realpath(torch.__file__)),
+            "torch_cuda": torch.version.cuda,
+        }
     )
     return facts
 

@@ -25,15 +25,19 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Literal, NamedTuple
 
+from harness.suite.document import Measurement
 from harness.suite.settings import SuiteSettings
 from harness.suite.timing.summary import summarize
 
 WINDOWS = 5  # on a CPU
 TOLERANCE = 0.02  # on a CPU, a kept window's median is at most 2 % above the fastest window's
+TIMES: tuple[Literal["wall_s", "sampling_wall_s"], ...] = ("wall_s", "sampling_wall_s")  # summed over windows
 # what every window counts, summed over them
-COUNTS = ("throttled_discarded", "power_capped_discarded", "idle_discarded", "warmup_calls")
+COUNTS: tuple[
+    Literal["throttled_discarded", "power_capped_discarded", "idle_discarded", "warmup_calls"], ...
+] = ("throttled_discarded", "power_capped_discarded", "idle_discarded", "warmup_calls")
 
 
 class Windows(NamedTuple):
@@ -85,7 +89,7 @@ def wants_another(medians: Sequence[float], plan: Windows) -> bool:
     return statistics.stdev(medians) / math.sqrt(n) / mean > plan.target
 
 
-def merge(windows: list[dict[str, Any]], tolerance: float | None = TOLERANCE) -> dict[str, Any]:
+def merge(windows: list[Measurement], tolerance: float | None = TOLERANCE) -> Measurement:
     """One row's measurement from its windows (in the order they ran): the first window's records
     with the samples of the kept windows, their statistics, and the time and discarded samples of
     every window. A row that failed or was unsupported in any window is that window's entry."""
@@ -99,16 +103,16 @@ def merge(windows: list[dict[str, Any]], tolerance: float | None = TOLERANCE) ->
         for w, m in zip(windows, medians, strict=True)
         if tolerance is None or m <= fastest * (1 + tolerance)
     ]
-    entry = dict(windows[0])
+    entry = windows[0].copy()
     entry["samples_s"] = [s for w in kept for s in w["samples_s"]]
     if all("other_samples_s" in w for w in kept):  # on a CPU: the same calls in the other clock
         entry["other_samples_s"] = [s for w in kept for s in w["other_samples_s"]]
     if all(w.get("sm_clock_mhz") is not None for w in kept):
-        entry["sm_clock_mhz"] = [c for w in kept for c in w["sm_clock_mhz"]]
+        entry["sm_clock_mhz"] = [c for w in kept for c in w["sm_clock_mhz"] or ()]  # none is None here
     entry["stats"] = summarize(entry["samples_s"])
     entry["window_medians_s"] = medians
     entry["contended_discarded"] = sum(len(w["samples_s"]) for w in windows if w not in kept)
-    for key in ("wall_s", "sampling_wall_s"):
+    for key in TIMES:
         entry[key] = sum(float(w.get(key) or 0.0) for w in windows)
     for count in COUNTS:
         if count in entry:

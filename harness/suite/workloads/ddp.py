@@ -20,9 +20,10 @@ import socket
 import statistics
 import tempfile
 import time
-from typing import Any, NamedTuple
+from typing import NamedTuple, TypedDict, cast
 
 from harness.suite.contract import WorkloadSpec, pick
+from harness.suite.document import Knobs, StopReason
 
 WARMUP_STEPS = 5
 MIN_STEPS, MAX_STEPS = 10, 500
@@ -58,8 +59,8 @@ def shape(profile: str, device: str) -> tuple[int, int]:
 
 
 def measure(
-    spec: WorkloadSpec, profile: str, device: str, dtype: str, knobs: dict[str, bool], time_budget_s: float
-) -> dict[str, Any]:
+    spec: WorkloadSpec, profile: str, device: str, dtype: str, knobs: Knobs, time_budget_s: float
+) -> dict[str, object]:
     """Step times at world size 1 and N, as a measurement entry (the stats are world size N's)."""
     import torch
 
@@ -103,9 +104,19 @@ def measure(
     }
 
 
+class RankResult(TypedDict):
+    """What rank 0 writes of one world size's steps (``_rank``), read back as JSON."""
+
+    first_call_s: float
+    samples_s: list[float]
+    stop_reason: StopReason
+    sampling_wall_s: float
+    cudnn_enabled: bool
+
+
 def _spawn(
-    size: int, profile: str, device: str, dtype: str, knobs: dict[str, bool], cudnn: bool, budget_s: float
-) -> dict[str, Any]:
+    size: int, profile: str, device: str, dtype: str, knobs: Knobs, cudnn: bool, budget_s: float
+) -> RankResult:
     from torch.multiprocessing.spawn import spawn
 
     with tempfile.TemporaryDirectory(prefix="ddp-") as scratch:
@@ -113,7 +124,7 @@ def _spawn(
         job = _Job(size, _free_port(), profile, device, dtype, knobs, cudnn, budget_s, out)
         spawn(_rank, args=(job,), nprocs=size)
         with open(out) as f:
-            result: dict[str, Any] = json.load(f)
+            result = cast(RankResult, json.load(f))
     return result
 
 
@@ -131,7 +142,7 @@ class _Job(NamedTuple):
     profile: str
     device: str
     dtype: str
-    knobs: dict[str, bool]
+    knobs: Knobs
     cudnn: bool
     budget_s: float
     out: str  # where rank 0 writes its result

@@ -90,7 +90,7 @@ def build(spec: WorkloadSpec, profile: str, device: str, dtype: str) -> Built:
             return F.group_norm(inp, 32, weight, bias, eps=1e-5)
         return F.instance_norm(inp, weight=weight, bias=bias, eps=1e-5)
 
-    params: dict[str, Any] = {"kind": kind, "pass": passes, "shape": list(shape)}
+    params: dict[str, object] = {"kind": kind, "pass": passes, "shape": list(shape)}
     moved = element_size(dtype) * 2 * x.numel()
     if passes == "fwd":
         return Built(lambda: forward(x), params, None, moved, [x, weight, bias])

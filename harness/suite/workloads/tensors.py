@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
+from collections.abc import Mapping
 
 import torch
+
+from harness.suite.document import Knobs
 
 # the fp32 modes differ only in the math flags the suite sets around them (``harness.suite.precision``)
 DTYPES = {
@@ -70,7 +73,7 @@ def element_size(dtype: str) -> int:
     return torch.empty((), dtype=DTYPES[dtype]).element_size()
 
 
-def apply_knobs(knobs: dict[str, bool], tf32: bool | None) -> None:
+def apply_knobs(knobs: Knobs | Mapping[str, bool], tf32: bool | None) -> None:
     """Set a knob set's torch flags in this process (the DDP workload's ranks set them in theirs); TF32 on
     or off everywhere, or (None) as the torch build has it by default."""
     from harness.suite.precision import set_tf32

@@ -13,7 +13,7 @@ stays on the GPU.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from harness.suite.contract import EVERY_PROFILE, LARGER_PROFILES, Built, Unsupported, WorkloadSpec, pick
 
@@ -43,7 +43,7 @@ SPECS = tuple(
 
 def _model(
     name: str, profile: str, device: str
-) -> tuple[torch.nn.Module, torch.Tensor, torch.Tensor, dict[str, Any]]:
+) -> tuple[torch.nn.Module, torch.Tensor, torch.Tensor, dict[str, object]]:
     import torch
 
     from harness.suite.workloads.models import SmallCNN, TransformerBlock
