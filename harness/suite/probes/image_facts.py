@@ -18,7 +18,8 @@ _CUDNN_MAIN = re.compile(r"^\s*libcudnn\.so\.(\d+) \(([^)]*)\) => (\S+)$")
 
 
 class HeldFacts(TypedDict, total=False):
-    """What an image holds, as its build wrote it (``python -m harness.suite facts``, dockerfile.FACTS_FILE)."""
+    """What an image holds, as its build wrote it (``python -m harness.suite facts``, into
+    ``dockerfile.FACTS_FILE``)."""
 
     python: str
     python_version: str
