@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from harness.suite.contract import ATLAS_PROFILES, EVERY_PROFILE, LARGER_PROFILES, Built, WorkloadSpec, pick
 from harness.suite.workloads.layers import DEFAULT, NETWORKS, RESNET50
@@ -15,8 +17,27 @@ PASSES = {"fwd": "forward", "bwd_data": "backward-data", "bwd_weight": "backward
 LAYOUTS = {"nchw": "NCHW", "cl": "NHWC"}
 # the ResNet-50 layers every profile but the smoke test measured before the atlas: all passes and layouts
 EARLIER = ("1x1", "3x3", "7x7s2")
+
+
+class Shape(TypedDict, total=False):
+    """A convolution's geometry as a workload's params spell it (``Conv`` reads it)."""
+
+    dims: int
+    cin: int
+    cout: int
+    k: int
+    stride: int
+    pad: int
+    hw: int
+    depth: int  # 3-D only: the volume's depth at full size
+    groups: int
+    dilation: int
+    transposed: bool
+    bias_relu: bool
+
+
 # One forward each: id -> (description, shape); 2-D unless the shape says otherwise.
-SHAPES: dict[str, tuple[str, dict[str, Any]]] = {
+SHAPES: dict[str, tuple[str, Shape]] = {
     "conv2d_depthwise_mbv2": (
         "Conv2d fwd depthwise 3x3, 144 ch, MobileNetV2 stage 2",
         {"cin": 144, "cout": 144, "k": 3, "stride": 1, "pad": 1, "hw": 56, "groups": 144},
@@ -54,6 +75,32 @@ SHAPES: dict[str, tuple[str, dict[str, Any]]] = {
         {"dims": 3, "cin": 32, "cout": 32, "k": 3, "stride": 1, "pad": 1, "hw": 64, "depth": 64},
     ),
 }
+
+
+@dataclass(frozen=True)
+class Conv:
+    """One workload's convolution: its geometry, pass and layout, read from ``WorkloadSpec.params``."""
+
+    dims: int
+    cin: int
+    cout: int
+    k: int
+    stride: int
+    pad: int
+    hw: int
+    layout: str  # a key of LAYOUTS
+    passes: str  # a key of PASSES (``pass`` in params)
+    depth: int = 8
+    groups: int = 1
+    dilation: int = 1
+    transposed: bool = False
+    bias_relu: bool = False
+    batch: int | None = None  # the network's training batch (None: the suite's default for ``dims``)
+
+    @classmethod
+    def of(cls, params: Mapping[str, Any]) -> Conv:
+        names = {f.name for f in fields(cls)} - {"passes"}
+        return cls(passes=params["pass"], **{k: v for k, v in params.items() if k in names})
 
 
 def _specs() -> Iterator[WorkloadSpec]:
@@ -108,19 +155,18 @@ def build(spec: WorkloadSpec, profile: str, device: str, dtype: str) -> Built:
 
     from harness.suite.workloads.tensors import DTYPES, element_size, randn
 
-    p: dict[str, Any] = dict(spec.params)
-    dims, cin, cout, k = p["dims"], p["cin"], p["cout"], p["k"]
-    stride, pad, groups = p["stride"], p["pad"], p.get("groups", 1)
-    dilation, transposed = p.get("dilation", 1), p.get("transposed", False)
+    c = Conv.of(spec.params)
+    dims, cin, cout, k = c.dims, c.cin, c.cout, c.k
+    stride, pad, groups, dilation, transposed = c.stride, c.pad, c.groups, c.dilation, c.transposed
     t = DTYPES[dtype]
-    batch = pick(profile, 2, p.get("batch", 32 if dims < 3 else 4), 64 if dims < 3 else 8)
-    hw = pick(profile, max(p["hw"] // 4, 8), p["hw"])
-    spatial = {1: (hw,), 2: (hw, hw), 3: (pick(profile, 4, p.get("depth", 8)), hw, hw)}[dims]
+    batch = pick(profile, 2, c.batch or (32 if dims < 3 else 4), 64 if dims < 3 else 8)
+    hw = pick(profile, max(c.hw // 4, 8), c.hw)
+    spatial = {1: (hw,), 2: (hw, hw), 3: (pick(profile, 4, c.depth), hw, hw)}[dims]
     x = randn(batch, cin, *spatial, device=device, dtype=t, seed=1)
     w_shape = (cin, cout // groups, *(k,) * dims) if transposed else (cout, cin // groups, *(k,) * dims)
     w = randn(*w_shape, device=device, dtype=t, seed=2, scale=1.0 / (cin // groups * k**dims) ** 0.5)
-    bias = randn(cout, device=device, dtype=t, seed=3) if p.get("bias_relu") else None
-    if p["layout"] == "cl":
+    bias = randn(cout, device=device, dtype=t, seed=3) if c.bias_relu else None
+    if c.layout == "cl":
         x = x.contiguous(memory_format=torch.channels_last)
         w = w.contiguous(memory_format=torch.channels_last)
     out_spatial = [
@@ -129,13 +175,13 @@ def build(spec: WorkloadSpec, profile: str, device: str, dtype: str) -> Built:
         else (s + 2 * pad - dilation * (k - 1) - 1) // stride + 1
         for s in spatial
     ]
-    flops, out_elems = _work(p, batch, spatial, out_spatial)
+    flops, out_elems = _work(c, batch, spatial, out_spatial)
     moved = element_size(dtype) * (x.numel() + w.numel() + out_elems)
-    params = _params(p, batch, list(x.shape))
+    params = _params(c, batch, list(x.shape))
     conv = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[dims]
     tconv = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}[dims]
 
-    if p["pass"] == "fwd":
+    if c.passes == "fwd":
 
         def forward() -> torch.Tensor:
             if transposed:
@@ -147,9 +193,9 @@ def build(spec: WorkloadSpec, profile: str, device: str, dtype: str) -> Built:
 
     # Backward passes call the convolution backward op directly, so only that kernel is timed.
     grad_out = randn(batch, cout, *out_spatial, device=device, dtype=t, seed=4)
-    if p["layout"] == "cl":
+    if c.layout == "cl":
         grad_out = grad_out.contiguous(memory_format=torch.channels_last)
-    mask = [True, False, False] if p["pass"] == "bwd_data" else [False, True, False]
+    mask = [True, False, False] if c.passes == "bwd_data" else [False, True, False]
 
     def backward() -> Any:
         return torch.ops.aten.convolution_backward(
@@ -169,45 +215,34 @@ def build(spec: WorkloadSpec, profile: str, device: str, dtype: str) -> Built:
     return Built(backward, params, flops, moved, [x, w, grad_out])
 
 
-def _work(
-    p: dict[str, Any], batch: int, spatial: tuple[int, ...], out_spatial: list[int]
-) -> tuple[float, int]:
-    """(floating-point operations, output elements) of one call of the convolution ``p`` describes."""
-    dims, cin, cout, k, groups = p["dims"], p["cin"], p["cout"], p["k"], p.get("groups", 1)
-    transposed = p.get("transposed", False)
-    out_elems = batch * cout * _prod(out_spatial)
-    in_spatial = _prod(spatial)
+def _work(c: Conv, batch: int, spatial: tuple[int, ...], out_spatial: list[int]) -> tuple[float, int]:
+    """(floating-point operations, output elements) of one call of the convolution ``c``."""
+    out_elems = batch * c.cout * math.prod(out_spatial)
+    in_spatial = math.prod(spatial)
     flops = (
         2.0
-        * (batch * cin * in_spatial if transposed else out_elems)
-        * (cout if transposed else cin)
-        // groups
-        * k**dims
+        * (batch * c.cin * in_spatial if c.transposed else out_elems)
+        * (c.cout if c.transposed else c.cin)
+        // c.groups
+        * c.k**c.dims
     )
     return flops, out_elems
 
 
-def _params(p: dict[str, Any], batch: int, input_shape: list[int]) -> dict[str, Any]:
-    """The parameters a result records for the convolution ``p`` describes."""
+def _params(c: Conv, batch: int, input_shape: list[int]) -> dict[str, object]:
+    """The parameters a result records for the convolution ``c``."""
     return {
         "batch": batch,
-        "in_channels": p["cin"],
-        "out_channels": p["cout"],
-        "kernel": p["k"],
-        "stride": p["stride"],
-        "padding": p["pad"],
-        "dilation": p.get("dilation", 1),
-        "groups": p.get("groups", 1),
-        "transposed": p.get("transposed", False),
+        "in_channels": c.cin,
+        "out_channels": c.cout,
+        "kernel": c.k,
+        "stride": c.stride,
+        "padding": c.pad,
+        "dilation": c.dilation,
+        "groups": c.groups,
+        "transposed": c.transposed,
         "input_shape": input_shape,
-        "layout": "channels_last" if p["layout"] == "cl" else "contiguous",
-        "pass": p["pass"],
-        "bias_relu": bool(p.get("bias_relu")),
+        "layout": "channels_last" if c.layout == "cl" else "contiguous",
+        "pass": c.passes,
+        "bias_relu": c.bias_relu,
     }
-
-
-def _prod(values: list[int] | tuple[int, ...]) -> int:
-    result = 1
-    for v in values:
-        result *= v
-    return result
