@@ -28,6 +28,7 @@ def test_init_writes_a_commented_starter_that_plans_as_the_repositorys_matrix(tm
     assert "2 cells x 1 knob sets, backend local" in planned.stdout
 
 
+@pytest.mark.slow
 def test_init_names_a_matrix_after_its_file_so_it_never_shares_the_default_jobs_folders(tmp_path):
     # a newcomer's 'init --matrix mine.yaml' beside the repository's matrix.yaml (name: smoke) wrote into
     # results/smoke/ and reports/smoke/ and mixed the two plans' rounds

@@ -521,6 +521,7 @@ def test_a_cells_result_files_are_listed_in_round_order(tmp_path):
     assert [link.text for link in files] == ["r1", "r2", "r10", "r11"], files
 
 
+@pytest.mark.slow
 def test_a_run_stopped_short_of_three_rounds_says_so_first_and_calls_nothing_same(tmp_path):
     # lease 11's committed results, with round 3 of one cell gone: as a run stopped before its end leaves them
     results = tmp_path / "stem-bf16"

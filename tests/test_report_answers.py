@@ -122,6 +122,7 @@ def test_a_report_with_regressions_ends_its_answer_with_their_reproducers(tmp_pa
     assert "What to do next" in (out / "summary.md").read_text()
 
 
+@pytest.mark.slow
 def test_the_cell_to_ship_is_named_with_the_rows_that_were_measured(tmp_path):
     # the atlas's lease 18 on an H100, two of its 17 cells: 9.26.0.51 is faster than bundled in one of the
     # matrix's 3 rows and the same in two; the advice says it rests on 3 rows, not on the profile

@@ -163,6 +163,7 @@ def test_the_suite_the_orchestrator_and_the_schema_agree_on_the_result_format():
     assert records.RESULT_SCHEMA_VERSION is RESULT_SCHEMA_VERSION  # one constant, not two that may drift
 
 
+@pytest.mark.slow
 def test_a_superseded_folder_named_itself_holds_results_and_one_below_a_folder_does_not(tmp_path):
     # issue 41's walk: 'compare results/smoke/superseded ...' said the folder "holds no result files"
     from harness.results import folder

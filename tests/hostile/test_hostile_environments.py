@@ -625,6 +625,7 @@ def test_window_medians_outside_every_sample_are_refused(tmp_path, cpu_result, s
     assert f"measurements[{i}].window_medians_s: has a fastest window median of" in said
 
 
+@pytest.mark.slow
 def test_more_windows_than_samples_are_refused(tmp_path):
     doc = gpu_result()
     i, m = first_windowed(doc)
@@ -642,6 +643,7 @@ def test_more_windows_than_samples_are_refused(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_a_result_that_loaded_another_cudnn_than_its_cell_names_is_refused(tmp_path):
     doc = gpu_result()
     doc["cudnn"]["runtime_version"] = "9.1.0"

@@ -6,11 +6,15 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from harness.suite.rows import PAD_STEP_MIB, Which, Window, pad_mib, placement_pad
 from harness.suite.settings import SuiteSettings
 from lab.studies import process_part
 from tests.conftest import REPO
 from tests.evidence import AA_H100
+
+pytestmark = pytest.mark.lab  # the lab's studies and claims (tests/lab/)
 
 PLACEMENT = AA_H100 / "placement"
 

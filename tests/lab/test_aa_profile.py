@@ -10,6 +10,8 @@ import pytest
 from lab.studies import aa_profile
 from tests.evidence import AA_H100
 
+pytestmark = pytest.mark.lab  # the lab's studies and claims (tests/lab/)
+
 PROCESS_FIELDS = [
     "name",
     "result",
