@@ -68,7 +68,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, cast
 
 from harness import jsonio
-from harness.errors import InputError, Problem
+from harness.errors import HarnessError, InputError, Problem
 from harness.suite.catalog import CATALOG, rows_of
 from harness.suite.contract import ALL_DTYPES, PROFILES
 
@@ -309,7 +309,10 @@ def run_harness(plan: Plan, out: Path, python: str, index: int) -> None:
     from harness.executors import launch
 
     request = launch.RunRequest(out / "harness", registry.Settings("local", python=python))
-    say = lambda line: print(f"  harness: {line}", flush=True)  # noqa: E731
+
+    def say(line: str) -> None:
+        print(f"  harness: {line}", flush=True)
+
     launch.run(plan, request, say, lambda line: None, rounds=range(index, index + 1))
 
 
@@ -548,10 +551,12 @@ def run_reference(
         except subprocess.TimeoutExpired:
             print(f"  {timer} process {index}: killed after {limit_s:.0f} s", flush=True)
             return
-    if target.exists():
-        doc = read_reference(target)
-        doc["process_wall_s"] = time.monotonic() - began
-        jsonio.write_atomic(target, doc)
+    if not target.exists():
+        print(f"  {timer} process {index}: wrote nothing; its log: {log.name}", flush=True)
+        return
+    doc = read_reference(target)
+    doc["process_wall_s"] = time.monotonic() - began
+    jsonio.write_atomic(target, doc)
 
 
 # --- running the processes in turns --------------------------------------------------------------------
@@ -567,8 +572,8 @@ def process_file(out: Path, timer: str, index: int, cell_id: str | None) -> Path
 
 
 def estimate_s(out: Path, timer: str, selection: Selection, cell_id: str | None, processes: int) -> float:
-    """How long a process of ``timer`` will take: the longest of its kind in ``out``, else rows x seconds a
-    row; a harness round after the first is estimated by the rounds after the first where one ran."""
+    """How long a process of ``timer`` will take: the longest of its kind in ``out`` (a harness round 1,
+    which checks numerics, is the longest), else rows x seconds a row and a start."""
     walls = []
     for index in range(1, processes + 1):
         path = process_file(out, timer, index, cell_id)
@@ -591,55 +596,63 @@ def _wall_of(path: Path, timer: str) -> float | None:
     return float(wall) if isinstance(wall, (int, float)) else None
 
 
-def run_all(args: argparse.Namespace) -> int:
-    """``run``: the processes still missing in ``--out``, in turns, as far as ``--budget-s`` goes; then
-    the report of the folder."""
-    began = time.monotonic()
-    device = args.device
-    timers = args.timers or ([t for t in TIMERS if t != "do_bench"] if device == "cpu" else list(TIMERS))
-    if device == "cpu" and "do_bench" in timers:
+def selection_of(args: argparse.Namespace) -> Selection:
+    """What ``run``'s arguments ask to measure; InputError naming the setting where they cannot be."""
+    if args.device == "cpu" and "do_bench" in args.timers:
         raise InputError(
             [Problem("do_bench", "timers", "needs a GPU (triton); on a CPU time harness,events")]
         )
     rows = chosen_rows(args.profile, args.dtypes, args.families, args.rows)
-    selection: Selection = {
-        "device": device,
+    return {
+        "device": args.device,
         "profile": args.profile,
         "dtypes": list(args.dtypes),
         "rows": [f"{w}:{d}" for w, d in rows],
         "named": bool(args.rows or args.families),
         "time_budget_s": args.time_budget_s,
     }
+
+
+def run_all(args: argparse.Namespace) -> int:
+    """``run``: the processes still missing in ``--out``, in turns, as far as ``--budget-s`` goes; then
+    the report of the folder."""
+    began = time.monotonic()
+    if args.timers is None:
+        args.timers = [t for t in TIMERS if args.device == "cuda" or t != "do_bench"]
+    selection = selection_of(args)
     out = jsonio.output_folder(args.out, "out")
     same_selection(out, selection)
-    plan = harness_plan(out, selection, args.processes, args.python) if "harness" in timers else None
+    plan = harness_plan(out, selection, args.processes, args.python) if "harness" in args.timers else None
     cell_id = plan.cells[0].id if plan is not None else None
+    todo = [
+        (timer, index)
+        for index in range(1, args.processes + 1)
+        for timer in args.timers
+        if not process_file(out, timer, index, cell_id).exists()
+    ]
+    guess = sum(estimate_s(out, t, selection, cell_id, args.processes) for t, _ in todo)
     print(
-        f"{len(rows)} rows ({args.profile}, {','.join(args.dtypes)}) on {device}; {args.processes} "
-        f"processes of {', '.join(timers)}, into {out}",
+        f"{len(selection['rows'])} rows on {args.device}; {len(todo)} processes to run "
+        f"({', '.join(f'{t} {i}' for t, i in todo) or 'none'}), about {guess:.0f} s; into {out}",
         flush=True,
     )
     left: list[str] = []
-    for index in range(1, args.processes + 1):
-        for timer in timers:
-            if process_file(out, timer, index, cell_id).exists():
-                continue
-            need = estimate_s(out, timer, selection, cell_id, args.processes)
-            spent = time.monotonic() - began
-            if spent + need > args.budget_s:
-                left.append(f"{timer} {index} (about {need:.0f} s)")
-                continue
-            print(f"{_now()} {timer} process {index}: starting, about {need:.0f} s", flush=True)
-            start = time.monotonic()
-            if plan is not None and timer == "harness":
-                run_harness(plan, out, args.python, index)
-            else:
-                run_reference(timer, index, selection, out, args.python, max(120.0, 3 * need))
-            print(f"{_now()} {timer} process {index}: {time.monotonic() - start:.1f} s", flush=True)
+    for timer, index in todo:
+        need = estimate_s(out, timer, selection, cell_id, args.processes)
+        if time.monotonic() - began + need > args.budget_s:
+            left.append(f"{timer} {index} (about {need:.0f} s)")
+            continue
+        print(f"{_now()} {timer} process {index}: starting, about {need:.0f} s", flush=True)
+        start = time.monotonic()
+        if plan is not None and timer == "harness":
+            run_harness(plan, out, args.python, index)
+        else:
+            run_reference(timer, index, selection, out, args.python, max(120.0, 3 * need))
+        print(f"{_now()} {timer} process {index}: {time.monotonic() - start:.1f} s", flush=True)
     if left:
         print(
-            f"not started, past --budget-s {args.budget_s:.0f}: {', '.join(left)}; give the same command "
-            "again to run them",
+            f"not started, past --budget-s {args.budget_s:.0f} s: {', '.join(left)}; give the same command "
+            "again to run them (a process longer than --budget-s needs a larger one)",
             flush=True,
         )
     report([out], out)
@@ -804,6 +817,8 @@ def gather(folders: list[Path]) -> Gathered:
         for path in sorted((folder / "reference").glob("*.p*.json")):
             gather_reference(gathered, path)
     gathered.processes.sort(key=lambda p: (p["index"], TIMERS.index(p["timer"]), p["folder"]))
+    order = {tuple(r.partition(":")[::2]): n for n, r in enumerate(gathered.selection["rows"])}
+    gathered.rows = dict(sorted(gathered.rows.items(), key=lambda item: order.get(item[0], len(order))))
     return gathered
 
 
@@ -843,13 +858,14 @@ COLUMNS = "rows     p50     p95     max"  # over what ``spread`` shows
 
 def spread(found: list[Pair]) -> str:
     if not found:
-        return f"{'no rows':>32}"
+        return f"{'no rows':>{len(COLUMNS)}}"
     dev = [p.dev for p in found]
     return f"{len(dev):4} {statistics.median(dev):7.3%} {pct(dev, 0.95):7.3%} {max(dev):7.3%}"
 
 
 def timers_of(gathered: Gathered) -> list[str]:
-    return [t for t in TIMERS if any(p["timer"] == t for p in gathered.processes)]
+    """The timers whose processes 1 and 2 both measured a row: those an A/A can be read of."""
+    return [t for t in TIMERS if pairs(gathered, t, 1, 2)]
 
 
 def common_rows(gathered: Gathered, timers: list[str]) -> list[Row]:
@@ -1057,6 +1073,9 @@ def table(gathered: Gathered) -> str:
         *aa_lines(gathered, timers, rows),
         *median_lines(gathered, timers, rows),
     ]
+    unpaired = [t for t in TIMERS if t not in timers and any(p["timer"] == t for p in gathered.processes)]
+    if unpaired:
+        lines.append(f"no A/A yet of {', '.join(unpaired)}: no row measured in both process 1 and process 2")
     by_duration = grouped(rows, lambda row: bucket_of(duration_of(gathered, row)), [b for _, b in BUCKETS])
     lines += ["", *split_lines(gathered, timers, "duration (harness)", by_duration)]
     lines += ["", *split_lines(gathered, timers, "family", grouped(rows, family_of))]
@@ -1195,6 +1214,9 @@ def main(argv: list[str] | None = None) -> int:
         for problem in exc.problems:
             print(f"error: {problem}", file=sys.stderr)
         return 2
+    except HarnessError as exc:  # the machine cannot run it (no torch in --python, the disk full)
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -184,3 +184,18 @@ def test_a_cpu_run_times_one_row_in_two_processes_of_each_timer_and_resumes_wher
     other = [word if word != "relu:fp32" else "gelu:fp32" for word in command]
     refused = subprocess.run(other, cwd=REPO, env=harness_env(), capture_output=True, text=True, timeout=300)
     assert refused.returncode == 2 and "holds processes of other rows or settings (rows)" in refused.stderr
+
+
+def test_a_timer_whose_second_process_has_not_run_yet_is_named_and_the_others_are_read(tmp_path, capsys):
+    medians = harness_medians(1)
+    folder = folder_of(tmp_path / "one", medians, harness=False)
+    jsonio.write_atomic(
+        folder / "reference" / "do_bench.p1.json", reference_doc("do_bench", 1, medians, 1980)
+    )
+    for index in (1, 2):
+        doc = reference_doc("events", index, medians, 1980)
+        jsonio.write_atomic(folder / "reference" / f"events.p{index}.json", doc)
+    assert noise_floor.main(["report", str(folder)]) == 0
+    text = capsys.readouterr().out
+    assert "no A/A yet of do_bench: no row measured in both process 1 and process 2" in text
+    assert f"\nevents{'':20}  22  0.000%  0.000%  0.000%\n" in text
