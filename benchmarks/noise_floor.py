@@ -27,13 +27,15 @@ that names only the profile runs it), narrowed by ``--families`` and ``--rows``;
 harness as its suite's ``rows`` (a process of fewer rows is another process: its timed share and windows
 spread over those rows only).
 
-Time: a process that would end past ``--budget-s`` of this invocation (estimated from a process of the
-same timer in DIR, else from seconds a row) is not started; the command given again with the same DIR
-runs what is missing (DIR keeps every finished process; another selection of rows is refused there).
-Estimates for an H200, the default profile in the suite's dtypes (203 rows): a harness process 150 s
-(round 1, numerics on) and 130 s (later rounds), do_bench 70 s, events 60 s; 2 processes of all three
-about 540 s, so one device call of 10 minutes runs harness and do_bench (about 430 s) and another the
-events (about 130 s): ``--timers harness,do_bench`` into one DIR, ``--timers events`` into another, then
+Time: a process that would end past ``--budget-s`` of this invocation (estimated from the longest process
+of the same timer in DIR, else from ``ROW_S`` seconds a row and ``START_S``) is not started; the command
+given again with the same DIR runs what is missing (DIR keeps every finished process; another selection of
+rows is refused there). The default profile in the suite's dtypes is 203 rows. On an H200 a harness
+process over them takes about 155 s in round 1 (numerics on) and 135 s later: the share of these rows in
+suite 0.18's processes of 343 rows in issue 45's lease 3 (221.5 s and 201.9 s, ``lab/evidence/aa-h100``).
+A do_bench process is estimated at 50 to 90 s, an events process at 40 to 80 (no GPU run of them yet). So
+two processes of all three (about 550 s) do not fit one device call of 10 minutes: ``--timers
+harness,do_bench`` in one call (about 420 s), ``--timers events`` into another DIR in the next, then
 ``report`` of both. ``report`` merges folders: each row of each timer's process from the one folder that
 measured it (two folders that both measured it are refused).
 
@@ -68,7 +70,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, cast
 
 from harness import jsonio
-from harness.errors import HarnessError, InputError, Problem
+from harness.errors import HarnessError, InputError, Problem, one_line
 from harness.suite.catalog import CATALOG, rows_of
 from harness.suite.contract import ALL_DTYPES, PROFILES
 
@@ -721,7 +723,7 @@ def gather_harness(gathered: Gathered, results: Path) -> None:
                 "index": index,
                 "folder": str(results.parent),
                 "status": doc["status"],
-                "failure": failure["reason"] if failure else None,
+                "failure": one_line(failure["reason"], 300) if failure else None,
                 "wall_s": doc["run"]["wall_s"],
                 "duration_s": doc["duration_s"],
                 "gpu": gpu.get("name") if gpu else None,
@@ -736,27 +738,80 @@ def gather_harness(gathered: Gathered, results: Path) -> None:
             _put(gathered, row, "harness", index, harness_figures(measurement), str(results.parent))
 
 
+# what a reference process's document holds, key by key (None: the key may hold null), and each row of it:
+# a document read back is checked against these, and a row keeps only these keys
+DOC_KINDS: dict[str, tuple[type | None, ...]] = {
+    "timer": (str,),
+    "index": (int,),
+    "device": (str,),
+    "status": (str,),
+    "rows": (list,),
+    "duration_s": (float,),
+    "process_wall_s": (float, None),
+    "failure": (str, None),
+    "gpu": (str, None),
+    "gpu_uuid": (str, None),
+    "torch": (str,),
+    "triton": (str, None),
+}
+ROW_KINDS: dict[str, tuple[type | None, ...]] = {
+    "workload": (str,),
+    "dtype": (str,),
+    "status": (str,),
+    "error": (str,),
+    "median_s": (float,),
+    "calls": (int,),
+    "sm_clock_mhz": (float,),
+    "power_w": (float,),
+    "temperature_c": (list,),
+    "power_violation_ns": (int,),
+    "thermal_violation_ns": (int,),
+    "wall_s": (float,),
+}
+REQUIRED = ("timer", "index", "device", "status", "rows", "duration_s", "workload", "dtype")
+
+
 def read_reference(path: Path) -> ReferenceDoc:
-    """A reference process's document, its shape checked (InputError naming the file where it is not)."""
+    """A reference process's document, its keys checked (InputError naming the file and the key where
+    one is not what a reference process writes); each row keeps only ``ROW_KINDS``' keys."""
     raw = _read_json(path)
-    fields = {"timer": str, "index": int, "device": str, "status": str, "rows": list, "duration_s": float}
-    bad = [k for k, kind in fields.items() if not isinstance(raw, dict) or not _is(raw.get(k), kind)]
-    if not bad and raw["timer"] not in REFERENCES:
-        bad = ["timer"]
-    if not bad:
-        for entry in raw["rows"]:
-            if not isinstance(entry, dict) or not all(
-                isinstance(entry.get(k), str) for k in ("workload", "dtype")
-            ):
-                bad = ["rows"]
-            elif entry.get("status") == "ok" and not _is(entry.get("median_s"), float):
-                bad = ["rows (median_s)"]
+    if not isinstance(raw, dict):
+        raise InputError([Problem(str(path), "", "is not what a reference process writes")])
+    bad = _wrong(raw, DOC_KINDS)
+    if not bad and (raw["timer"] not in REFERENCES or raw["index"] < 1):
+        bad = ["timer, index"]
+    rows: list[Any] = raw["rows"] if not bad else []
+    for number, entry in enumerate(rows):
+        wrong = _wrong(entry, ROW_KINDS) if isinstance(entry, dict) else ["a row"]
+        if not wrong and entry["status"] == "ok" and "median_s" not in entry:
+            wrong = ["median_s"]
+        if not wrong and not all(t is None or _is(t, int) for t in entry.get("temperature_c", ())):
+            wrong = ["temperature_c"]
+        bad += [f"rows[{number}].{key}" for key in wrong[:1]]
+        if bad:
+            break
+        rows[number] = {k: v for k, v in entry.items() if k in ROW_KINDS}
     if bad:
-        raise InputError([Problem(str(path), ", ".join(bad), "is not what a reference process writes")])
+        raise InputError([Problem(str(path), bad[0], "is not what a reference process writes there")])
     return cast(ReferenceDoc, raw)
 
 
-def _is(value: object, kind: type) -> bool:
+def _wrong(document: dict[str, object], kinds: dict[str, tuple[type | None, ...]]) -> list[str]:
+    """The keys of ``document`` whose value is not of their kind (a required key missing is one)."""
+    wrong = []
+    for key, allowed in kinds.items():
+        if key not in document:
+            if key in REQUIRED and None not in allowed:
+                wrong.append(key)
+            continue
+        if not any(_is(document[key], kind) for kind in allowed):
+            wrong.append(key)
+    return wrong
+
+
+def _is(value: object, kind: type | None) -> bool:
+    if kind is None:
+        return value is None
     if kind is float:
         return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     return isinstance(value, kind) and not (kind is int and isinstance(value, bool))
@@ -765,14 +820,14 @@ def _is(value: object, kind: type) -> bool:
 def gather_reference(gathered: Gathered, path: Path) -> None:
     doc = read_reference(path)
     folder = str(path.parent.parent)
-    wall = doc.get("process_wall_s")
+    wall, failure = doc.get("process_wall_s"), doc.get("failure")
     gathered.processes.append(
         {
             "timer": doc["timer"],
             "index": doc["index"],
             "folder": folder,
             "status": doc["status"],
-            "failure": doc.get("failure"),
+            "failure": one_line(failure, 300) if failure else None,
             "wall_s": float(wall) if isinstance(wall, (int, float)) else None,
             "duration_s": float(doc["duration_s"]),
             "gpu": doc.get("gpu"),

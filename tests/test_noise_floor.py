@@ -199,3 +199,15 @@ def test_a_timer_whose_second_process_has_not_run_yet_is_named_and_the_others_ar
     text = capsys.readouterr().out
     assert "no A/A yet of do_bench: no row measured in both process 1 and process 2" in text
     assert f"\nevents{'':20}  22  0.000%  0.000%  0.000%\n" in text
+
+
+def test_a_reference_document_altered_by_hand_is_refused_naming_the_file_and_the_key(tmp_path, capsys):
+    medians = harness_medians(1)
+    folder = folder_of(tmp_path / "one", medians, harness=False)
+    doc = reference_doc("events", 1, medians, 1980)
+    doc["rows"][3]["sm_clock_mhz"] = "1980 MHz"
+    jsonio.write_atomic(folder / "reference" / "events.p1.json", doc)
+    assert noise_floor.main(["report", str(folder), "--out", str(tmp_path / "out")]) == 2
+    said = capsys.readouterr().err
+    assert "events.p1.json: rows[3].sm_clock_mhz: is not what a reference process writes there" in said
+    assert not (tmp_path / "out").exists()
