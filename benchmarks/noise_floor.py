@@ -43,11 +43,13 @@ What comes out, in DIR (``report``: in ``--out``, default the first DIR): ``tabl
 printed), ``rows.json`` (every process's figures, row by row, and each process's wall time), and the
 processes' own files: ``harness/`` (a results folder), ``reference/<timer>.p<N>.json`` and ``.log``.
 
-The table: for each timer, |ratio - 1| of the two processes' medians over every row both measured, p50,
-p95 and max, over the rows every timer measured, and the harness's p95 over each reference timer's; the
-same by the row's duration (the harness's median) and by family; each process's wall time; issue 62's
-goals; and every row above 2 % with both medians and what the results say differed (SM clock, power,
-temperature, the graph or not, the kernels that ran, the window that moved).
+The table: for each timer, |ratio - 1| of its processes 1 and 2's medians, p50, p95 and max, over the rows
+every timer measured in both (and over all its own where more), and the harness's p95 over each reference
+timer's; the same by the row's duration (the mean of the harness's two medians, else the first timer's)
+and by family; where the medians of the timers lie against each other; each process's wall time; other
+pairs of processes where more than two ran; issue 62's goals; and every row above 2 % with both medians
+and what the results say differed (SM clock, power, temperature, throttled or power-capped samples, the
+graph or not, the kernels that ran, the window that moved).
 
 ``--device cpu`` runs the same on a CPU (harness and events only; triton's do_bench needs a GPU): a quick
 look at the machinery, e.g. ``--device cpu --profile smoke --rows relu:fp32 --time-budget-s 0.05``.
@@ -1132,7 +1134,7 @@ def table(gathered: Gathered) -> str:
     if unpaired:
         lines.append(f"no A/A yet of {', '.join(unpaired)}: no row measured in both process 1 and process 2")
     by_duration = grouped(rows, lambda row: bucket_of(duration_of(gathered, row)), [b for _, b in BUCKETS])
-    lines += ["", *split_lines(gathered, timers, "duration (harness)", by_duration)]
+    lines += ["", *split_lines(gathered, timers, "duration", by_duration)]
     lines += ["", *split_lines(gathered, timers, "family", grouped(rows, family_of))]
     lines += ["", *other_pairs(gathered, timers), *goal_lines(gathered, timers, rows), ""]
     lines.append(f"rows above {ABOVE:.0%} (medians of processes 1 / 2; what differed, 1/2):")

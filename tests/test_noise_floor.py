@@ -101,7 +101,7 @@ def test_the_report_merges_folders_and_says_what_differed_where_two_processes_di
     do_bench_line = next(line for line in text.splitlines() if line.startswith("do_bench  "))
     assert f"{p95 / 0.001:7.3f}" in do_bench_line  # the harness's p95 over do_bench's (0.1 % but one row)
     assert "  do_bench  5.00%  gemm bf16: 5.632 / 5.914 us; SM clock MHz 1980/1755\n" in text
-    assert "\nby family " in text and "\nby duration (harness) " in text
+    assert "\nby family " in text and "\nby duration " in text
     raw = json.loads((tmp_path / "merged" / "rows.json").read_text())
     assert {(p["timer"], p["index"]) for p in raw["processes"]} == {
         (t, i) for t in noise_floor.TIMERS for i in (1, 2)
