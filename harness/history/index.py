@@ -117,6 +117,11 @@ def run_of(db: sqlite3.Connection, cell_id: str, started: str, finished: str) ->
     return None if row is None else (str(row[0]), str(row[1]))
 
 
+def held(db: sqlite3.Connection, digests: set[str]) -> set[str]:
+    """Those of ``digests`` that are the documents of runs the index holds."""
+    return {str(r[0]) for r in db.execute("SELECT sha256 FROM runs")} & digests
+
+
 def insert(db: sqlite3.Connection, runs: Iterable[RunFacts]) -> None:
     """Add runs (new ones: the caller has checked that none is held already)."""
     contexts = {
