@@ -21,7 +21,8 @@ from harness import jsonio
 from harness.history.facts import RunFacts
 from harness.history.layout import History, regular_or_absent
 
-INDEX_VERSION = 1  # the tables below; an index of another version is rebuilt from the documents
+INDEX_VERSION = 2  # the tables below; an index of another version is rebuilt from the documents
+# 2: measurements.spoiled; a cell that disables cuDNN, or a CPU build's, is its own cuDNN column
 
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -38,7 +39,7 @@ CREATE TABLE rows (
     UNIQUE (workload, dtype, knobs));
 CREATE TABLE measurements (
     run_id INTEGER NOT NULL REFERENCES runs (id), row_id INTEGER NOT NULL REFERENCES rows (id),
-    status TEXT NOT NULL, median_s REAL, q1_s REAL, q3_s REAL, n INTEGER, ran TEXT,
+    status TEXT NOT NULL, median_s REAL, q1_s REAL, q3_s REAL, n INTEGER, ran TEXT, spoiled TEXT,
     PRIMARY KEY (run_id, row_id)) WITHOUT ROWID;
 CREATE INDEX measurements_by_row ON measurements (row_id, run_id);
 """
@@ -158,8 +159,8 @@ def insert(db: sqlite3.Connection, runs: Iterable[RunFacts]) -> None:
             row = (m.row.workload, m.row.dtype, m.row.knobs)
             if row not in rows:
                 rows[row] = _new_id(db.execute("INSERT INTO rows VALUES (NULL, ?, ?, ?)", row))
-            values.append((run_id, rows[row], m.status, m.median_s, m.q1_s, m.q3_s, m.n, m.ran))
-        db.executemany("INSERT INTO measurements VALUES (?, ?, ?, ?, ?, ?, ?, ?)", values)
+            values.append((run_id, rows[row], m.status, m.median_s, m.q1_s, m.q3_s, m.n, m.ran, m.spoiled))
+        db.executemany("INSERT INTO measurements VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", values)
 
 
 def _new_id(cursor: sqlite3.Cursor) -> int:

@@ -43,7 +43,7 @@ def render(model: RunPage) -> str:
         for m in model.measurements
     ]
     body = (
-        table(["", ""], facts)
+        table(["", ""], facts, named=True)
         + f"<h2>Rows ({len(rows)})</h2>"
         + "<input class='filter' hidden='hidden' placeholder='filter rows' data-table='rows'/>"
         + table(["row", "status", "median", "quartiles", "ran"], rows, " id='rows'")
