@@ -231,7 +231,7 @@ def reindex_locked(history: History, progress: Progress | None = None) -> int:
         runs.setdefault(key, facts.of(document, item.sha256, name))
     if problems:
         raise InputError([*problems, Problem(str(history.root), "", "the index was not rebuilt")])
-    if progress:
+    if progress and count:
         progress(count, count)
     ordered = sorted(runs.values(), key=lambda r: (r.finished_at, r.sha256))
     with index.writing(history, fresh=True) as db:

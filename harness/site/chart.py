@@ -155,11 +155,12 @@ class Scale:
     @classmethod
     def over(cls, low: float, high: float) -> Scale:
         """An axis over ``low`` to ``high``: log where they are more than 8x apart; its ticks from
-        matplotlib's locators, its ends the outer ticks (a linear axis)."""
+        matplotlib's locators, its ends the outer ticks (a linear axis, which spans at least 2 % of its
+        values: a round's noise is not drawn as the height of the chart)."""
         from matplotlib import ticker
 
         if high / low > 8:
-            subs = (1.0, 2.0, 5.0) if high / low < 100 else (1.0,)
+            subs = (1.0, 2.0, 5.0) if high / low < 1000 else (1.0,)
             found = ticker.LogLocator(subs=subs).tick_values(low, high)
             ends = (low / 1.15, high * 1.15)
             return cls(*ends, True, tuple(float(t) for t in found if ends[0] <= t <= ends[1]))
