@@ -255,7 +255,9 @@ GPU_RESULTS = sorted(
     {
         os.path.dirname(path)
         for path in glob.glob("lab/evidence/*/**/*.json.gz", recursive=True)
-        if not path.startswith(("lab/evidence/torch-axis-cpu/", "lab/evidence/hostile-input/"))
+        if not path.startswith(
+            ("lab/evidence/torch-axis-cpu/", "lab/evidence/hostile-input/", "lab/evidence/site-cpu/")
+        )
     }
 )
 

@@ -1,15 +1,20 @@
-"""Screenshots of a report as a reader meets it, how far down the answer is, and whether the page is wider
-than a 1400-px window.
+"""Screenshots of a report (or of any page, a site's) as a reader meets it, how far down the answer is,
+whether the page is wider than the window, and how wide its plots are.
 
     python -m benchmarks.report_screenshots REPORT_DIR [--out DIR] [--shots top markdown heatmap series]
-                                           [--height PX]
+                                           [--width PX] [--height PX]
+    python -m benchmarks.report_screenshots PAGE.html[#anchor] [--out DIR] [--name NAME] [--width PX]
 
-The HTML page at 1400 px in Debian's headless Chromium (chromedriver), and report.md rendered the way
+The HTML page at 1400 px (or --width: 390 is a phone's, laid out as a phone lays it out) in Debian's
+headless Chromium (chromedriver), and report.md rendered the way
 GitHub shows a file (python-markdown with tables, in GitHub's 946-px content column, GitHub's font
 stack and table borders), each cut to the first screen (900 px, or --height). Prints, for each, the page
 height and the distance from the top to the outcome line and to the scorecard table: what a reader
 scrolls before the answer. For the HTML page it prints ``document.body.scrollWidth`` beside
-``window.innerWidth``: a body wider than the window scrolls sideways. ``heatmap`` and ``series`` are the
+``window.innerWidth`` (a body wider than the window scrolls sideways) and the width of its widest plot (an
+``svg.chart`` of the site, a report's figure). A page named by itself (a site's index or row page; an
+``#anchor`` scrolls to it) gets its first screen alone, ``screenshot-NAME-WIDTHpx.png``. ``heatmap`` and
+``series`` are the
 screen that starts at the time ratio heatmap and at the first chart across releases, cut to the figure
 (the window's full width). Every PNG is written with a 256-color palette (a screenshot is flat color and
 text: a third of the bytes, the same to read). Needs selenium and Pillow, and markdown for the
@@ -23,6 +28,7 @@ import io
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 GITHUB_CSS = """
 body{font:16px/1.5 -apple-system,BlinkMacSystemFont,"Segoe UI","Noto Sans",Helvetica,Arial,sans-serif;
@@ -34,7 +40,14 @@ code,pre{font:85% ui-monospace,SFMono-Regular,Menlo,monospace;background:#f6f8fa
 pre{padding:16px;overflow:auto} h1,h2{border-bottom:1px solid #d1d9e0;padding-bottom:.3em}
 """
 SCREEN = (1400, 900)
+PHONE = 600  # a window narrower than this is laid out as a phone's (Chromium's mobile emulation)
 SHOTS = ("top", "markdown", "heatmap", "series")
+# the page's width against the window's, and the widest plot (a site's chart, a report's figure image)
+WIDTHS = """
+var plots = Array.from(document.querySelectorAll('svg.chart, figure img'))
+  .map(p => Math.round(p.getBoundingClientRect().width));
+return [document.body.scrollWidth, window.innerWidth, plots.length ? Math.max(...plots) : null];
+"""
 COLORS = 256  # the palette of a written screenshot (64 bands the color scale into false greys)
 # the figure whose caption starts so, scrolled to the top of the screen with the heading before it, if any;
 # returns the box of the two on the screen (left, top, right, bottom), or null
@@ -53,13 +66,47 @@ return [0, Math.max(0, a.top - 8), window.innerWidth, Math.min(window.innerHeigh
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("report", type=Path, help="a report folder (report.html, report.md)")
+    parser.add_argument(
+        "report", help="a report folder (report.html, report.md), or a page (PAGE.html[#anchor])"
+    )
     parser.add_argument("--out", type=Path, help="where the PNGs go (default: the report folder)")
     parser.add_argument("--shots", nargs="+", choices=SHOTS, default=list(SHOTS), help="which screenshots")
+    parser.add_argument("--width", type=int, default=SCREEN[0], help="the window's width (px; 390: a phone)")
     parser.add_argument("--height", type=int, default=SCREEN[1], help="the window's height (px)")
+    parser.add_argument("--name", help="a page's screenshot: screenshot-NAME-WIDTHpx.png (default: its name)")
     args = parser.parse_args()
-    out = args.out or args.report
+    where, _, anchor = args.report.partition("#")
+    page = Path(where)
+    out = args.out or (page if page.is_dir() else page.parent)
     out.mkdir(parents=True, exist_ok=True)
+    driver = _driver(args.width, args.height)
+    try:
+        if not page.is_dir():
+            url = page.resolve().as_uri() + (f"#{anchor}" if anchor else "")
+            _page(driver, url, out / f"screenshot-{args.name or page.stem}-{args.width}px.png", args)
+            return
+        suffix = f"{args.width}px"
+        driver.get((page / "report.html").resolve().as_uri())
+        _widths(driver, args.width)
+        if "top" in args.shots:
+            _shot(driver, out / f"screenshot-html-{suffix}.png", f"HTML at {args.width} px", args.height)
+        for shot, caption in (("heatmap", "time ratio heatmap"), ("series", "across releases")):
+            if shot not in args.shots:
+                continue
+            box = driver.execute_script(FIGURE, caption)
+            if box:
+                _save(driver, out / f"screenshot-html-{suffix}-{shot}.png", f"the screen at '{caption}'", box)
+            else:
+                print(f"no figure captioned '{caption}...' in this report")
+        if "markdown" in args.shots:
+            _markdown(driver, page, out, args.height)
+    finally:
+        driver.quit()
+
+
+def _driver(width: int, height: int) -> Any:
+    """Headless Chromium whose window's inner size is exactly ``width`` x ``height`` (headless Chromium's
+    window keeps some height for itself); narrower than PHONE, laid out as a phone's."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -67,34 +114,31 @@ def main() -> None:
     options.binary_location = shutil.which("chromium") or "chromium"
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
         options.add_argument(flag)
-    options.add_argument(f"--window-size={SCREEN[0]},{SCREEN[1]}")
+    options.add_argument(f"--window-size={max(width, 500)},{height}")
     driver = webdriver.Chrome(
         service=Service(shutil.which("chromedriver") or "chromedriver"), options=options
     )
-    try:  # the window's inner size exactly (headless Chromium's window keeps some height for itself)
-        metrics = {"width": SCREEN[0], "height": args.height, "deviceScaleFactor": 1, "mobile": False}
-        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
-        driver.get((args.report / "report.html").resolve().as_uri())
-        body, window = driver.execute_script("return [document.body.scrollWidth, window.innerWidth]")
-        verdict = "fits" if body <= window else f"scrolls sideways by {body - window} px"
-        print(
-            f"HTML at {SCREEN[0]} px: document.body.scrollWidth {body} px, window.innerWidth {window} px: "
-            f"{verdict}"
-        )
-        if "top" in args.shots:
-            _shot(driver, out / "screenshot-html-1400px.png", "HTML at 1400 px", args.height)
-        for shot, caption in (("heatmap", "time ratio heatmap"), ("series", "across releases")):
-            if shot not in args.shots:
-                continue
-            box = driver.execute_script(FIGURE, caption)
-            if box:
-                _save(driver, out / f"screenshot-html-1400px-{shot}.png", f"the screen at '{caption}'", box)
-            else:
-                print(f"no figure captioned '{caption}...' in this report")
-        if "markdown" in args.shots:
-            _markdown(driver, args.report, out, args.height)
-    finally:
-        driver.quit()
+    metrics = {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < PHONE}
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+    return driver
+
+
+def _widths(driver: Any, width: int) -> None:
+    body, window, plot = driver.execute_script(WIDTHS)
+    verdict = "fits" if body <= window else f"scrolls sideways by {body - window} px"
+    plots = f"; the widest plot {plot} px" if plot else ""
+    print(
+        f"at {width} px: document.body.scrollWidth {body} px, window.innerWidth {window} px: {verdict}{plots}"
+    )
+
+
+def _page(driver: Any, url: str, path: Path, args: argparse.Namespace) -> None:
+    """A page's first screen (from its anchor, if the URL names one)."""
+    driver.get(url)
+    _widths(driver, args.width)
+    height = driver.execute_script("return document.body.scrollHeight")
+    print(f"{url}: page {height} px tall")
+    _save(driver, path, f"{path.stem} at {args.width} px")
 
 
 def _markdown(driver: object, report: Path, out: Path, height: int) -> None:

@@ -52,6 +52,11 @@ RELEASE_ATLAS = LAB / "release-atlas"
 results/, the leases' result folders (stem-bf16/, remaining-path/, step-d4a-e4b/, step-e4b/, ...) and the
 committed renders of those whose results left the tree (*-report/)."""
 
+SITE_CPU = LAB / "site-cpu"
+"""Issue 60: torch 2.13.0+cpu, cuDNN bundled and disabled (no cuDNN loaded), 3 rounds on a quiet host
+(quiet/, one measurement stalled) and 3 on a busy one (busy/, load 2.6 on 2 cores): the site's CPU columns
+and spoiled rounds."""
+
 TORCH_AXIS_CPU = LAB / "torch-axis-cpu"
 """PyPI's torch 2.12.0 against 2.13.0 on a CPU, each in its own environment: the torch release axis checked
 (its matrix.yaml and results/, 3 rounds, every row inconclusive). Not a cuDNN comparison."""

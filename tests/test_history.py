@@ -211,3 +211,27 @@ def test_two_adds_at_once_neither_mix_nor_lose_a_run(tmp_path):
         keys = db.execute("SELECT cell_id, started_at, finished_at FROM runs").fetchall()
     assert len(set(keys)) == 9
     assert len(list((history / "documents").rglob("*.json.gz"))) == 9
+
+
+def test_files_the_history_holds_are_not_validated_again(tmp_path, results):
+    history = tmp_path / "history"
+    heard: list[tuple[int, int]] = []
+    first = add.add(history, [results], lambda done, total: heard.append((done, total)))
+    assert len(first.added) == 3 and heard == [(0, 3), (1, 3), (2, 3), (3, 3)]
+    write(results, make(40, cudnn="9.28.0", round_=4))
+    heard.clear()
+    again = add.add(history, [results], lambda done, total: heard.append((done, total)))
+    assert len(again.added) == 1 and len(again.already) == 3 and again.runs == 4
+    assert heard == [(0, 1), (1, 1)]  # the new file alone was validated: the three held were only digested
+
+
+def test_a_long_add_says_how_far_it_is_and_an_add_of_nothing_new_validates_nothing(tmp_path):
+    folder, history = tmp_path / "many", tmp_path / "history"
+    for i in range(50):
+        write(folder, make(i, round_=i + 1))
+    done = run_cli("history", "add", str(folder), "--history", str(history))
+    assert done.returncode == 0, done.stderr
+    assert "validating 50 result document(s)" in done.stdout and "validated 50 of 50" in done.stdout
+    again = run_cli("history", "add", str(folder), "--history", str(history))
+    assert again.returncode == 0, again.stderr
+    assert "validat" not in again.stdout and "0 added, 50 held already, 50 in" in again.stdout

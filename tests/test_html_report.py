@@ -437,3 +437,15 @@ def test_the_page_never_scrolls_sideways(page, width):
         assert page.execute_script("return arguments[0].getBoundingClientRect().right", heatmap) <= inner
     finally:
         page.set_window_size(800, 600)
+
+
+@pytest.mark.slow
+def test_a_phone_lays_the_page_out_at_its_own_width_and_it_never_scrolls_sideways(page):
+    # without a viewport, a phone lays the page out 980 px wide and shrinks it: 5-px text at 390 px
+    metrics = {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True}
+    page.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+    try:
+        body, inner = page.execute_script("return [document.body.scrollWidth, window.innerWidth]")
+        assert inner == 390 and body <= inner, (body, inner)
+    finally:
+        page.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})

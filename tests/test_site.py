@@ -13,12 +13,14 @@ import pytest
 from harness.history import add
 from harness.site import build
 from tests.conftest import run_cli, untouched
+from tests.evidence import SITE_CPU
 from tests.history_docs import make, write
 
 pytestmark = pytest.mark.slow  # the real CLI, on real documents: each test takes 2 s or more
 
 HOSTILE = "<script>alert(1)</script>&amp;\x01\ud800]]>'\""
 MB = 1024 * 1024
+SVG = "{http://www.w3.org/2000/svg}"
 
 
 def _results(folder: Path) -> None:
@@ -131,6 +133,57 @@ def test_the_output_folder_is_never_written_through_a_link(history, tmp_path, ou
     untouched(outside)
 
 
+def _site_of(folders: list[Path], root: Path) -> Path:
+    add.add(root / "history", folders)
+    return build.build(root / "history", root / "site").out
+
+
+def _page(path: Path) -> ET.Element:
+    return ET.fromstring(path.read_text().split("\n", 1)[1])
+
+
+def test_a_busy_hosts_rounds_are_hollow_and_called_spoiled_never_points_of_the_line(tmp_path):
+    # the committed CPU run: 6 rounds on a quiet host, 6 on a busy one (load 2.6 on 2 cores)
+    site = _site_of([SITE_CPU / "quiet", SITE_CPU / "busy"], tmp_path)
+    page = site / "rows" / "gelu.fp32.b0d0t0.html"
+    circles = list(_page(page).iter(f"{SVG}circle"))
+    spoiled = [c for c in circles if "spoiled" in (c.get("class") or "")]
+    assert len(circles) == 12 and len(spoiled) == 6
+    assert all(c.get("fill") == "#fff" and "busy" in (c.findtext(f"{SVG}title") or "") for c in spoiled)
+    text = page.read_text()
+    assert "spoiled: timed on a busy host" in text and "3 spoiled (busy host)" in text
+    assert "<th>cuDNN bundled</th>" in text and "<th>cuDNN disabled</th>" in text and "unknown" not in text
+    shard = json.loads((site / "rows" / "gelu.fp32.b0d0t0.json").read_text())
+    assert sum(1 for why in shard["points"]["spoiled"] if why and "busy" in why) == 6
+    (step,) = [s for s in shard["steps"] if s["axis"] == "cudnn"]
+    assert (step["cudnn_before"], step["cudnn_after"], step["rounds"]) == ("bundled", "disabled", [3, 3])
+    index = json.loads((site / "index.json").read_text())
+    assert {r["cudnn"] for r in index["releases"]} == {"bundled", "disabled"}
+
+
+def test_a_step_between_rounds_a_busy_host_spoiled_is_no_verdict(tmp_path):
+    site = _site_of([SITE_CPU / "busy"], tmp_path)
+    for shard in (site / "rows").glob("*.json"):
+        for step in json.loads(shard.read_text())["steps"]:
+            assert step["verdict"] == "inconclusive" and step["reason"].startswith("busy host: "), step
+
+
+def test_a_line_across_a_release_not_measured_is_dashed_and_says_which(tmp_path):
+    folder = tmp_path / "results"
+    for i, (gpu, cudnn) in enumerate(
+        [("NVIDIA H200", "9.19.0"), ("NVIDIA H200", "9.28.0"), ("NVIDIA H100 80GB HBM3", "9.20.1")] * 3
+    ):
+        write(folder, make(i, cudnn=cudnn, gpu=gpu, round_=i // 3 + 1))
+    site = _site_of([folder], tmp_path)
+    row = json.loads((site / "index.json").read_text())["rows"][0]
+    page = _page(site / row["page"])
+    lines = [e for e in page.iter(f"{SVG}line") if e.get("stroke", "").startswith("#")]
+    (gap,) = lines  # the H200's line, 9.19.0 to 9.28.0, across 9.20.1 (measured on the H100 only)
+    assert gap.get("class") == "gap" and gap.get("stroke-dasharray")
+    assert "between cuDNN 9.19.0 and 9.28.0, at 9.20.1" in (gap.findtext(f"{SVG}title") or "")
+    assert "releases between not measured here" in (site / row["page"]).read_text()
+
+
 # --- the site in a real browser ---------------------------------------------------------------------
 
 
@@ -195,3 +248,34 @@ def test_index_to_row_to_release_to_run_in_chromium(site, chromium):
     assert "/runs/" in chromium.current_url
     _visit(chromium, chromium.current_url)
     assert all(_resolves(h) for h in _links(chromium))
+
+
+WIDE, PHONE = 1400, 390
+BROKEN_HEADERS = """return Array.from(document.querySelectorAll('th')).filter(function(th){
+  var r = document.createRange(); r.selectNodeContents(th); return r.getClientRects().length > 1;
+}).map(function(th){ return th.textContent; });"""
+
+
+def test_at_1400_and_390_px_plots_take_the_page_headers_never_break_and_nothing_scrolls_it_sideways(
+    site, chromium
+):
+    index = json.loads((site / "index.json").read_text())
+    pages = [site / "index.html", site / index["rows"][0]["page"], site / index["newest"][0]["page"]]
+    try:
+        for width in (WIDE, PHONE):
+            metrics = {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": width == PHONE}
+            chromium.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+            for path in pages:
+                _visit(chromium, path.as_uri())
+                body, window = chromium.execute_script("return [document.body.scrollWidth, innerWidth]")
+                assert body <= window, (width, path)
+                assert chromium.execute_script(BROKEN_HEADERS) == [], (width, path)
+            _visit(chromium, pages[1].as_uri())
+            charts = chromium.execute_script(
+                "return Array.from(document.querySelectorAll('svg.chart'))"
+                ".map(function(s){ return s.getBoundingClientRect().width; })"
+            )
+            if width == WIDE:  # the page's width less the y axis' labels and the margins: not 760 px
+                assert charts and min(charts) > WIDE - 150, charts
+    finally:
+        chromium.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})

@@ -2,7 +2,9 @@
 
 A run (its cell, start and finish) is imported once however often it is added, and never altered: a
 document that claims a run the history holds but differs from it is refused. Only documents that
-``validate`` accepts are imported, and an add that finds any problem imports nothing.
+``validate`` accepts are imported, and an add that finds any problem imports nothing. A file whose
+document the history holds already (the digest of its JSON text names a run in the index) is read and
+digested but not validated again: it was when it was added, and validating is most of an add's time.
 """
 
 from __future__ import annotations
@@ -10,16 +12,27 @@ from __future__ import annotations
 import errno
 import os
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness import jsonio
 from harness.errors import InputError, Problem
 from harness.history import facts, index, store
-from harness.history.layout import History, locked, open_history
+from harness.history.layout import MARKER, History, locked, open_history
 from harness.results import documents, folder
 from harness.results.folder import MAX_BYTES
 from harness.suite.document import ResultDocument
+
+Progress = Callable[[int, int], None]  # (files done, files in all) of long work: validating, reindexing
+
+
+@dataclass(frozen=True)
+class Read:
+    source: str
+    raw: bytes  # the file's bytes as they came
+    text: bytes  # its JSON text
+    sha256: str  # of the text
 
 
 @dataclass(frozen=True)
@@ -56,8 +69,8 @@ def result_files(paths: list[Path]) -> list[Path]:
     return list(dict.fromkeys(found))
 
 
-def _candidates(files: list[Path]) -> list[Candidate]:
-    """Each file read (never through a link) and validated; InputError listing every refusal."""
+def _read(files: list[Path]) -> tuple[list[Read], list[Problem]]:
+    """Each file's bytes, its JSON text and the text's digest (never read through a link)."""
     found, problems = [], []
     for path in files:
         try:
@@ -70,11 +83,23 @@ def _candidates(files: list[Path]) -> list[Candidate]:
         except ValueError as exc:
             problems.append(Problem(str(path), "", f"cannot be read ({exc})"))
             continue
-        document, refused = documents.check_bytes(text, str(path))
+        found.append(Read(str(path), raw, text, store.digest(text)))
+    return found, problems
+
+
+def _candidates(files: list[Read], problems: list[Problem], progress: Progress | None) -> list[Candidate]:
+    """Each file validated; InputError listing every refusal (``problems``: those found reading them)."""
+    found = []
+    if progress and files:
+        progress(0, len(files))
+    for done, read in enumerate(files, 1):
+        document, refused = documents.check_bytes(read.text, read.source)
         if document is None:
-            problems += refused
-            continue
-        found.append(Candidate(str(path), raw, store.digest(text), document))
+            problems = [*problems, *refused]
+        else:
+            found.append(Candidate(read.source, read.raw, read.sha256, document))
+        if progress:
+            progress(done, len(files))
     if problems:
         raise InputError(
             [*problems, Problem("history", "", "nothing was added: 'harness validate' refuses these")]
@@ -82,12 +107,26 @@ def _candidates(files: list[Path]) -> list[Candidate]:
     return found
 
 
-def add(root: Path, paths: list[Path]) -> Added:
-    """Import the results in ``paths`` (folders or files) into the history at ``root`` (made if new)."""
-    candidates = _candidates(result_files(paths))
+def _held(root: Path, read: list[Read], progress: Progress | None) -> set[str]:
+    """Of the digests of ``read``, those of documents whose runs the history holds (none where there is no
+    history yet)."""
+    if not os.path.lexists(root / MARKER):
+        return set()
+    history = open_history(root)
+    ensure_index(history, progress=progress)
+    with index.reading(history) as db:
+        return index.held(db, {r.sha256 for r in read})
+
+
+def add(root: Path, paths: list[Path], progress: Progress | None = None) -> Added:
+    """Import the results in ``paths`` (folders or files) into the history at ``root`` (made if new);
+    ``progress`` hears how many of the files not held already have been validated."""
+    read, problems = _read(result_files(paths))
+    held = _held(root, read, progress)
+    candidates = _candidates([r for r in read if r.sha256 not in held], problems, progress)
     history = open_history(root, create=True)
     with locked(history):
-        ensure_index(history, locked_already=True)
+        ensure_index(history, locked_already=True, progress=progress)
         with index.reading(history) as db:
             new, already, problems = _sort_out(history, db, candidates)
         if problems:
@@ -99,7 +138,8 @@ def add(root: Path, paths: list[Path]) -> Added:
                 index.set_documents(db, _count(history))
         with index.reading(history) as db:
             total = db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
-    return Added(root, tuple(c.source for c in new), tuple(already), int(total))
+    skipped = [r.source for r in read if r.sha256 in held]
+    return Added(root, tuple(c.source for c in new), (*skipped, *already), int(total))
 
 
 def _sort_out(
@@ -148,31 +188,34 @@ def _count(history: History) -> int:
     return sum(1 for _ in store.stored(history))
 
 
-def ensure_index(history: History, locked_already: bool = False) -> None:
+def ensure_index(history: History, locked_already: bool = False, progress: Progress | None = None) -> None:
     """Rebuild the index where it is missing, of another version, or behind its documents."""
     if index.current(history, _count(history)):
         return
     if locked_already:
-        reindex_locked(history)
+        reindex_locked(history, progress)
         return
     with locked(history):
         if not index.current(history, _count(history)):
-            reindex_locked(history)
+            reindex_locked(history, progress)
 
 
-def reindex(root: Path) -> int:
+def reindex(root: Path, progress: Progress | None = None) -> int:
     """Build the index again from the documents alone; how many runs it holds."""
     history = open_history(root)
     with locked(history):
-        return reindex_locked(history)
+        return reindex_locked(history, progress)
 
 
-def reindex_locked(history: History) -> int:
+def reindex_locked(history: History, progress: Progress | None = None) -> int:
     """Every document read, checked against its name and validated again (a history is untrusted)."""
     runs: dict[tuple[str, str, str], facts.RunFacts] = {}
     problems: list[Problem] = []
     count = 0
-    for item in store.stored(history):
+    stored = list(store.stored(history))
+    for item in stored:
+        if progress:
+            progress(count, len(stored))
         count += 1
         name = str(item.path.relative_to(history.root))
         document, refused = documents.check_bytes(store.read(item), str(item.path))
@@ -188,6 +231,8 @@ def reindex_locked(history: History) -> int:
         runs.setdefault(key, facts.of(document, item.sha256, name))
     if problems:
         raise InputError([*problems, Problem(str(history.root), "", "the index was not rebuilt")])
+    if progress and count:
+        progress(count, count)
     ordered = sorted(runs.values(), key=lambda r: (r.finished_at, r.sha256))
     with index.writing(history, fresh=True) as db:
         index.insert(db, ordered)

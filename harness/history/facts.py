@@ -1,12 +1,13 @@
 """What the index keeps of one result document: the run (its cell, round, times), its context (what must
 be equal for two runs to compare: the report's ``comparability_key``), its build (torch, cuDNN) and a line
-per measurement (the row, its median and quartiles, what ran)."""
+per measurement (the row, its median and quartiles, what ran, and why a busy host spoiled it, if it did)."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
+from harness.plan.axes import CudnnSource
 from harness.report.analysis.frames import (
     IMPLEMENTATION_PREFIXES,
     cell_label,
@@ -65,6 +66,7 @@ class MeasurementFacts:
     q3_s: float | None
     n: int | None
     ran: str | None  # the largest kernel (else the implementation's operators), shortened
+    spoiled: str | None = None  # why a busy or stalled host spoiled its timing (the report's rule)
 
 
 @dataclass(frozen=True)
@@ -96,8 +98,9 @@ class RunFacts(Run):
 def of(document: ResultDocument, sha256: str, file: str) -> RunFacts:
     """The facts of a valid document (``results.documents.check`` passed it)."""
     key = comparability_key(document)
-    env, cudnn = document.get("environment"), document.get("cudnn")
-    failure = document["failure"]
+    env = document.get("environment")
+    failure, host = document["failure"], document.get("host")
+    busy = f"the host was busy ({host['why']})" if host and host["busy"] else None
     return RunFacts(
         sha256=sha256,
         file=file,
@@ -110,13 +113,24 @@ def of(document: ResultDocument, sha256: str, file: str) -> RunFacts:
         failure=_t(failure["reason"]) if failure else None,
         backend=document["run"]["backend"],
         torch=_t((env["torch"].get("version") if env else None) or "unknown"),
-        cudnn=_t((cudnn["runtime_version"] if cudnn else None) or "unknown"),
+        cudnn=_t(cudnn_of(document)),
         context=Context(_t(key["device"]), _t(key["driver"]), key["suite version"], key["suite profile"]),
-        measurements=tuple(_measurement(m) for m in document["measurements"]),
+        measurements=tuple(_measurement(m, busy) for m in document["measurements"]),
     )
 
 
-def _measurement(m: Measurement) -> MeasurementFacts:
+def cudnn_of(document: ResultDocument) -> str:
+    """The cuDNN a run measured with: "disabled" where its cell turned cuDNN off (whatever was loaded),
+    else the release it loaded, else (a CPU build of torch loads none) its cell's source, so a CPU's
+    bundled and disabled cells stay apart."""
+    asked = CudnnSource.from_json(document["cell"]["cudnn"])
+    cudnn = document.get("cudnn")
+    if asked.kind == "disabled":
+        return "disabled"
+    return (cudnn["runtime_version"] if cudnn else None) or asked.label
+
+
+def _measurement(m: Measurement, busy: str | None) -> MeasurementFacts:
     stats = m.get("stats") if m["status"] == "ok" else None
     return MeasurementFacts(
         row=Row(m["workload"], m["dtype"], knob_label(m["knobs"])),
@@ -126,6 +140,7 @@ def _measurement(m: Measurement) -> MeasurementFacts:
         q3_s=stats["q3"] if stats else None,
         n=stats["n"] if stats else None,
         ran=_ran(m),
+        spoiled=_t(m.get("stalled") or busy) if stats and (m.get("stalled") or busy) else None,
     )
 
 

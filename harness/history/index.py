@@ -21,7 +21,8 @@ from harness import jsonio
 from harness.history.facts import RunFacts
 from harness.history.layout import History, regular_or_absent
 
-INDEX_VERSION = 1  # the tables below; an index of another version is rebuilt from the documents
+INDEX_VERSION = 2  # the tables below; an index of another version is rebuilt from the documents
+# 2: measurements.spoiled; a cell that disables cuDNN, or a CPU build's, is its own cuDNN column
 
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -38,7 +39,7 @@ CREATE TABLE rows (
     UNIQUE (workload, dtype, knobs));
 CREATE TABLE measurements (
     run_id INTEGER NOT NULL REFERENCES runs (id), row_id INTEGER NOT NULL REFERENCES rows (id),
-    status TEXT NOT NULL, median_s REAL, q1_s REAL, q3_s REAL, n INTEGER, ran TEXT,
+    status TEXT NOT NULL, median_s REAL, q1_s REAL, q3_s REAL, n INTEGER, ran TEXT, spoiled TEXT,
     PRIMARY KEY (run_id, row_id)) WITHOUT ROWID;
 CREATE INDEX measurements_by_row ON measurements (row_id, run_id);
 """
@@ -117,6 +118,11 @@ def run_of(db: sqlite3.Connection, cell_id: str, started: str, finished: str) ->
     return None if row is None else (str(row[0]), str(row[1]))
 
 
+def held(db: sqlite3.Connection, digests: set[str]) -> set[str]:
+    """Those of ``digests`` that are the documents of runs the index holds."""
+    return {str(r[0]) for r in db.execute("SELECT sha256 FROM runs")} & digests
+
+
 def insert(db: sqlite3.Connection, runs: Iterable[RunFacts]) -> None:
     """Add runs (new ones: the caller has checked that none is held already)."""
     contexts = {
@@ -153,8 +159,8 @@ def insert(db: sqlite3.Connection, runs: Iterable[RunFacts]) -> None:
             row = (m.row.workload, m.row.dtype, m.row.knobs)
             if row not in rows:
                 rows[row] = _new_id(db.execute("INSERT INTO rows VALUES (NULL, ?, ?, ?)", row))
-            values.append((run_id, rows[row], m.status, m.median_s, m.q1_s, m.q3_s, m.n, m.ran))
-        db.executemany("INSERT INTO measurements VALUES (?, ?, ?, ?, ?, ?, ?, ?)", values)
+            values.append((run_id, rows[row], m.status, m.median_s, m.q1_s, m.q3_s, m.n, m.ran, m.spoiled))
+        db.executemany("INSERT INTO measurements VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", values)
 
 
 def _new_id(cursor: sqlite3.Cursor) -> int:

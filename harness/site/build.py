@@ -25,7 +25,7 @@ from harness.site import data, feed, index_page, machine, names, release_page, r
 from harness.site.data import Catalog, StoredRun
 from harness.site.markup import CSS, SCRIPT
 
-GENERATOR = "2"  # the pages' form: a build by another generator rebuilds every page (2: modes named)
+GENERATOR = "3"  # the pages' form: a build by another generator rebuilds every page (3: spoiled rounds, gaps)
 MANIFEST = ".site-manifest.json"
 
 
@@ -128,7 +128,7 @@ def _row(db: Any, catalog: Catalog, info: data.RowInfo, out: Path, writer: _Writ
     points = data.points(db, catalog, info.id)
     cached = {s.key: s for s in _shard_steps(out, info.row) or ()}
     found = steps.of_row(points, cached)
-    model = row_page.RowPage(info.row, catalog.contexts, tuple(points), tuple(found))
+    model = row_page.RowPage(info.row, catalog.contexts, tuple(points), tuple(found), catalog.cudnn)
     writer.write(names.row_page(info.row), row_page.render(model))
     shard = machine.shard(info.row, info.digest, points, found)
     writer.write(names.row_shard(info.row), json.dumps(shard, separators=(",", ":"), allow_nan=False))

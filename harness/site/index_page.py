@@ -83,13 +83,15 @@ def _grid(context: Context, runs: list[StoredRun]) -> str:
     rows = [
         [text(f"torch {t}")]
         + [
-            link(names.release_page(t, c), f"{count[(t, c)]} runs", "") if count[(t, c)] else ""
+            link(names.release_page(t, c), f"{count[(t, c)]} run{'s' * (count[(t, c)] != 1)}", "")
+            if count[(t, c)]
+            else ""
             for c in cudnn
         ]
         for t in torch
     ]
     return f"<h3 id='{names.context_anchor(context)}'>{text(context.label)}</h3>" + table(
-        ["", *(f"cuDNN {c}" for c in cudnn)], rows
+        ["", *(f"cuDNN {c}" for c in cudnn)], rows, named=True
     )
 
 

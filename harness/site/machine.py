@@ -33,6 +33,7 @@ def shard(row: Row, digest: str, points: Sequence[Point], steps: Sequence[Step])
             "q1_s": [p.q1_s for p in ok],
             "q3_s": [p.q3_s for p in ok],
             "ran": [p.ran for p in ok],
+            "spoiled": [p.spoiled for p in ok],  # why a busy host spoiled it (null: a quiet host's)
         },
         "failed": [{"run": names.run_page(p.run), "status": p.status} for p in points if p not in ok],
         "steps": [s.to_json() for s in steps],

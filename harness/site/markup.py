@@ -57,10 +57,17 @@ def page(title: str, body: str, up: str) -> str:
     )
 
 
-def table(headers: list[str], rows: list[list[str]], attributes: str = "") -> str:
-    """A table of cells already escaped."""
+def table(headers: list[str], rows: list[list[str]], attributes: str = "", named: bool = False) -> str:
+    """A table of cells already escaped; ``named``: each row's first cell is its header (never broken)."""
     head = "".join(f"<th>{text(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f"<th scope='row'>{c}</th>" if named and i == 0 else f"<td>{c}</td>" for i, c in enumerate(row)
+        )
+        + "</tr>"
+        for row in rows
+    )
     return (
         f"<div class='scroll'><table{attributes}><thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
         "</table></div>"
@@ -70,26 +77,33 @@ def table(headers: list[str], rows: list[list[str]], attributes: str = "") -> st
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1b1b1b;background:#fff}
 nav{padding:.5em 1em;background:#f1f3f5;border-bottom:1px solid #dde}
-main{padding:0 1em 2em;max-width:1100px}
+main{padding:0 1em 2em;max-width:1600px}
 h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em}h3{font-size:1em}
 .scroll{overflow-x:auto;max-width:100%}
 table{border-collapse:collapse;margin:.5em 0}
 th,td{border:1px solid #dde;padding:.2em .5em;text-align:left;vertical-align:top;max-width:30em;
 overflow-wrap:anywhere}
-th{background:#f7f7f9}
+th{background:#f7f7f9;white-space:nowrap;overflow-wrap:normal;max-width:none}
+th[scope=row]{font-weight:normal}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 .slower{color:#b00020}.faster{color:#1b7a2e}.failed{color:#8a4b00}
 .muted{color:#666}
-svg.chart{max-width:100%;height:auto;background:#fcfcfd;border:1px solid #e5e5ea}
+.plot{display:flex;background:#fcfcfd;border:1px solid #e5e5ea}
+.plot svg{flex:none;overflow:visible}
+svg.chart{flex:1 1 auto;width:100%;min-width:0}
 svg .pt{stroke:#fff;stroke-width:.6;cursor:pointer}
 svg .pt:hover{stroke:#000;stroke-width:1.5}
 svg .axis{stroke:#999;stroke-width:1}
+svg .grid{stroke:#eceef2;stroke-width:1}
 svg text{font:11px system-ui,sans-serif;fill:#333}
 #tip{position:absolute;background:#222;color:#fff;padding:.3em .5em;border-radius:3px;font-size:12px;
 pointer-events:none;max-width:420px}
 input.filter{padding:.3em;width:22em;margin:.3em 0}
 .legend span{display:inline-block;margin-right:1em}
 .legend i{display:inline-block;width:.8em;height:.8em;margin-right:.3em;border-radius:50%}
+.legend i.hollow{border:1.5px solid #555;width:.6em;height:.6em;background:#fff}
+.legend i.dashed{border-radius:0;height:0;width:1.6em;border-top:2px dashed #555;vertical-align:middle}
+.spoiled{color:#8a4b00}
 """
 
 SCRIPT = """

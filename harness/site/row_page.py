@@ -1,5 +1,6 @@
 """A row's page: a panel per context (GPU, driver, suite), time across cuDNN releases with a line per torch
-build, each round a point, change points marked, and what ran at each release."""
+build, each round a point (hollow where a busy host spoiled it), change points marked, and what ran at each
+release."""
 
 from __future__ import annotations
 
@@ -24,48 +25,53 @@ class RowPage:
     contexts: tuple[Context, ...]  # in the site's order
     points: tuple[Point, ...]
     steps: tuple[Step, ...]
+    releases: tuple[str, ...] = ()  # every cuDNN release the history holds, in order (``Catalog.cudnn``)
 
 
 def render(model: RowPage) -> str:
     row = model.row
     body = [
         f"<p>Family <b>{text(family_of(row.workload))}</b>, knobs {text(row.knobs)}. "
-        f"{len([p for p in model.points if p.status == 'ok'])} rounds measured it. Its data: "
+        f"{len([p for p in model.points if p.status == 'ok' and not p.spoiled])} rounds measured it on a "
+        f"quiet host{_spoiled_count(model.points)}. Its data: "
         f"{link(names.row_shard(row), names.row_shard(row).split('/')[-1], UP)}.</p>"
     ]
     for context in model.contexts:
         mine = [p for p in model.points if p.run.context == context]
         if mine:
-            body.append(_panel(context, mine, [s for s in model.steps if s.context == context.label]))
+            steps = [s for s in model.steps if s.context == context.label]
+            body.append(_panel(context, mine, steps, model.releases))
     title = names.row_title(row)
     return page(title, "".join(body), UP)
 
 
-def _panel(context: Context, points: list[Point], steps: list[Step]) -> str:
+def _spoiled_count(points: Sequence[Point]) -> str:
+    spoiled = len([p for p in points if p.status == "ok" and p.spoiled])
+    return f" ({spoiled} more a busy host spoiled: hollow points, in no line or step)" if spoiled else ""
+
+
+def _panel(context: Context, points: list[Point], steps: list[Step], releases: Sequence[str]) -> str:
     torch = sorted({p.run.torch for p in points}, key=version_key)
     cudnn = sorted({p.run.cudnn for p in points}, key=version_key)
-    ok = [p for p in points if p.status == "ok" and p.median_s is not None]
-    dots = [
-        chart.Dot(
-            p.run.torch,
-            p.run.cudnn,
-            p.median_s,
-            UP + names.run_page(p.run),
-            f"{seconds(p.median_s)} · torch {p.run.torch} · cuDNN {p.run.cudnn} · {p.run.cell_id} round "
-            f"{p.run.round} · {p.run.finished_at[:19]}",
-        )
-        for p in ok
-        if p.median_s is not None
-    ]
-    legend = "".join(
+    dots = [_dot(p, p.median_s) for p in points if p.status == "ok" and p.median_s is not None]
+    spoiled = [d for d in dots if d.spoiled]
+    legend = [
         f"<span><i style='background:{chart.color(i)}'></i>torch {text(t)}</span>"
         for i, t in enumerate(torch)
-    )
+    ]
+    if spoiled:
+        legend.append("<span><i class='hollow'></i>spoiled: timed on a busy host, in no line or step</span>")
+    measured = [c for c in cudnn if any(d.cudnn == c and not d.spoiled for d in dots)]
+    if any(between for _, _, between in chart.gaps(measured, releases)):
+        legend.append("<span><i class='dashed'></i>releases between not measured here</span>")
+    failed = len(points) - len(dots)
     parts = [
         f"<h2 id='{names.context_anchor(context)}'>{text(context.label)}</h2>",
-        f"<p class='legend'>{legend}</p>",
-        chart.panel(dots, torch, cudnn, steps),
-        f"<p class='muted'>{len(dots)} points; {len(points) - len(dots)} rounds failed.</p>",
+        f"<p class='legend'>{''.join(legend)}</p>",
+        chart.panel(dots, torch, cudnn, steps, releases),
+        f"<p class='muted'>{len(dots) - len(spoiled)} points; "
+        + (f"{len(spoiled)} rounds spoiled by a busy host; " if spoiled else "")
+        + f"{failed} rounds failed.</p>",
     ]
     changes = [s for s in steps if s.axis == "cudnn" and s.changed]
     if changes:
@@ -73,6 +79,19 @@ def _panel(context: Context, points: list[Point], steps: list[Step]) -> str:
         parts.append(f"<h3>Where it changed</h3><ul>{items}</ul>")
     parts.append("<h3>What ran at each release</h3>" + _what_ran(points, torch, cudnn))
     return "".join(parts)
+
+
+def _dot(p: Point, median_s: float) -> chart.Dot:
+    spoiled = f" · spoiled: busy host ({p.spoiled})" if p.spoiled else ""
+    return chart.Dot(
+        p.run.torch,
+        p.run.cudnn,
+        median_s,
+        UP + names.run_page(p.run),
+        f"{seconds(median_s)} · torch {p.run.torch} · cuDNN {p.run.cudnn} · {p.run.cell_id} round "
+        f"{p.run.round} · {p.run.finished_at[:19]}{spoiled}",
+        bool(p.spoiled),
+    )
 
 
 def _change(step: Step) -> str:
@@ -95,9 +114,12 @@ def _what_ran(points: Sequence[Point], torch: list[str], cudnn: list[str]) -> st
     for build in torch:
         cells = [text(f"torch {build}")]
         for release in cudnn:
-            ran = Counter(
-                p.ran or p.status for p in points if p.run.torch == build and p.run.cudnn == release
-            ).most_common()
-            cells.append("<br/>".join(f"<code>{text(name)}</code> ×{n}" for name, n in ran))
+            mine = [p for p in points if p.run.torch == build and p.run.cudnn == release]
+            ran = Counter(p.ran or p.status for p in mine).most_common()
+            spoiled = len([p for p in mine if p.spoiled])
+            cells.append(
+                "<br/>".join(f"<code>{text(name)}</code> ×{n}" for name, n in ran)
+                + (f"<br/><span class='spoiled'>{spoiled} spoiled (busy host)</span>" if spoiled else "")
+            )
         rows.append(cells)
-    return table(["", *(f"cuDNN {c}" for c in cudnn)], rows)
+    return table(["", *(f"cuDNN {c}" for c in cudnn)], rows, named=True)

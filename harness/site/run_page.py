@@ -35,7 +35,8 @@ def render(model: RunPage) -> str:
     rows = [
         [
             link(names.row_page(m.row), names.row_title(m.row), UP),
-            text(m.status),
+            text(m.status)
+            + (f" <span class='spoiled'>spoiled: {text(m.spoiled)}</span>" if m.spoiled else ""),
             f"<span class='num'>{text(seconds(m.median_s))}</span>",
             text(f"{seconds(m.q1_s)} – {seconds(m.q3_s)}" if m.q1_s is not None else ""),
             f"<code>{text(m.ran or '')}</code>",
@@ -43,7 +44,7 @@ def render(model: RunPage) -> str:
         for m in model.measurements
     ]
     body = (
-        table(["", ""], facts)
+        table(["", ""], facts, named=True)
         + f"<h2>Rows ({len(rows)})</h2>"
         + "<input class='filter' hidden='hidden' placeholder='filter rows' data-table='rows'/>"
         + table(["row", "status", "median", "quartiles", "ran"], rows, " id='rows'")

@@ -1,8 +1,8 @@
 """Each row's steps between neighbouring releases, within one context: along cuDNN (one line per torch
 build), and along torch into each torch build's oldest cuDNN release (what its release page compares). A
 step is judged as the report judges two cells (``report.stats.judge`` over the rounds' medians, the
-report's default threshold and alpha); a change begins where a step is slower or faster, or where the row
-ran at one end and failed at the other.
+report's default threshold and alpha; a round a busy host spoiled never counts); a change begins where a
+step is slower or faster, or where the row ran at one end and failed at the other.
 
 A step's verdict depends only on the runs at its two ends: ``key`` says which, so a rebuild judges again
 only the steps a new run touched.
@@ -110,7 +110,10 @@ def _step(
     if key in cached and cached[key].context == context and cached[key].axis == axis:
         return cached[key]
     ok_a, ok_b = _medians(before), _medians(after)
-    if ok_a and not ok_b:
+    spoiled = _spoiled(before) if not ok_a else _spoiled(after) if not ok_b else None
+    if spoiled:  # never a verdict from a busy host's timings (the report's rule)
+        verdict, ratio, reason = "inconclusive", None, f"busy host: {spoiled}; no verdict from its rounds"
+    elif ok_a and not ok_b:
         verdict, ratio, reason = (
             "failed",
             None,
@@ -143,7 +146,13 @@ def _step(
 
 
 def _medians(points: list[Point]) -> list[float]:
-    return [p.median_s for p in points if p.status == "ok" and p.median_s is not None]
+    """The medians of the rounds that ran on a quiet host: a spoiled round's never count."""
+    return [p.median_s for p in points if p.status == "ok" and p.median_s is not None and not p.spoiled]
+
+
+def _spoiled(points: list[Point]) -> str | None:
+    """Why a busy host spoiled a round of these that ran (None: none was spoiled)."""
+    return next((p.spoiled for p in points if p.status == "ok" and p.spoiled), None)
 
 
 def _failure(points: list[Point]) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
@@ -12,6 +13,8 @@ from harness.cli import option_groups
 from harness.cli.command import Command
 from harness.cli.output import EXIT_OK, Output
 from harness.errors import one_line
+
+PROGRESS_EVERY = 50  # files: long work (validating, reindexing) says how far it is every so many
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,7 +39,7 @@ def handle(args: argparse.Namespace, out: Output) -> int:
 
     root = history_dir(args)
     if args.action == "add":
-        done = add.add(root, args.results)
+        done = add.add(root, args.results, _progress(out))
         out.say(
             f"added {len(done.added)} run(s) to {root}; {len(done.already)} it held already; "
             f"it holds {done.runs} run(s)"
@@ -44,7 +47,7 @@ def handle(args: argparse.Namespace, out: Output) -> int:
         print(f"{len(done.added)} added, {len(done.already)} held already, {done.runs} in {root}")
         return EXIT_OK
     if args.action == "reindex":
-        runs = add.reindex(root)
+        runs = add.reindex(root, _progress(out))
         print(f"reindexed {root}: {runs} run(s)")
         return EXIT_OK
     found = listing.listing(root, args.newest)
@@ -53,6 +56,20 @@ def handle(args: argparse.Namespace, out: Output) -> int:
         return EXIT_OK
     _print_listing(found, args.prog)
     return EXIT_OK
+
+
+def _progress(out: Output) -> Callable[[int, int], None]:
+    """A line when long work starts, every PROGRESS_EVERY files, and when it ends; none for short work."""
+
+    def said(done: int, total: int) -> None:
+        if total < PROGRESS_EVERY:
+            return
+        if done == 0:
+            out.say(f"validating {total} result document(s)")
+        elif done % PROGRESS_EVERY == 0 or done == total:
+            out.say(f"validated {done} of {total}")
+
+    return said
 
 
 def _print_listing(found: object, prog: str) -> None:

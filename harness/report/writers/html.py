@@ -33,6 +33,7 @@ summary{cursor:pointer} summary h2,summary h3{display:inline}
 nav{margin:.4em 0 1em;font-size:13px} .filter{margin:.4em 0} .filter input[type=search]{width:22em}
 figure{display:inline-block;margin:.4em;vertical-align:top;max-width:calc(100% - .8em)}
 figure.whole{display:block} figcaption{font-size:12px;color:#555}
+@media (max-width:600px){body{margin:1em}}
 """
 
 # {checked}: a table whose every row is 'same' shows them from the start, or it would open empty
@@ -92,7 +93,9 @@ def page(document: Document, plots: Sequence[Plot]) -> str:
     placed = {s.figure for s in shown}
     rest = [p for p in plots if p.kind not in placed]
     parts = [
-        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{_e(title)}</title>",
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"  # a phone: its own width
+        f"<title>{_e(title)}</title>",
         f"<style>{STYLE}</style></head><body><h1>{_e(title)}</h1>",
         _prose(document.header),
         "<nav><b>Contents:</b> "
