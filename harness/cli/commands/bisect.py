@@ -8,6 +8,7 @@ from pathlib import Path
 
 from harness.backends import registry
 from harness.cli import option_groups, requests
+from harness.cli.checked_types import nonempty_path
 from harness.cli.command import Command
 from harness.cli.output import EXIT_OK, Output
 
@@ -19,7 +20,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bad", required=True, help="a release on the axis where the row has changed")
     parser.add_argument(
         "--results",
-        type=Path,
+        type=nonempty_path,
         action="append",
         help="results folder whose rounds are reused (repeatable; default: results/<matrix name>)",
     )

@@ -9,6 +9,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from harness.cli import option_groups
+from harness.cli.checked_types import nonempty_path
 from harness.cli.command import Command
 from harness.cli.output import EXIT_OK, Output
 from harness.errors import one_line
@@ -16,7 +17,7 @@ from harness.errors import one_line
 
 def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", choices=("add", "list", "reindex"), help="what to do")
-    parser.add_argument("results", nargs="*", type=Path, help="add: results folders or files")
+    parser.add_argument("results", nargs="*", type=nonempty_path, help="add: results folders or files")
     option_groups.history_arg(parser)
     option_groups.matrix_arg(parser)
     parser.add_argument("--json", action="store_true", help="list: print what it holds as JSON")

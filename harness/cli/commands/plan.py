@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.cli import option_groups, requests
-from harness.cli.checked_types import index_url
+from harness.cli.checked_types import index_url, interpreter, nonempty_path
 from harness.cli.command import Command
 from harness.cli.output import EXIT_OK, Output
 
@@ -21,11 +20,12 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the plan as JSON")
     parser.add_argument(
         "--python",
+        type=interpreter,
         help="interpreter with torch for torch: installed cells, as run takes it (default: this one)",
     )
     parser.add_argument(
         "--wheelhouse",
-        type=Path,
+        type=nonempty_path,
         help="where cuDNN wheels come from, as run takes it: {wheel: newest} is the newest release in it",
     )
     parser.add_argument(

@@ -10,6 +10,7 @@ from pathlib import Path
 from harness import jsonio
 from harness.backends import registry
 from harness.cli import option_groups, requests
+from harness.cli.checked_types import nonempty_path
 from harness.cli.command import Command
 from harness.cli.commands.plan import decided
 from harness.cli.output import Output, exit_code, policy, said
@@ -20,7 +21,9 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     option_groups.matrix_arg(parser)
     option_groups.run_args(parser, cluster_help=False)
     option_groups.verbosity_args(parser)
-    parser.add_argument("--report-out", type=Path, help="report folder (default: reports/<plan name>)")
+    parser.add_argument(
+        "--report-out", type=nonempty_path, help="report folder (default: reports/<plan name>)"
+    )
     parser.add_argument(
         "--all-rounds",
         action="store_true",
