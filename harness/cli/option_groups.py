@@ -52,13 +52,14 @@ def strict_arg(parser: argparse.ArgumentParser) -> None:
 def history_arg(
     parser: argparse.ArgumentParser,
     what: str = "the history folder (default: history/ beside the --matrix file)",
+    default: object = None,
 ) -> None:
-    parser.add_argument("--history", type=nonempty_path, metavar="DIR", help=what)
+    parser.add_argument("--history", type=nonempty_path, metavar="DIR", default=default, help=what)
 
 
-def matrix_arg(parser: argparse.ArgumentParser) -> None:
+def matrix_arg(parser: argparse.ArgumentParser, default: object = DEFAULT_MATRIX) -> None:
     parser.add_argument(
-        "--matrix", type=nonempty_path, default=DEFAULT_MATRIX, help="matrix file (default: matrix.yaml)"
+        "--matrix", type=nonempty_path, default=default, help="matrix file (default: matrix.yaml)"
     )
 
 
