@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
+from harness.errors import InputError
+from harness.report import ownership
+from tests.conftest import HOSTILE_MATRIX as HOSTILE
 from tests.conftest import cli_in_process
 
 EMPTY_PATHS = [
@@ -58,3 +59,51 @@ def test_history_add_with_no_folder_is_refused_naming_what_is_missing(tmp_path):
     done = cli_in_process("history", "add", "--history", "H", cwd=tmp_path)
     assert done.returncode == 2 and "results" in done.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow  # a report rendered: about 2 s
+def test_a_report_folder_belongs_to_its_results_and_a_report_of_others_is_refused_there(tmp_path):
+    import json
+    import shutil
+
+    from tests.evidence import GPU_FAULTS
+
+    shutil.copytree(GPU_FAULTS, tmp_path / "study")  # the lab's layout: the report beside its results/
+    shutil.copytree(GPU_FAULTS / "results", tmp_path / "B")
+    own = cli_in_process("report", "--results", "study/results", "--out", "study", cwd=tmp_path)
+    assert own.returncode == 3, own.stderr  # its own results (both runs failed): rendered again
+    made_from = json.loads((tmp_path / "study" / "made-from.json").read_text())
+    assert made_from["results"] == [str((tmp_path / "study" / "results").resolve())]
+    report = (tmp_path / "study" / "report.md").read_bytes()
+    other = cli_in_process("report", "--results", "B", "--out", "study", cwd=tmp_path)
+    assert other.returncode == 2
+    assert f"error: study: --out: holds the report of {tmp_path.resolve() / 'study' / 'results'}" in (
+        other.stderr
+    )
+    assert "name another report folder, or delete that report's files from study first" in other.stderr
+    assert (tmp_path / "study" / "report.md").read_bytes() == report
+    ownership.refuse_inside_report(tmp_path / "study" / "results", "out")  # its own results: more rounds
+    with pytest.raises(InputError, match=r"lies inside .*study, a report folder"):
+        ownership.refuse_inside_report(tmp_path / "study" / "more", "out")
+    legacy = tmp_path / "old"
+    legacy.mkdir()
+    (legacy / "report.md").write_text("a report from before reports named their results\n")
+    older = cli_in_process("report", "--results", "B", "--out", "old", cwd=tmp_path)
+    assert older.returncode == 2 and "does not record which results it was made from" in older.stderr
+
+
+def test_qualify_refuses_another_results_report_folder_and_results_inside_a_report_before_running(
+    tmp_path, write_matrix
+):
+    write_matrix(HOSTILE.replace("BUDGET", "0.02"))
+    (tmp_path / "R").mkdir()
+    (tmp_path / "R" / "made-from.json").write_text('{"schema_version": 1, "results": ["/elsewhere"]}')
+    done = cli_in_process("qualify", "--out", "B", "--report-out", "R", cwd=tmp_path)
+    assert done.returncode == 2 and "error: R: --report-out: holds the report of /elsewhere" in done.stderr
+    inside = cli_in_process("qualify", "--out", "R/results", cwd=tmp_path)
+    assert inside.returncode == 2
+    assert f"error: R/results: --out: lies inside {(tmp_path / 'R').resolve()}, a report folder" in (
+        inside.stderr
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["R", "matrix.yaml"]  # nothing ran, nothing made
+    assert [p.name for p in (tmp_path / "R").iterdir()] == ["made-from.json"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from harness.backends import packages
@@ -76,6 +77,22 @@ class ThisHost:
                 f"(it holds {', '.join(found.versions[-6:])})"
             )
         return wanted, f"{found.distribution} {wanted.value} in {found.where}"
+
+    def missing_torch(self, cells: Sequence[Cell]) -> str | None:
+        """Why the ``torch: installed`` cells among ``cells`` cannot run here: the interpreter that runs
+        them has no torch; None where it has one, or no cell asks for it."""
+        asking = sum(cell.torch == "installed" for cell in cells)
+        if not asking:
+            return None
+        if self._probed is None:
+            self._probed = local_backend.probe(self.python)
+        if self._probed["torch_version"] is not None:
+            return None
+        which = "every cell asks" if asking == len(cells) else f"{asking} of the {len(cells)} cells ask"
+        return (
+            f"{self.python} has no torch, and {which} for torch: installed; install torch there, run with "
+            "an interpreter that has it, or name a torch build (an environment of its own)"
+        )
 
     def _build(self, cell: Cell) -> tuple[str, str | None]:
         """The cell's torch build in words, and the CUDA it was built for: None for a CPU build, ``_UNKNOWN``

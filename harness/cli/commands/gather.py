@@ -35,6 +35,9 @@ def handle(args: argparse.Namespace, out: Output) -> int:
         raise InputError.one(
             "--from", str(args.source), "is not a folder: give the copy of the results volume"
         )
+    from harness.report import ownership
+
+    ownership.refuse_inside_report(args.out or Path("results") / plan.name, "out")
     where = jsonio.output_folder(args.out or Path("results") / plan.name, "out")
     target = jobs.Target(args.k8s_registry)
     done = gather.gather(plan, args.source, where, requests.build_options(args), target, out.say)

@@ -57,6 +57,12 @@ def handle(args: argparse.Namespace, out: Output) -> int:
     lines = decided(plan)
     if lines:
         print("\n" + "\n".join(lines))
+    if plan.backend == "local":
+        missing = requests.host(args).missing_torch(plan.cells)
+        if missing:
+            every = all(c.torch == "installed" for c in plan.cells)
+            then = "run and qualify refuse to start (exit 3)" if every else "those cells would fail"
+            out.warn(f"warning: {missing}; {then}")
     if plan.backend == "local" and not has_nvidia_gpu():
         for note in (_cuda_builds_without_a_gpu(plan), _cudnn_releases_without_a_gpu(plan)):
             if note:

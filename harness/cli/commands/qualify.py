@@ -38,7 +38,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 
 def handle(args: argparse.Namespace, out: Output) -> int:
     from harness.executors import launch
-    from harness.report import pipeline
+    from harness.report import ownership, pipeline
     from harness.workflows import qualify
 
     if args.backend == "k8s" or args.dry_run:
@@ -48,12 +48,17 @@ def handle(args: argparse.Namespace, out: Output) -> int:
     plan = requests.plan(args.matrix, registry.realizing(args.backend), args)
     for line in decided(plan):
         out.say(line)
+    missing = requests.torch_check(plan, args)
+    if missing:
+        out.warn(f"warning: {missing}")
     if len(plan.cells) == 1 and plan.left_out:
         out.warn(
             "only the baseline can be made on this host: its rounds run, and the report compares nothing"
         )
     results = args.out or Path("results") / plan.name
-    report_out = jsonio.output_folder(args.report_out or Path("reports") / plan.name, "report_out")
+    report_out = jsonio.future_output_folder(args.report_out or Path("reports") / plan.name, "report_out")
+    ownership.refuse_inside_report(results, "out")
+    ownership.check(report_out, [results], "report_out")  # before the runs, not after them
     request = requests.run_request(args, plan.backend, results)
     steps = launch.Steps(request, out.say, out.detail, out.console.runs)  # a fresh start: the first only
     done = qualify.run_rounds(plan, results, args.all_rounds, steps, out.say)
