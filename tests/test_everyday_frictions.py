@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from harness.errors import InputError
 from harness.report import ownership
 from tests.conftest import HOSTILE_MATRIX as HOSTILE
-from tests.conftest import cli_in_process
+from tests.conftest import REPO, cli_in_process
 
 EMPTY_PATHS = [
     ("qualify", "--out"),
@@ -107,3 +109,62 @@ def test_qualify_refuses_another_results_report_folder_and_results_inside_a_repo
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["R", "matrix.yaml"]  # nothing ran, nothing made
     assert [p.name for p in (tmp_path / "R").iterdir()] == ["made-from.json"]
+
+
+def test_an_unknown_key_whose_value_is_a_block_is_reported_on_the_keys_own_line(write_matrix, tmp_path):
+    lines = (REPO / "matrix.yaml").read_text().splitlines()
+    at = lines.index("knobs:")  # its value, a block, begins on the next line
+    lines[at] = "knobz:"
+    write_matrix("\n".join(lines) + "\n")
+    done = cli_in_process("plan", cwd=tmp_path)
+    assert done.returncode == 2
+    assert f"error: matrix.yaml:{at + 1}: knobz: unknown key 'knobz'; did you mean 'knobs'?" in done.stderr
+
+
+def _one_round(tmp_path: Path, busy: bool) -> Path:
+    """The committed CPU torch-axis results cut to their first round, as a qualify that stopped there
+    leaves them; ``busy``: one of them timed on a busy host."""
+    import shutil
+
+    from tests.conftest import timed_on_a_busy_host
+    from tests.evidence import TORCH_AXIS_CPU
+
+    results = tmp_path / "results"
+    shutil.copytree(TORCH_AXIS_CPU / "results", results)
+    for later in [*results.glob("*.r2.json.gz"), *results.glob("*.r3.json.gz")]:
+        later.unlink()
+    if busy:
+        timed_on_a_busy_host(sorted(results.glob("*.r1.json.gz"))[0])
+    return results
+
+
+def _sections(report: Path) -> tuple[str, str]:
+    text = report.read_text()
+    first = text.split("## Read this first", 1)[1].split("\n## ", 1)[0]
+    steps = text.split("## What to do next", 1)[1].split("\n## ", 1)[0]
+    return first, steps
+
+
+@pytest.mark.slow  # two reports rendered
+def test_each_undecided_row_gets_the_one_next_step_a_run_again_would_take_in_every_section(tmp_path):
+    # a busy round 1: qualify stopped there, and a run again keeps it and runs nothing (qualify's
+    # rounds: test_qualify), so no section may say that a run again adds the missing rounds
+    results = _one_round(tmp_path / "busy", busy=True)
+    done = cli_in_process("report", "--results", str(results), "--out", str(tmp_path / "rb"))
+    assert done.returncode == 0, done.stderr
+    first, steps = _sections(tmp_path / "rb" / "report.md")
+    summary = (tmp_path / "rb" / "summary.md").read_text()
+    for text in (first, steps, summary):
+        assert "adds the missing rounds" not in text and "need more rounds" not in text
+    assert "keeps these rounds and adds none (What to do next has the command)" in first
+    assert "--fresh" in first and "--fresh` moves them aside and measures again" in steps
+    assert "spoiled the 18 inconclusive or missing rows" in steps
+    assert "\\--" not in summary and "and --fresh, so that the spoiled rounds" in summary
+    gate = [line for line in done.stdout.splitlines() if line.startswith("  INCONCLUSIVE")]
+    assert gate and all("measure again with --fresh" in line for line in gate)
+    # the same round, quiet: a run stopped early, which a run again resumes with the rounds missing
+    quiet = _one_round(tmp_path / "quiet", busy=False)
+    done = cli_in_process("report", "--results", str(quiet), "--out", str(tmp_path / "rq"))
+    first, steps = _sections(tmp_path / "rq" / "report.md")
+    assert "a run again into this folder adds the missing rounds" in first
+    assert "need more rounds" in steps and "--fresh" not in first + steps
