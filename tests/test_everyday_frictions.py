@@ -168,3 +168,31 @@ def test_each_undecided_row_gets_the_one_next_step_a_run_again_would_take_in_eve
     first, steps = _sections(tmp_path / "rq" / "report.md")
     assert "a run again into this folder adds the missing rounds" in first
     assert "need more rounds" in steps and "--fresh" not in first + steps
+
+
+CUDNN_RELEASES = """\
+schema_version: 1
+name: releases
+backend: local
+axes:
+  torch: [installed]
+  cudnn: [{wheel: 9.10.2.21}, {wheel: 9.11.0.98}, {wheel: 9.12.0.46}]
+suite: {workloads: [relu], dtypes: [fp32], time_budget_s: 0.02}
+baseline: {cudnn: {wheel: 9.10.2.21}}
+"""
+
+
+def test_bisect_of_cudnn_releases_on_a_host_without_a_gpu_refuses_before_any_round(tmp_path, write_matrix):
+    from harness.backends.host import has_nvidia_gpu
+
+    if has_nvidia_gpu():
+        pytest.skip("this host has an NVIDIA GPU: its cuDNN release cells can run")
+    write_matrix(CUDNN_RELEASES)
+    ask = ["bisect", "--row", "relu:fp32", "--good", "9.10.2.21", "--bad", "9.12.0.46"]
+    done = cli_in_process(*ask, cwd=tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "error: bisect cannot run here: this host has no NVIDIA GPU: the cells of cuDNN" in done.stderr
+    assert "round" not in done.stdout + done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["matrix.yaml"]  # no results folder made
+    wrong = cli_in_process("bisect", "--row", "relu:fp16", *ask[3:], cwd=tmp_path)
+    assert wrong.returncode == 2 and "is not a row of the matrix" in wrong.stderr  # bad input first

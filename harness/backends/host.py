@@ -30,6 +30,19 @@ def has_nvidia_gpu() -> bool:
     return bool(shutil.which("nvidia-smi")) or os.path.exists("/dev/nvidiactl")
 
 
+def without_a_gpu(cells: Sequence[Cell]) -> str | None:
+    """Why ``cells`` cannot show anything on a host with no NVIDIA GPU, where the local backend runs the
+    suite on the CPU: a cell of a cuDNN release or a system cuDNN (torch never calls cuDNN there, and a
+    CPU build of torch has none to replace); None where none of them is such a cell."""
+    chosen = sorted({c.cudnn.label for c in cells if c.cudnn.kind in ("wheel", "system")})
+    if not chosen:
+        return None
+    return (
+        f"this host has no NVIDIA GPU: the cells of cuDNN {', '.join(chosen)} need one (on a CPU torch never "
+        "calls cuDNN, and a CPU build of torch has none to replace); run this matrix on a GPU host"
+    )
+
+
 @dataclass
 class ThisHost:
     """This machine, as a plan asks it (``plan.model.Host``). ``python``: the interpreter of ``torch:

@@ -39,7 +39,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 def handle(args: argparse.Namespace, out: Output) -> int:
     from tabulate import tabulate
 
-    from harness.backends.host import has_nvidia_gpu
+    from harness.backends.host import has_nvidia_gpu, without_a_gpu
     from harness.plan.axes import AXES
 
     plan = requests.plan(args.matrix, None, args)
@@ -64,7 +64,7 @@ def handle(args: argparse.Namespace, out: Output) -> int:
             then = "run and qualify refuse to start (exit 3)" if every else "those cells would fail"
             out.warn(f"warning: {missing}; {then}")
     if plan.backend == "local" and not has_nvidia_gpu():
-        for note in (_cuda_builds_without_a_gpu(plan), _cudnn_releases_without_a_gpu(plan)):
+        for note in (_cuda_builds_without_a_gpu(plan), without_a_gpu(plan.cells)):
             if note:
                 print(f"\nnote: {note}")
     return EXIT_OK
@@ -79,18 +79,6 @@ def decided(plan: Plan) -> list[str]:
         lines.append(f"left out here ({count} of the matrix; not run, not failed):")
         lines += [f"  {left.cell.label}: {left.why}" for left in plan.left_out]
     return lines
-
-
-def _cudnn_releases_without_a_gpu(plan: Plan) -> str | None:
-    """On a host with no NVIDIA GPU, a cell of a cuDNN release or a system cuDNN cannot run: the suite runs
-    on the CPU, where torch never calls cuDNN, and a CPU build of torch has none to replace."""
-    chosen = sorted({c.cudnn.label for c in plan.cells if c.cudnn.kind in ("wheel", "system")})
-    if not chosen:
-        return None
-    return (
-        f"this host has no NVIDIA GPU: the cells of cuDNN {', '.join(chosen)} need one (on a CPU torch never "
-        "calls cuDNN, and a CPU build of torch has none to replace); run this matrix on a GPU host"
-    )
 
 
 def _cuda_builds_without_a_gpu(plan: Plan) -> str | None:
