@@ -168,6 +168,10 @@ def test_each_undecided_row_gets_the_one_next_step_a_run_again_would_take_in_eve
     first, steps = _sections(tmp_path / "rq" / "report.md")
     assert "a run again into this folder adds the missing rounds" in first
     assert "need more rounds" in steps and "--fresh" not in first + steps
+    # a CPU run's host times in a CPU's terms
+    text = (tmp_path / "rq" / "report.md").read_text()
+    host = text.split("### Host time per call", 1)[1].split("\n#", 1)[0]
+    assert "On a CPU both are host time" in host and "device time" not in host
 
 
 CUDNN_RELEASES = """\
