@@ -200,3 +200,65 @@ def test_bisect_of_cudnn_releases_on_a_host_without_a_gpu_refuses_before_any_rou
     assert sorted(p.name for p in tmp_path.iterdir()) == ["matrix.yaml"]  # no results folder made
     wrong = cli_in_process("bisect", "--row", "relu:fp16", *ask[3:], cwd=tmp_path)
     assert wrong.returncode == 2 and "is not a row of the matrix" in wrong.stderr  # bad input first
+
+
+SLOW_CELLS = """\
+schema_version: 1
+name: interrupted
+backend: local
+axes: {torch: [installed], cudnn: [bundled, disabled]}
+suite: {workloads: [relu], dtypes: [fp32], time_budget_s: 3, device: cpu}
+baseline: {cudnn: bundled}
+rounds: 2
+"""
+
+
+@pytest.mark.slow  # a real run, interrupted after its first result
+def test_ctrl_c_says_what_was_kept_and_the_command_that_goes_on_as_the_user_called_it(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import harness_env, start_cli
+
+    (tmp_path / "m.yaml").write_text(SLOW_CELLS)
+    out = tmp_path / "r"
+    # as the noxfile runs it: its own --python first, then the user's options after 'nox -s run --'
+    added = ["--python", sys.executable]
+    env = {**harness_env(), "HARNESS_NOX": "python3 -m nox", "HARNESS_NOX_ADDED": " ".join(added)}
+    ask = ["--matrix", str(tmp_path / "m.yaml"), "--out", str(out), "--only", "cudnn", "--fresh"]
+    proc = start_cli("run", *added, *ask, env=env, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not list(out.glob("*.r1.json.gz")):
+        time.sleep(0.1)
+    assert proc.poll() is None, "the run ended before it could be interrupted"
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    kept = len(list(out.glob("*.json.gz")))
+    assert kept >= 1 and f"interrupted: {kept} result{'s' * (kept != 1)} kept in {out}/" in stderr
+    again = f"'python3 -m nox -s run -- --matrix {tmp_path / 'm.yaml'} --out {out} --only cudnn' goes on"
+    assert again in stderr, stderr  # the user's options, not the session's --python, without --fresh
+
+
+def test_a_suggested_command_keeps_the_users_options_and_is_called_as_the_user_called_it(monkeypatch):
+    import argparse
+    import sys
+
+    from harness.cli import output
+
+    typed = ["qualify", "--matrix", "m.yaml", "--report-out", "R", "--fresh"]
+    args = argparse.Namespace(prog="python -m harness", argv=typed, command="qualify")
+    monkeypatch.delenv("HARNESS_NOX", raising=False)
+    fresh = output.suggested(args, "qualify", [*output.given(args), "--fresh"])
+    assert fresh == "python -m harness qualify --matrix m.yaml --report-out R --fresh"
+    monkeypatch.setenv("HARNESS_NOX", "nox")
+    assert (
+        output.suggested(args, "qualify", output.given(args))
+        == "nox -s qualify -- --matrix m.yaml --report-out R"
+    )
+    assert (
+        output.suggested(args, "repro", ["--results", "r"])
+        == f"{sys.executable} -m harness repro --results r"
+    )

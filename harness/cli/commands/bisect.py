@@ -46,6 +46,7 @@ def handle(args: argparse.Namespace, out: Output) -> int:
     # a fresh search measures every release it needs again: no folder's earlier rounds are reused
     reuse = [] if args.fresh else args.results or [p for p in [Path("results") / plan.name] if p.is_dir()]
     run = run_with(requests.run_request(args, plan.backend, results), out.say, out.detail)
+    args.kept_in = results  # what a Ctrl-C says was kept
     found = bisect(plan, args.row, args.good, args.bad, results, reuse, run, out.say)
     ratio = f"{found.ratio:.3f}" if found.ratio is not None else "n/a"
     ran = f", what ran: {found.what_ran}" if found.what_ran else ""

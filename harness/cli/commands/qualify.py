@@ -4,7 +4,6 @@ undecided ones); the gate is its exit code."""
 from __future__ import annotations
 
 import argparse
-import shlex
 from pathlib import Path
 
 from harness import jsonio
@@ -13,7 +12,7 @@ from harness.cli import option_groups, requests
 from harness.cli.checked_types import nonempty_path
 from harness.cli.command import Command
 from harness.cli.commands.plan import decided
-from harness.cli.output import Output, exit_code, policy, said
+from harness.cli.output import Output, exit_code, given, policy, said, suggested
 from harness.errors import InputError
 
 
@@ -60,6 +59,7 @@ def handle(args: argparse.Namespace, out: Output) -> int:
     ownership.refuse_inside_report(results, "out")
     ownership.check(report_out, [results], "report_out")  # before the runs, not after them
     request = requests.run_request(args, plan.backend, results)
+    args.kept_in = results  # what a Ctrl-C says was kept
     steps = launch.Steps(request, out.say, out.detail, out.console.runs)  # a fresh start: the first only
     done = qualify.run_rounds(plan, results, args.all_rounds, steps, out.say)
     if done.stopped:
@@ -69,10 +69,10 @@ def handle(args: argparse.Namespace, out: Output) -> int:
             out.warn(f"no run could start, so no later round is run: {runs.none_started(done.outcomes)}")
         return exit_code(done.outcomes, out)
     if done.busy:  # the report judges what there is; this says what to do instead of more rounds
-        again = shlex.join(["python", "-m", "harness", "qualify", "--matrix", str(args.matrix)])
+        again = suggested(args, "qualify", [*given(args), "--fresh"])
         out.warn(
-            f"a busy host spoiled these rows: with it quiet (load under its cores), '{again} --out "
-            f"{shlex.quote(str(results))} --fresh' moves these rounds aside and measures again"
+            f"a busy host spoiled these rows: with it quiet (load under its cores), '{again}' moves these "
+            "rounds aside and measures again"
         )
     if not done.measured and not done.busy:  # a finished folder: say so, and how to get more
         out.say(
