@@ -423,15 +423,15 @@ def output_folder(path: Path, setting: str) -> Path:
 
 
 def future_output_folder(path: Path, setting: str) -> Path:
-    """``path`` checked as ``output_folder`` checks it, but not made: a folder written only at the end
-    (a report after its runs) is not left behind, empty, by runs that stop first. Where it is missing,
-    the nearest folder above it that exists must be one this command may write into."""
+    """``path`` checked as ``output_folder`` checks it, but not left made: a folder written only at the
+    end (a report after its runs) is not left behind, empty, by runs that stop first. A missing one is
+    made to be tried, and the folders made for it are removed again."""
     if os.path.lexists(path):
         return output_folder(path, setting)
-    above = Path(os.path.abspath(path)).parent
-    while not os.path.lexists(above):
-        above = above.parent
-    if not above.is_dir() or not os.access(above, os.W_OK | os.X_OK):
-        why = "lies under a file" if not above.is_dir() else f"cannot be made in {above} (not writable)"
-        raise InputError([Problem(str(path), setting, f"{why}; name a writable folder", setting=setting)])
+    made = [Path(os.path.abspath(path))]
+    while not os.path.lexists(made[-1].parent):
+        made.append(made[-1].parent)
+    output_folder(path, setting)
+    for folder in made:  # the deepest first; each empty, as it was just made
+        folder.rmdir()
     return path

@@ -30,7 +30,8 @@ def check(out: Path, results: Sequence[Path], setting: str) -> None:
     if held == sources(results):
         return
     if held is None:
-        found = [name for name in REPORT_FILES if os.path.lexists(out / name)]
+        # a regular file each: a folder or a link planted at the name is the writers' to refuse
+        found = [name for name in REPORT_FILES if _regular(out / name)]
         if not found or all(_inside(p, out) for p in results):
             return  # no report there yet, or one that holds its own results
         what = f"holds a report ({found[0]}) that does not record which results it was made from"
@@ -72,6 +73,10 @@ def refuse_inside_report(path: Path, setting: str) -> None:
                     )
                 ]
             )
+
+
+def _regular(path: Path) -> bool:
+    return os.path.isfile(path) and not os.path.islink(path)
 
 
 def _inside(path: Path, folder: Path) -> bool:
