@@ -197,6 +197,13 @@ def _file_size(url: str) -> int | None:
         return None
 
 
+def _invoked(added: list[str]) -> dict[str, str]:
+    """What tells the harness it runs in a nox session: the commands it suggests are then sessions
+    (``python3 -m nox -s qualify -- ...``), without the options the session itself added."""
+    nox_command = "nox" if os.path.basename(sys.argv[0]) == "nox" else "python3 -m nox"
+    return {"HARNESS_NOX": nox_command, "HARNESS_NOX_ADDED": shlex.join(added)}
+
+
 def _install(session: nox.Session, extras: str = "") -> None:
     session.install("-e", f".[{extras}]" if extras else ".")
 
@@ -207,14 +214,14 @@ def plan(session: nox.Session) -> None:
     _install(session)
     given = _given_python(session.posargs) is not None
     here = [] if given or _torch_of(sys.executable) is None else ["--python", sys.executable]
-    session.run("python", "-m", "harness", "plan", *here, *session.posargs)
+    session.run("python", "-m", "harness", "plan", *here, *session.posargs, env=_invoked(here))
 
 
 @nox.session(**VENV)
 def images(session: nox.Session) -> None:
     """Render and build one image per cell (docker backend; --dry-run prints the Dockerfiles)."""
     _install(session)
-    session.run("python", "-m", "harness", "images", *session.posargs)
+    session.run("python", "-m", "harness", "images", *session.posargs, env=_invoked([]))
 
 
 @nox.session(**VENV)
@@ -222,14 +229,14 @@ def run(session: nox.Session) -> None:
     """Run the suite in every cell."""
     here = _measured(session)
     _install(session)
-    session.run("python", "-m", "harness", "run", *here, *session.posargs)
+    session.run("python", "-m", "harness", "run", *here, *session.posargs, env=_invoked(here))
 
 
 @nox.session(**VENV)
 def report(session: nox.Session) -> None:
     """Validate and merge results into reports/."""
     _install(session)
-    session.run("python", "-m", "harness", "report", *session.posargs)
+    session.run("python", "-m", "harness", "report", *session.posargs, env=_invoked([]))
 
 
 @nox.session(**VENV)
@@ -237,7 +244,7 @@ def qualify(session: nox.Session) -> None:
     """Plan, run and report the matrix (the main job)."""
     here = _measured(session)
     _install(session)
-    session.run("python", "-m", "harness", "qualify", *here, *session.posargs)
+    session.run("python", "-m", "harness", "qualify", *here, *session.posargs, env=_invoked(here))
 
 
 @nox.session(**VENV)

@@ -420,3 +420,18 @@ def output_folder(path: Path, setting: str) -> Path:
             ]
         ) from None
     return path
+
+
+def future_output_folder(path: Path, setting: str) -> Path:
+    """``path`` checked as ``output_folder`` checks it, but not left made: a folder written only at the
+    end (a report after its runs) is not left behind, empty, by runs that stop first. A missing one is
+    made to be tried, and the folders made for it are removed again."""
+    if os.path.lexists(path):
+        return output_folder(path, setting)
+    made = [Path(os.path.abspath(path))]
+    while not os.path.lexists(made[-1].parent):
+        made.append(made[-1].parent)
+    output_folder(path, setting)
+    for folder in made:  # the deepest first; each empty, as it was just made
+        folder.rmdir()
+    return path

@@ -26,6 +26,10 @@ GPU_DOCKER = LAB / "gpu-docker"
 GPU_LOCAL_ROUNDS = GPU_DOCKER / "local"
 """gpu-docker's local-backend rounds: 3 a cell, judged by Welch's t (below the 7 Mann-Whitney needs)."""
 
+GPU_FAULTS = LAB / "gpu-faults"
+"""Issue 6: a device-side assert in each of two GPU cells (results/, both runs failed), and their report
+beside them (report.md, verdict.json: made before reports recorded their results)."""
+
 GPU_LOCAL_CUDNN_SOURCES = LAB / "gpu-local-cudnn-sources"
 """One H100, torch 2.11.0+cu130 on the local backend: bundled cuDNN 9.19 (baseline), NVIDIA's system 9.14
 and cuDNN disabled; its matrix.yaml and results/ (one result a cell, with plan.json)."""

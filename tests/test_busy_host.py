@@ -54,7 +54,7 @@ def test_a_busy_host_is_recorded_and_its_rows_are_never_a_verdict(tmp_path):
     assert "Run again with nothing else running" in first_section and "--fresh" in first_section
     # the next steps agree: no more rounds on that host, but a fresh run on a quiet one (issue 41, 3)
     steps = text.split("## What to do next", 1)[1].split("\n## ", 1)[0]
-    assert "come with runs made on a busy host (1 of 6)" in steps and "need more rounds" not in steps
+    assert "A busy host (busy in 1 of 6 runs) spoiled the" in steps and "need more rounds" not in steps
     assert "--fresh" in steps, steps
 
 

@@ -17,7 +17,7 @@ from harness.backends.local.backend import LocalBackend
 from harness.errors import BackendUnavailable
 from harness.plan import matrix
 from harness.results import documents, folder
-from tests.conftest import run_cli
+from tests.conftest import cli_in_process, run_cli
 
 SMOKE = """
 schema_version: 1
@@ -115,16 +115,20 @@ def test_rerunning_the_report_is_stable(smoke_run):
     )
 
 
-def test_a_python_without_torch_fails_only_the_cells_that_would_run_in_it(tmp_path, write_matrix):
+def test_a_python_without_torch_is_warned_by_plan_and_refused_by_run_and_qualify_with_exit_3(
+    tmp_path, write_matrix
+):
     # a matrix whose cells name torch builds needs no torch beside the harness (issue 41): only a
-    # torch: installed cell does, and it fails as a cell, with the fix, while the run goes on
+    # torch: installed cell does; where every cell does, plan warns and run and qualify refuse up front
+    # with exit 3 (the run could not complete), writing nothing: issue 60 saw exit 1, "a regression",
+    # and an empty reports/<name>/
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = str(venv / "bin" / "python")
     LocalBackend(python)  # no torch there: still a backend
     with pytest.raises(BackendUnavailable, match="no such interpreter"):
         LocalBackend(str(tmp_path / "nope"))
-    path = write_matrix("""
+    write_matrix("""
 schema_version: 1
 name: no-torch
 axes: {torch: [installed], cudnn: [bundled]}
@@ -132,15 +136,15 @@ suite: {workloads: [relu], dtypes: [fp32], time_budget_s: 0.02, device: cpu}
 baseline: {cudnn: bundled}
 rounds: 1
 """)
-    out = tmp_path / "results"
-    done = run_cli("run", "--matrix", str(path), "--out", str(out), "--python", python)
-    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stdout + done.stderr
-    (result,) = out.glob("*.r1.json.gz")
-    failure = jsonio.read(result)["failure"]
-    assert (
-        failure["stage"] == "realize"
-        and "has no torch, and the cell asks for torch: installed" in failure["reason"]
-    )
+    planned = cli_in_process("plan", "--python", python, cwd=tmp_path)
+    assert planned.returncode == 0 and f"warning: {python} has no torch" in planned.stderr
+    assert "run and qualify refuse to start (exit 3)" in planned.stderr
+    for command in ("run", "qualify"):
+        done = cli_in_process(command, "--python", python, cwd=tmp_path)
+        assert done.returncode == 3, done.stdout + done.stderr
+        assert f"error: no run could start: {python} has no torch" in done.stderr
+        assert "(--python)" in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["matrix.yaml", "venv"]  # no results, no reports
 
 
 @pytest.mark.slow

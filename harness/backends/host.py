@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from harness.backends import packages
@@ -27,6 +28,19 @@ _UNKNOWN = ""  # a torch build whose CUDA is not known before it is installed (P
 def has_nvidia_gpu() -> bool:
     """Whether this host has an NVIDIA GPU: its driver's tool or its control device is there."""
     return bool(shutil.which("nvidia-smi")) or os.path.exists("/dev/nvidiactl")
+
+
+def without_a_gpu(cells: Sequence[Cell]) -> str | None:
+    """Why ``cells`` cannot show anything on a host with no NVIDIA GPU, where the local backend runs the
+    suite on the CPU: a cell of a cuDNN release or a system cuDNN (torch never calls cuDNN there, and a
+    CPU build of torch has none to replace); None where none of them is such a cell."""
+    chosen = sorted({c.cudnn.label for c in cells if c.cudnn.kind in ("wheel", "system")})
+    if not chosen:
+        return None
+    return (
+        f"this host has no NVIDIA GPU: the cells of cuDNN {', '.join(chosen)} need one (on a CPU torch never "
+        "calls cuDNN, and a CPU build of torch has none to replace); run this matrix on a GPU host"
+    )
 
 
 @dataclass
@@ -76,6 +90,22 @@ class ThisHost:
                 f"(it holds {', '.join(found.versions[-6:])})"
             )
         return wanted, f"{found.distribution} {wanted.value} in {found.where}"
+
+    def missing_torch(self, cells: Sequence[Cell]) -> str | None:
+        """Why the ``torch: installed`` cells among ``cells`` cannot run here: the interpreter that runs
+        them has no torch; None where it has one, or no cell asks for it."""
+        asking = sum(cell.torch == "installed" for cell in cells)
+        if not asking:
+            return None
+        if self._probed is None:
+            self._probed = local_backend.probe(self.python)
+        if self._probed["torch_version"] is not None:
+            return None
+        which = "every cell asks" if asking == len(cells) else f"{asking} of the {len(cells)} cells ask"
+        return (
+            f"{self.python} has no torch, and {which} for torch: installed; install torch there, run with "
+            "an interpreter that has it, or name a torch build (an environment of its own)"
+        )
 
     def _build(self, cell: Cell) -> tuple[str, str | None]:
         """The cell's torch build in words, and the CUDA it was built for: None for a CPU build, ``_UNKNOWN``

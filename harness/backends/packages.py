@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import jsonio
+from harness.backends import pip_config
 from harness.errors import InputError, Problem, one_line
 
 Progress = Callable[[str], None]
@@ -80,10 +81,11 @@ class PackageSource:
         return f"the index {self.index_url}" if self.index_url else "the default package index"
 
     def key(self) -> dict[str, str]:
-        """What of the source goes into an environment's identity."""
+        """What of the source goes into an environment's identity: with an index, pip's configuration
+        too (its wheel folders or mirror may hold another build of the same version)."""
         if self.wheelhouse is not None:
             return {"wheelhouse": str(jsonio.real_path(self.wheelhouse))}
-        return {"index_url": self.index_url or "default"}
+        return {"index_url": self.index_url or "default", **pip_config.read().key()}
 
 
 def wheels(wheelhouse: Path, pattern: str = "*.whl") -> list[Path]:
@@ -168,8 +170,9 @@ def releases(distribution: str, source: PackageSource) -> Releases:
 
 def index_url(source: PackageSource) -> str:
     """The index an install from ``source`` reads: its own, else the one the environment gives the
-    installers, else PyPI."""
-    return source.index_url or next((os.environ[k] for k in INDEX_ENV if os.environ.get(k)), DEFAULT_INDEX)
+    installers, else pip's configured one, else PyPI."""
+    given = source.index_url or next((os.environ[k] for k in INDEX_ENV if os.environ.get(k)), None)
+    return given or pip_config.read().index_url or DEFAULT_INDEX
 
 
 def shown_url(url: str) -> str:
@@ -289,19 +292,15 @@ def install(
     its own cache in it (``uv/``) unless ``UV_CACHE_DIR`` says otherwise: all the harness downloads stays
     under one folder."""
     binary = uv()
-    if binary:
-        command = [binary, "pip", "install", "--python", python]
-    else:
-        command = [python, "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
-    if target is not None:
-        command += ["--target", str(target)]
-    if no_deps:
-        command.append("--no-deps")
-    command += [*source.arguments(), *requirements]
+    command, env = install_command(requirements, source, python, target, no_deps)
+    settings = pip_config.read() if binary and source.wheelhouse is None else pip_config.PipSettings()
+    also = f", with {settings.describe()}" if settings else ""
     say = progress or (lambda line: None)
-    say(f"installing {' '.join(requirements)} from {source.describe()} with {'uv' if binary else 'pip'}")
+    say(
+        f"installing {' '.join(requirements)} from {source.describe()}{also} with {'uv' if binary else 'pip'}"
+    )
     what = f"installing {' '.join(requirements)}"
-    code, tail = run_logged(command, log, INSTALL_TIMEOUT_S, what, cache_root, heartbeat=progress)
+    code, tail = run_logged(command, log, INSTALL_TIMEOUT_S, what, cache_root, progress, env)
     if code != 0:
         missing = any(marker in line for line in tail for marker in _NOT_FOUND)
         what = "cannot be found in" if missing else "could not be installed from"
@@ -312,6 +311,35 @@ def install(
         )
 
 
+def install_command(
+    requirements: Sequence[str],
+    source: PackageSource,
+    python: str,
+    target: Path | None = None,
+    no_deps: bool = False,
+) -> tuple[list[str], dict[str, str]]:
+    """The installer's command line and the variables it adds to the environment: uv where it is found,
+    given what pip's configuration says (uv reads none of it; pip reads its own), else pip. A wheelhouse
+    is the only source (offline), whatever pip is configured with."""
+    binary = uv()
+    env: dict[str, str] = {}
+    if binary:
+        command = [binary, "pip", "install", "--python", python]
+        if source.wheelhouse is None:
+            settings = pip_config.read()
+            where, env = settings.uv_arguments(source.index_url), settings.uv_environment()
+        else:
+            where = source.arguments()
+    else:
+        command = [python, "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
+        where = source.arguments()
+    if target is not None:
+        command += ["--target", str(target)]
+    if no_deps:
+        command.append("--no-deps")
+    return [*command, *where, *requirements], env
+
+
 def run_logged(
     command: Sequence[str],
     log: Path,
@@ -319,12 +347,20 @@ def run_logged(
     what: str,
     cache_root: Path | None = None,
     heartbeat: Progress | None = None,
+    env: dict[str, str] | None = None,
 ) -> tuple[int, list[str]]:
-    """Run an installer's ``command`` with its output appended to ``log`` (after the command line); its exit
-    code and the log's last lines. Every HEARTBEAT_S while it runs, ``heartbeat`` gets how long it has run
-    and the log's last line. Raises InstallError, naming ``what``, where it cannot run or times out."""
+    """Run an installer's ``command`` (with ``env`` added to this process's variables) with its output
+    appended to ``log`` (after the command line); its exit code and the log's last lines. Every
+    HEARTBEAT_S while it runs, ``heartbeat`` gets how long it has run and the log's last line. Raises
+    InstallError, naming ``what``, where it cannot run or times out."""
     log.parent.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "UV_NO_PROGRESS": "1", **_uv_cache(cache_root)}
+    env = {
+        **os.environ,
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        "UV_NO_PROGRESS": "1",
+        **_uv_cache(cache_root),
+        **(env or {}),
+    }
     with jsonio.open_for_writing(log, "a") as out:  # never appended through a link planted at its name
         out.write("$ " + " ".join(command) + "\n")
         out.flush()

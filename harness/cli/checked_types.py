@@ -14,6 +14,7 @@ import math
 import re
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
 from harness import __version__
@@ -39,6 +40,28 @@ def number(what: str, above: float, at_most: float) -> Callable[[str], float]:
 
     parse.__name__ = what  # argparse names the type in some messages
     return parse
+
+
+def nonempty_path(text: str) -> Path:
+    """An argparse type: a path that names something. An empty one would be read as '.', this folder:
+    ``--out ''`` wrote a run's plan, lock, logs and results into the working directory."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            f"{shown(text)} is an empty path; name a file or folder, or leave the option out for its default"
+        )
+    return Path(text)
+
+
+nonempty_path.__name__ = "path"
+
+
+def interpreter(text: str) -> str:
+    """An argparse type: an interpreter's path or name, never empty (an empty one would mean this one)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            f"{shown(text)} is empty; name an interpreter, or leave the option out for this one"
+        )
+    return text
 
 
 def count(text: str) -> int:

@@ -25,6 +25,7 @@ from harness.cli.output import (
     EXIT_INTERRUPTED,
     EXIT_PIPE,
     Output,
+    interrupted,
 )
 from harness.errors import BackendUnavailable, HarnessError, InputError
 
@@ -52,8 +53,10 @@ def main(argv: list[str] | None = None, prog: str = parser.PROG) -> int:
 
 
 def _command(argv: list[str] | None, prog: str) -> int:
-    args = parser.parser(DESCRIPTION, prog).parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parser(DESCRIPTION, prog).parse_args(given)
     args.prog = prog  # what the next steps a command suggests are called with
+    args.argv = given  # and the options they keep
     out = Output(Console(getattr(args, "verbosity", NORMAL)))
     try:
         return registry.BY_NAME[args.command].handle(args, out)
@@ -68,7 +71,7 @@ def _command(argv: list[str] | None, prog: str) -> int:
         out.warn(f"error: {requests.flagged_error(exc)}")
         return EXIT_FAILED
     except KeyboardInterrupt:
-        out.warn("interrupted")
+        interrupted(args, out)
         return EXIT_INTERRUPTED
     finally:
         out.console.close()

@@ -8,7 +8,15 @@ from pathlib import Path
 
 from harness.backends import registry
 from harness.backends.docker import gpu_access
-from harness.cli.checked_types import TIMEOUT, count, index_url, memory, slurm_setting
+from harness.cli.checked_types import (
+    TIMEOUT,
+    count,
+    index_url,
+    interpreter,
+    memory,
+    nonempty_path,
+    slurm_setting,
+)
 from harness.cli.console import NORMAL, QUIET, VERBOSE
 
 DEFAULT_MATRIX = Path("matrix.yaml")
@@ -44,13 +52,14 @@ def strict_arg(parser: argparse.ArgumentParser) -> None:
 def history_arg(
     parser: argparse.ArgumentParser,
     what: str = "the history folder (default: history/ beside the --matrix file)",
+    default: object = None,
 ) -> None:
-    parser.add_argument("--history", type=Path, metavar="DIR", help=what)
+    parser.add_argument("--history", type=nonempty_path, metavar="DIR", default=default, help=what)
 
 
-def matrix_arg(parser: argparse.ArgumentParser) -> None:
+def matrix_arg(parser: argparse.ArgumentParser, default: object = DEFAULT_MATRIX) -> None:
     parser.add_argument(
-        "--matrix", type=Path, default=DEFAULT_MATRIX, help="matrix file (default: matrix.yaml)"
+        "--matrix", type=nonempty_path, default=default, help="matrix file (default: matrix.yaml)"
     )
 
 
@@ -66,7 +75,7 @@ def run_args(
     """The options of a run. ``cluster_help`` False (qualify, bisect): the Slurm and Kubernetes options are
     taken but listed in one line, so that a first look at --help is not mostly cluster settings;
     ``out_default``: where the results go without --out, as --help says it."""
-    parser.add_argument("--out", type=Path, help=f"results folder (default: {out_default})")
+    parser.add_argument("--out", type=nonempty_path, help=f"results folder (default: {out_default})")
     parser.add_argument(
         "--timeout-s", type=TIMEOUT, default=3600.0, help="time limit per cell (default 3600)"
     )
@@ -104,6 +113,7 @@ def run_args(
     local = parser.add_argument_group("local backend")
     local.add_argument(
         "--python",
+        type=interpreter,
         help="interpreter with torch for the local backend's torch: installed cells (default: this one); "
         "a cell with a torch version runs in an environment of its own, kept in $HARNESS_CACHE "
         "(default ~/.cache/cudnn-harness)",
@@ -179,12 +189,12 @@ def gpu_access_arg(parser: argparse.ArgumentParser | argparse._ArgumentGroup) ->
 def build_args(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     parser.add_argument(
         "--wheelhouse",
-        type=Path,
+        type=nonempty_path,
         help="install offline, from this folder of wheels alone (pip --no-index --find-links DIR): image "
         "builds, and the local backend's cell environments and cuDNN wheels",
     )
     parser.add_argument(
-        "--ca-bundle", type=Path, help="extra CA bundle for builds behind a TLS-intercepting proxy"
+        "--ca-bundle", type=nonempty_path, help="extra CA bundle for builds behind a TLS-intercepting proxy"
     )
     parser.add_argument(
         "--index-url",

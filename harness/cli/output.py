@@ -3,6 +3,8 @@ outcomes and a report's gate become an exit code."""
 
 from __future__ import annotations
 
+import os
+import shlex
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
@@ -42,6 +44,49 @@ class Output:
     def warn(self, line: str) -> None:
         self.console.close()  # a warning is never drawn over by the bar
         print(line, file=sys.stderr, flush=True)
+
+
+# the noxfile's sessions that run the harness command of their name: inside one (HARNESS_NOX, which the
+# noxfile sets to how nox was called), a command suggested is that session's, its options after '--'
+NOX_SESSIONS = ("plan", "images", "run", "report", "qualify")
+AGAIN = ("--fresh", "--rerun-failed")  # what a command that goes on from where a run stopped leaves out
+
+
+def suggested(args: argparse.Namespace, command: str, words: list[str]) -> str:
+    """``command`` with ``words``, called as this command was: the nox session of that name where the
+    noxfile ran this one, else this interpreter's harness there, else as typed (``args.prog``)."""
+    nox = os.environ.get("HARNESS_NOX")
+    if nox and command in NOX_SESSIONS:
+        return f"{nox} -s {command} -- {shlex.join(words)}".rstrip()
+    prog = shlex.join([sys.executable, "-m", "harness"]) if nox else args.prog
+    return f"{prog} {command} {shlex.join(words)}".rstrip()
+
+
+def given(args: argparse.Namespace, leave_out: tuple[str, ...] = AGAIN) -> list[str]:
+    """The options the user gave this command, as typed (without those the noxfile added, nor
+    ``leave_out``): what a command suggested to go on keeps."""
+    words: list[str] = list(getattr(args, "argv", [])[1:])
+    added = shlex.split(os.environ.get("HARNESS_NOX_ADDED", "")) if os.environ.get("HARNESS_NOX") else []
+    if added and words[: len(added)] == added:
+        words = words[len(added) :]
+    return [word for word in words if word not in leave_out]
+
+
+def interrupted(args: argparse.Namespace, out: Output) -> None:
+    """What a Ctrl-C leaves: the results kept in the folder the command was running into, and the
+    command that goes on from there (the same options, without --fresh: it would move them aside)."""
+    folder = getattr(args, "kept_in", None)
+    if folder is None:
+        out.warn("interrupted")
+        return
+    from harness.results.folder import is_result_file
+
+    kept = sum(1 for path in folder.glob("*.json*") if is_result_file(path))
+    again = suggested(args, args.command, given(args))
+    out.warn(
+        f"interrupted: {kept} result{'s' * (kept != 1)} kept in {folder}/ (each run that finished; the one "
+        f"in flight is not); '{again}' goes on from there: it keeps them and runs what is missing"
+    )
 
 
 def exit_code(outcomes: list[CellOutcome], out: Output) -> int:

@@ -21,7 +21,8 @@ EXIT_CODES = """exit codes:
   0    fine (report, compare, qualify: no regression)
   1    a regression (run: a cell failed)
   2    bad input: one 'error: FILE:LINE: FIELD: message' line per problem
-  3    an infrastructure failure: runs that could not complete (re-run them)
+  3    an infrastructure failure: runs that could not complete, or could not start on this host
+       (no torch where the cells need it, no GPU they need); the error says the fix
   130  interrupted"""
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from harness import suite_listing
 from harness.backends import packages, registry
 from harness.backends.docker import dockerfile
-from harness.errors import HarnessError, InputError, Problem
+from harness.errors import BackendUnavailable, HarnessError, InputError, Problem
 
 if TYPE_CHECKING:
     from harness.backends.host import ThisHost
@@ -36,6 +36,20 @@ def host(args: argparse.Namespace | None) -> ThisHost:
 
     source = packages.PackageSource(getattr(args, "index_url", None), getattr(args, "wheelhouse", None))
     return ThisHost(source, getattr(args, "python", None) or sys.executable)
+
+
+def torch_check(plan: Plan, args: argparse.Namespace) -> str | None:
+    """Before anything runs or is written: BackendUnavailable where every cell to run asks for
+    ``torch: installed`` and the interpreter has no torch (no run could start); a warning where only
+    some do (those fail, the others run). Slurm's tasks run on nodes with interpreters of their own."""
+    if plan.backend != "local" or args.backend == "slurm":
+        return None
+    only = tuple(args.only or ())
+    cells = [c for c in plan.cells if not only or any(text in c.id for text in only)]
+    why = host(args).missing_torch(cells)
+    if why is not None and all(c.torch == "installed" for c in cells):
+        raise BackendUnavailable(f"no run could start: {why}", setting="python")
+    return why
 
 
 def k8s_target(args: argparse.Namespace) -> k8s_jobs.Target:

@@ -15,6 +15,7 @@ from harness.errors import InputError, Problem
 from harness.executors import pool, runs
 from harness.executors.runs import CellOutcome
 from harness.plan.model import Cell, Plan
+from harness.report import ownership
 from harness.results import folder, resume
 
 
@@ -58,6 +59,7 @@ def run(
     gpus = gpu_ids(request.gpus)
     if gpus and plan.suite.device != "cpu":
         _on_this_host(gpus, request.gpus or "")
+    ownership.refuse_inside_report(request.out, "out")
     jsonio.output_folder(request.out, "out")
     say(_header(plan, cells, request, rounds))
     exclusive = needs_every_gpu(plan, request.settings.python)
@@ -106,6 +108,7 @@ def _submit(
     ask = request.slurm
     exclusive = needs_every_gpu(plan, request.settings.python)
     req = slurm_request.request(plan, ask.partition, ask.account, ask.time, ask.gpus, exclusive)
+    ownership.refuse_inside_report(request.out, "out")
     jsonio.output_folder(request.out, "out")
     array.available()
     cells = select(plan, request.only)

@@ -8,6 +8,7 @@ from pathlib import Path
 from harness import jsonio
 from harness.backends import registry
 from harness.errors import InputError, Problem
+from harness.report import ownership
 from harness.results import documents, folder
 from harness.suite.document import ResultDocument
 
@@ -37,6 +38,7 @@ def rerun(
     backend = registry.create(settings, say)
     assert isinstance(backend, DockerBackend)
     backend.rerun_command(document, plan, str(result))  # refused before anything is written into out
+    ownership.refuse_inside_report(out, "out")
     jsonio.output_folder(out, "out")
     cell_id = document["cell"]["id"]
     # the re-run keeps the round of the result it repeats, so its files sit beside the originals' names

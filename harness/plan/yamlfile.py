@@ -110,15 +110,19 @@ def load(path: Path) -> tuple[Any, Locator]:
 
 
 def _line_of(node: Node | None, json_path: Sequence[Any]) -> int | None:
+    """The line of the value at ``json_path``; a mapping's entry is on its key's line (a block value
+    begins on the line after its key: ``knobz:`` on line 24 was said to be on 25)."""
     line = node.start_mark.line + 1 if node is not None else None
     for step in json_path:
+        at = None
         if isinstance(node, MappingNode):
-            node = next((v for k, v in node.value if k.value == step), None)
+            key, node = next(((k, v) for k, v in node.value if k.value == step), (None, None))
+            at = key
         elif isinstance(node, SequenceNode) and isinstance(step, int) and step < len(node.value):
-            node = node.value[step]
+            node = at = node.value[step]
         else:
             node = None
-        if node is None:
+        if node is None or at is None:
             break
-        line = node.start_mark.line + 1
+        line = at.start_mark.line + 1
     return line

@@ -14,7 +14,7 @@ from pathlib import Path
 from harness import jsonio
 from harness.errors import InputError, Problem
 from harness.plan.model import Plan
-from harness.report import sides
+from harness.report import ownership, sides
 from harness.report.analysis import frames, row_verdicts
 from harness.report.analysis.analyze import analyze
 from harness.report.analysis.model import Analysis, View
@@ -64,6 +64,7 @@ def report(plan: Plan, dirs: list[Path], out: Path, policy: Policy, warn: Say) -
     """Every valid result of ``dirs`` against ``plan``'s baseline, written into ``out``. Results made for
     another plan than their folder's ``plan.json`` are counted, and the report says which and when (its
     "Read this first", and a warning here)."""
+    ownership.check(out, dirs, "out")  # before a minute of reading: the report's folder is another's
     stored = _stored_bytes(dirs)
     if stored >= SAY_READING_BYTES:  # said before the wait: a big folder takes a minute to read and judge
         warn(
@@ -142,6 +143,8 @@ def _written(
 ) -> Rendered:
     """The report written into ``out`` under its lock: two reports never mix their files in one folder."""
     with folder.locked(out):
+        ownership.check(out, dirs, "out")
+        ownership.claim(out, dirs)
         return render(view, analysis, loaded, out, dirs)
 
 

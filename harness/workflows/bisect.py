@@ -22,7 +22,7 @@ import pandas as pd
 from harness.errors import HarnessError, InputError, Problem
 from harness.executors import launch
 from harness.executors.runs import CellOutcome
-from harness.plan.model import Plan
+from harness.plan.model import Cell, Plan
 from harness.plan.releases import Release, ReleaseAxis, release_axis
 from harness.report import pipeline
 from harness.report.analysis import frames, row_verdicts
@@ -145,6 +145,14 @@ def bisect(
         significant=significant,
         ends=first.verdict,
     )
+
+
+def cells_between(plan: Plan, row: str, good: str, bad: str) -> list[Cell]:
+    """The cells a search from ``good`` to ``bad`` may run, both ends included (InputError as ``bisect``
+    gives it for a row or release the matrix does not hold): what the host must be able to run."""
+    axis, _, lo, hi = _checked(plan, row, good, bad)
+    ids = {r.cell_id for r in axis.releases[min(lo, hi) : max(lo, hi) + 1]}
+    return [c for c in plan.cells if c.id in ids]
 
 
 def _rows(plan: Plan) -> set[tuple[str, str]]:

@@ -44,10 +44,9 @@ def test_each_call_holds_at_most_its_cap_and_a_later_group_comes_after_the_earli
     for call in (tmp_path / "out").iterdir():
         assert sum(f.stat().st_size for f in call.rglob("*") if f.is_file()) <= 1000
     carried = sorted(f for files in laid.values() for f in files)
-    assert carried == sorted(
-        ["cd/9.10.0.1/FROM", "cd/9.10.0.1/a.patch", "cd/9.10.0.1/b.patch", "cd/9.9.0.1/FROM", "cd/9.9.0.1/a.patch"]
-        + ["wh/torch-1-py3-none-any.whl"]
-    )
+    releases = [f"cd/9.10.0.1/{f}" for f in ("FROM", "a.patch", "b.patch")]
+    releases += [f"cd/9.9.0.1/{f}" for f in ("FROM", "a.patch")]
+    assert carried == sorted([*releases, "wh/torch-1-py3-none-any.whl"])
     assert laid[max(laid)] == ["wh/torch-1-py3-none-any.whl"]  # the group after '|' comes last
     assert "3 calls" in done.stdout
 

@@ -4,12 +4,19 @@ release axis."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.backends import registry
 from harness.cli import option_groups, requests
+from harness.cli.checked_types import nonempty_path
 from harness.cli.command import Command
 from harness.cli.output import EXIT_OK, Output
+from harness.errors import BackendUnavailable
+
+if TYPE_CHECKING:
+    from harness.plan.model import Plan
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,7 +26,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bad", required=True, help="a release on the axis where the row has changed")
     parser.add_argument(
         "--results",
-        type=Path,
+        type=nonempty_path,
         action="append",
         help="results folder whose rounds are reused (repeatable; default: results/<matrix name>)",
     )
@@ -33,11 +40,13 @@ def handle(args: argparse.Namespace, out: Output) -> int:
     from harness.workflows.bisect import bisect, rounds_said, run_with
 
     plan = requests.plan(args.matrix, registry.realizing(args.backend), args)
+    _runs_here(plan, args)
     workload, _, dtype = args.row.partition(":")
     results = args.out or Path("results") / f"{plan.name}-bisect" / f"{workload}-{dtype}"
     # a fresh search measures every release it needs again: no folder's earlier rounds are reused
     reuse = [] if args.fresh else args.results or [p for p in [Path("results") / plan.name] if p.is_dir()]
     run = run_with(requests.run_request(args, plan.backend, results), out.say, out.detail)
+    args.kept_in = results  # what a Ctrl-C says was kept
     found = bisect(plan, args.row, args.good, args.bad, results, reuse, run, out.say)
     ratio = f"{found.ratio:.3f}" if found.ratio is not None else "n/a"
     ran = f", what ran: {found.what_ran}" if found.what_ran else ""
@@ -68,6 +77,21 @@ def handle(args: argparse.Namespace, out: Output) -> int:
         f"(a full sweep measures {found.between}){where}"
     )
     return EXIT_OK
+
+
+def _runs_here(plan: Plan, args: argparse.Namespace) -> None:
+    """Before any round: InputError for a row or release the matrix does not hold (exit 2), and
+    BackendUnavailable (exit 3) where this host cannot run the cells the search needs: no torch where
+    they ask for the installed one, or no GPU for a cuDNN release's cells (each round would fail)."""
+    from harness.backends.host import has_nvidia_gpu, without_a_gpu
+    from harness.workflows.bisect import cells_between
+
+    needed = cells_between(plan, args.row, args.good, args.bad)
+    requests.torch_check(dataclasses.replace(plan, cells=tuple(needed)), args)
+    if plan.backend == "local" and args.backend != "slurm" and not has_nvidia_gpu():
+        why = without_a_gpu(needed)
+        if why:
+            raise BackendUnavailable(f"bisect cannot run here: {why}")
 
 
 COMMAND = Command(

@@ -9,11 +9,10 @@ import io
 import json
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.cli import option_groups
-from harness.cli.checked_types import number
+from harness.cli.checked_types import nonempty_path, number
 from harness.cli.command import Command
 from harness.cli.output import EXIT_FAILED, EXIT_INFRASTRUCTURE, EXIT_OK, Output, policy, said
 from harness.plan.model import DEFAULT_ALPHA, DEFAULT_REGRESSION_PCT
@@ -24,8 +23,12 @@ if TYPE_CHECKING:
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("a", type=Path, metavar="A", help="baseline: a result file or a results folder")
-    parser.add_argument("b", type=Path, metavar="B", help="candidate: a result file or a results folder")
+    parser.add_argument(
+        "a", type=nonempty_path, metavar="A", help="baseline: a result file or a results folder"
+    )
+    parser.add_argument(
+        "b", type=nonempty_path, metavar="B", help="candidate: a result file or a results folder"
+    )
     parser.add_argument(
         "--cell",
         metavar="TEXT",
@@ -53,7 +56,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--out",
-        type=Path,
+        type=nonempty_path,
         help="also write the full report (Markdown, HTML, CSV, verdict.json) here; cell by cell, one "
         "folder per cell in it",
     )

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from harness import jsonio
 from harness.cli import option_groups, requests
+from harness.cli.checked_types import nonempty_path
 from harness.cli.command import Command
 from harness.cli.output import EXIT_BAD_INPUT, EXIT_OK, Output
 from harness.errors import InputError
@@ -15,9 +16,13 @@ from harness.errors import InputError
 def arguments(parser: argparse.ArgumentParser) -> None:
     option_groups.matrix_arg(parser)
     parser.add_argument(
-        "--from", dest="source", type=Path, required=True, help="the copy of the results volume (kubectl cp)"
+        "--from",
+        dest="source",
+        type=nonempty_path,
+        required=True,
+        help="the copy of the results volume (kubectl cp)",
     )
-    parser.add_argument("--out", type=Path, help="results folder (default: results/<matrix name>)")
+    parser.add_argument("--out", type=nonempty_path, help="results folder (default: results/<matrix name>)")
     parser.add_argument("--k8s-registry", help="registry the cell images were pushed to, as given to run")
     option_groups.build_args(parser)
 
@@ -30,6 +35,9 @@ def handle(args: argparse.Namespace, out: Output) -> int:
         raise InputError.one(
             "--from", str(args.source), "is not a folder: give the copy of the results volume"
         )
+    from harness.report import ownership
+
+    ownership.refuse_inside_report(args.out or Path("results") / plan.name, "out")
     where = jsonio.output_folder(args.out or Path("results") / plan.name, "out")
     target = jobs.Target(args.k8s_registry)
     done = gather.gather(plan, args.source, where, requests.build_options(args), target, out.say)

@@ -10,7 +10,9 @@ from dataclasses import asdict
 from pathlib import Path
 
 from harness.cli import option_groups
+from harness.cli.checked_types import count, nonempty_path
 from harness.cli.command import Command
+from harness.cli.option_groups import DEFAULT_MATRIX
 from harness.cli.output import EXIT_OK, Output
 from harness.errors import one_line
 
@@ -18,12 +20,30 @@ PROGRESS_EVERY = 50  # files: long work (validating, reindexing) says how far it
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", choices=("add", "list", "reindex"), help="what to do")
-    parser.add_argument("results", nargs="*", type=Path, help="add: results folders or files")
-    option_groups.history_arg(parser)
-    option_groups.matrix_arg(parser)
-    parser.add_argument("--json", action="store_true", help="list: print what it holds as JSON")
-    parser.add_argument("--newest", type=int, default=10, help="list: how many of the newest runs to show")
+    """Each action a subcommand of its own, so that its options may come before or after its folders
+    (``history add --history H DIR``: one positional list beside the action read DIR as left over).
+    --history and --matrix are taken before the action too; given there, the action's own absent
+    ones (SUPPRESS) leave them as they are."""
+    _where(parser, None, DEFAULT_MATRIX)
+    actions = parser.add_subparsers(dest="action", required=True, metavar="{add,list,reindex}")
+    add = actions.add_parser("add", help=ADD, description=ADD)
+    add.add_argument("results", nargs="+", type=nonempty_path, help="results folders or files")
+    listed = actions.add_parser("list", help=LIST, description=LIST)
+    listed.add_argument("--json", action="store_true", help="print what it holds as JSON")
+    listed.add_argument("--newest", type=count, default=10, help="how many of the newest runs to show")
+    reindex = actions.add_parser("reindex", help=REINDEX, description=REINDEX)
+    for action in (add, listed, reindex):
+        _where(action, argparse.SUPPRESS, argparse.SUPPRESS)
+
+
+ADD = "import results folders or files (each run once, however often it is added)"
+LIST = "what the history holds: its contexts, builds and newest runs"
+REINDEX = "rebuild the index from the documents"
+
+
+def _where(parser: argparse.ArgumentParser, history: object, matrix: object) -> None:
+    option_groups.history_arg(parser, default=history)
+    option_groups.matrix_arg(parser, default=matrix)
 
 
 def history_dir(args: argparse.Namespace) -> Path:
@@ -40,10 +60,6 @@ def handle(args: argparse.Namespace, out: Output) -> int:
     root = history_dir(args)
     if args.action == "add":
         done = add.add(root, args.results, _progress(out))
-        out.say(
-            f"added {len(done.added)} run(s) to {root}; {len(done.already)} it held already; "
-            f"it holds {done.runs} run(s)"
-        )
         print(f"{len(done.added)} added, {len(done.already)} held already, {done.runs} in {root}")
         return EXIT_OK
     if args.action == "reindex":

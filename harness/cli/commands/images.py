@@ -8,6 +8,7 @@ from pathlib import Path
 
 from harness import jsonio
 from harness.cli import option_groups, requests
+from harness.cli.checked_types import nonempty_path
 from harness.cli.command import Command
 from harness.cli.output import EXIT_FAILED, EXIT_OK, Output
 
@@ -19,7 +20,9 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dry-run", action="store_true", help="print each rendered Dockerfile; build nothing"
     )
-    parser.add_argument("--log-dir", type=Path, help="build logs (default: results/<matrix name>/logs)")
+    parser.add_argument(
+        "--log-dir", type=nonempty_path, help="build logs (default: results/<matrix name>/logs)"
+    )
 
 
 def handle(args: argparse.Namespace, out: Output) -> int:

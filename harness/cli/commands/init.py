@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import shlex
-from pathlib import Path
 
 from harness.cli import option_groups
+from harness.cli.checked_types import nonempty_path
 from harness.cli.command import Command
 from harness.cli.output import EXIT_OK, Output
 
@@ -14,7 +14,7 @@ from harness.cli.output import EXIT_OK, Output
 def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--matrix",
-        type=Path,
+        type=nonempty_path,
         default=option_groups.DEFAULT_MATRIX,
         help="where to write it (default: matrix.yaml)",
     )

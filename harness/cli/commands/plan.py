@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.cli import option_groups, requests
-from harness.cli.checked_types import index_url
+from harness.cli.checked_types import index_url, interpreter, nonempty_path
 from harness.cli.command import Command
 from harness.cli.output import EXIT_OK, Output
 
@@ -21,11 +20,12 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the plan as JSON")
     parser.add_argument(
         "--python",
+        type=interpreter,
         help="interpreter with torch for torch: installed cells, as run takes it (default: this one)",
     )
     parser.add_argument(
         "--wheelhouse",
-        type=Path,
+        type=nonempty_path,
         help="where cuDNN wheels come from, as run takes it: {wheel: newest} is the newest release in it",
     )
     parser.add_argument(
@@ -39,7 +39,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 def handle(args: argparse.Namespace, out: Output) -> int:
     from tabulate import tabulate
 
-    from harness.backends.host import has_nvidia_gpu
+    from harness.backends.host import has_nvidia_gpu, without_a_gpu
     from harness.plan.axes import AXES
 
     plan = requests.plan(args.matrix, None, args)
@@ -57,8 +57,14 @@ def handle(args: argparse.Namespace, out: Output) -> int:
     lines = decided(plan)
     if lines:
         print("\n" + "\n".join(lines))
+    if plan.backend == "local":
+        missing = requests.host(args).missing_torch(plan.cells)
+        if missing:
+            every = all(c.torch == "installed" for c in plan.cells)
+            then = "run and qualify refuse to start (exit 3)" if every else "those cells would fail"
+            out.warn(f"warning: {missing}; {then}")
     if plan.backend == "local" and not has_nvidia_gpu():
-        for note in (_cuda_builds_without_a_gpu(plan), _cudnn_releases_without_a_gpu(plan)):
+        for note in (_cuda_builds_without_a_gpu(plan), without_a_gpu(plan.cells)):
             if note:
                 print(f"\nnote: {note}")
     return EXIT_OK
@@ -73,18 +79,6 @@ def decided(plan: Plan) -> list[str]:
         lines.append(f"left out here ({count} of the matrix; not run, not failed):")
         lines += [f"  {left.cell.label}: {left.why}" for left in plan.left_out]
     return lines
-
-
-def _cudnn_releases_without_a_gpu(plan: Plan) -> str | None:
-    """On a host with no NVIDIA GPU, a cell of a cuDNN release or a system cuDNN cannot run: the suite runs
-    on the CPU, where torch never calls cuDNN, and a CPU build of torch has none to replace."""
-    chosen = sorted({c.cudnn.label for c in plan.cells if c.cudnn.kind in ("wheel", "system")})
-    if not chosen:
-        return None
-    return (
-        f"this host has no NVIDIA GPU: the cells of cuDNN {', '.join(chosen)} need one (on a CPU torch never "
-        "calls cuDNN, and a CPU build of torch has none to replace); run this matrix on a GPU host"
-    )
 
 
 def _cuda_builds_without_a_gpu(plan: Plan) -> str | None:

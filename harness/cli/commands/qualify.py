@@ -4,15 +4,15 @@ undecided ones); the gate is its exit code."""
 from __future__ import annotations
 
 import argparse
-import shlex
 from pathlib import Path
 
 from harness import jsonio
 from harness.backends import registry
 from harness.cli import option_groups, requests
+from harness.cli.checked_types import nonempty_path
 from harness.cli.command import Command
 from harness.cli.commands.plan import decided
-from harness.cli.output import Output, exit_code, policy, said
+from harness.cli.output import Output, exit_code, given, policy, said, suggested
 from harness.errors import InputError
 
 
@@ -20,7 +20,9 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     option_groups.matrix_arg(parser)
     option_groups.run_args(parser, cluster_help=False)
     option_groups.verbosity_args(parser)
-    parser.add_argument("--report-out", type=Path, help="report folder (default: reports/<plan name>)")
+    parser.add_argument(
+        "--report-out", type=nonempty_path, help="report folder (default: reports/<plan name>)"
+    )
     parser.add_argument(
         "--all-rounds",
         action="store_true",
@@ -35,7 +37,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 
 def handle(args: argparse.Namespace, out: Output) -> int:
     from harness.executors import launch
-    from harness.report import pipeline
+    from harness.report import ownership, pipeline
     from harness.workflows import qualify
 
     if args.backend == "k8s" or args.dry_run:
@@ -45,13 +47,19 @@ def handle(args: argparse.Namespace, out: Output) -> int:
     plan = requests.plan(args.matrix, registry.realizing(args.backend), args)
     for line in decided(plan):
         out.say(line)
+    missing = requests.torch_check(plan, args)
+    if missing:
+        out.warn(f"warning: {missing}")
     if len(plan.cells) == 1 and plan.left_out:
         out.warn(
             "only the baseline can be made on this host: its rounds run, and the report compares nothing"
         )
     results = args.out or Path("results") / plan.name
-    report_out = jsonio.output_folder(args.report_out or Path("reports") / plan.name, "report_out")
+    report_out = jsonio.future_output_folder(args.report_out or Path("reports") / plan.name, "report_out")
+    ownership.refuse_inside_report(results, "out")
+    ownership.check(report_out, [results], "report_out")  # before the runs, not after them
     request = requests.run_request(args, plan.backend, results)
+    args.kept_in = results  # what a Ctrl-C says was kept
     steps = launch.Steps(request, out.say, out.detail, out.console.runs)  # a fresh start: the first only
     done = qualify.run_rounds(plan, results, args.all_rounds, steps, out.say)
     if done.stopped:
@@ -61,10 +69,10 @@ def handle(args: argparse.Namespace, out: Output) -> int:
             out.warn(f"no run could start, so no later round is run: {runs.none_started(done.outcomes)}")
         return exit_code(done.outcomes, out)
     if done.busy:  # the report judges what there is; this says what to do instead of more rounds
-        again = shlex.join(["python", "-m", "harness", "qualify", "--matrix", str(args.matrix)])
+        again = suggested(args, "qualify", [*given(args), "--fresh"])
         out.warn(
-            f"a busy host spoiled these rows: with it quiet (load under its cores), '{again} --out "
-            f"{shlex.quote(str(results))} --fresh' moves these rounds aside and measures again"
+            f"a busy host spoiled these rows: with it quiet (load under its cores), '{again}' moves these "
+            "rounds aside and measures again"
         )
     if not done.measured and not done.busy:  # a finished folder: say so, and how to get more
         out.say(

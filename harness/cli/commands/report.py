@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from harness.cli import option_groups, requests
+from harness.cli.checked_types import nonempty_path
 from harness.cli.command import Command
 from harness.cli.output import Output, policy, said
 
@@ -13,13 +14,13 @@ from harness.cli.output import Output, policy, said
 def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--results",
-        type=Path,
+        type=nonempty_path,
         action="append",
         help="results folder (repeatable: shards or machines of one matrix merge; "
         "default: results/<matrix name>)",
     )
     option_groups.matrix_arg(parser)
-    parser.add_argument("--out", type=Path, help="report folder (default: reports/<plan name>)")
+    parser.add_argument("--out", type=nonempty_path, help="report folder (default: reports/<plan name>)")
     option_groups.strict_arg(parser)
 
 

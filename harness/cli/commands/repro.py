@@ -7,13 +7,14 @@ from pathlib import Path
 
 from harness import jsonio
 from harness.cli import option_groups, requests
+from harness.cli.checked_types import nonempty_path
 from harness.cli.command import Command
 from harness.cli.output import EXIT_OK, GATE_EXIT, Output
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--results", type=Path, action="append", required=True, help="results folder (repeatable)"
+        "--results", type=nonempty_path, action="append", required=True, help="results folder (repeatable)"
     )
     parser.add_argument("--workload", required=True, help="the row's workload, e.g. sdpa")
     parser.add_argument("--dtype", required=True, help="the row's dtype, e.g. bf16")
@@ -24,7 +25,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
         "--knobs", help="the row's knobs as the report writes them, e.g. 'benchmark=0 deterministic=0 tf32=0'"
     )
     parser.add_argument(
-        "--out", type=Path, help="folder for the reproducer (default: repro/<workload>-<dtype>)"
+        "--out", type=nonempty_path, help="folder for the reproducer (default: repro/<workload>-<dtype>)"
     )
     option_groups.build_args(parser)  # for docker cells' Dockerfiles
 

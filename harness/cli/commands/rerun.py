@@ -6,14 +6,18 @@ import argparse
 from pathlib import Path
 
 from harness.cli import option_groups, requests
-from harness.cli.checked_types import TIMEOUT
+from harness.cli.checked_types import TIMEOUT, nonempty_path
 from harness.cli.command import Command
 from harness.cli.output import EXIT_FAILED, EXIT_OK, Output
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("result", type=Path, help="a docker result file (.json.gz) whose image runs again")
-    parser.add_argument("--out", type=Path, help="results folder for the new result (default: results/rerun)")
+    parser.add_argument(
+        "result", type=nonempty_path, help="a docker result file (.json.gz) whose image runs again"
+    )
+    parser.add_argument(
+        "--out", type=nonempty_path, help="results folder for the new result (default: results/rerun)"
+    )
     parser.add_argument("--timeout-s", type=TIMEOUT, default=3600.0, help="time limit for the run")
     parser.add_argument("--gpus", default="all", help="GPU ids the container gets, e.g. 0,1, or 'all'")
     option_groups.gpu_access_arg(parser)

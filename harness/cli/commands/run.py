@@ -28,7 +28,11 @@ def handle(args: argparse.Namespace, out: Output) -> int:
     plan = requests.plan(args.matrix, registry.realizing(args.backend), args)
     for line in decided(plan):
         out.say(line)
+    missing = requests.torch_check(plan, args)
+    if missing:
+        out.warn(f"warning: {missing}")
     request = requests.run_request(args, plan.backend, args.out or Path("results") / plan.name)
+    args.kept_in = request.out  # what a Ctrl-C says was kept
     return exit_code(launch.run(plan, request, out.say, out.detail, out.console.runs), out)
 
 

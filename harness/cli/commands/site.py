@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from harness.cli import option_groups
+from harness.cli.checked_types import nonempty_path
 from harness.cli.command import Command
 from harness.cli.commands.history import history_dir
 from harness.cli.output import EXIT_OK, Output
@@ -14,7 +15,7 @@ from harness.cli.output import EXIT_OK, Output
 def arguments(parser: argparse.ArgumentParser) -> None:
     option_groups.history_arg(parser)
     option_groups.matrix_arg(parser)
-    parser.add_argument("--out", type=Path, default=Path("site"), help="site folder (default: site)")
+    parser.add_argument("--out", type=nonempty_path, default=Path("site"), help="site folder (default: site)")
     parser.add_argument(
         "--full", action="store_true", help="rebuild every page (default: only the pages new runs touch)"
     )

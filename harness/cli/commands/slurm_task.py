@@ -4,15 +4,15 @@ script runs it, never a person)."""
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
+from harness.cli.checked_types import nonempty_path
 from harness.cli.command import Command
 from harness.cli.output import EXIT_OK, Output
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--results", type=Path, required=True)
-    parser.add_argument("--tasks", type=Path, required=True)
+    parser.add_argument("--results", type=nonempty_path, required=True)
+    parser.add_argument("--tasks", type=nonempty_path, required=True)
     parser.add_argument("--index", type=int, required=True)
 
 

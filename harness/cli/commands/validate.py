@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
+from harness.cli.checked_types import nonempty_path
 from harness.cli.command import Command
 from harness.cli.output import EXIT_BAD_INPUT, EXIT_OK, Output
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("files", nargs="+", type=Path, help="result files (.json or .json.gz)")
+    parser.add_argument("files", nargs="+", type=nonempty_path, help="result files (.json or .json.gz)")
 
 
 def handle(args: argparse.Namespace, out: Output) -> int:

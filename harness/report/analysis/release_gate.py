@@ -73,7 +73,7 @@ def gate(
         lines.append(
             f"  BEYOND TOLERANCE: {r.group} {r.workload} {r.mode} [{r.knobs}]: "
             f"error vs fp64 {r.rel_rmse:.2e} > {scientific(r.tolerance)} "
-            f"in {r.rounds_beyond} of {r.rounds} rounds"
+            f"in {r.rounds_beyond} of {r.rounds} round{'s' * (r.rounds != 1)}"
             + (f", {r.nan} NaN" if r.nan else "")
             + (f", {r.inf} Inf" if r.inf else "")
         )

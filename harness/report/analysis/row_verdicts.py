@@ -165,7 +165,10 @@ def _one(
     spoiled = _stalled(base_ok, mine_ok)
     if spoiled:  # never a verdict from a busy host's timings, whatever the test said
         verdict = "inconclusive"
-        reason = f"busy host: {spoiled}; run again with nothing else running (load under the cores)"
+        reason = (
+            f"busy host: {spoiled}; measure again with --fresh and nothing else running (load under the "
+            "cores): a run again without it keeps this round"
+        )
     ran, change = ran_changes.what_ran(base_ok, mine_ok)
     return {
         **row,

@@ -329,18 +329,35 @@ def validity(view: View, analysis: Analysis) -> list[str]:
 
 def _short_of_rounds(view: View, analysis: Analysis) -> list[str]:
     """The groups that hold fewer rounds than every row is asked for (the matrix's rounds, at most the 3
-    that ``qualify`` runs of every row before it stops early): a run stopped before its end."""
+    that ``qualify`` runs of every row before it stops early), and what a run again into the folder does
+    about it: where a busy host spoiled the rows, qualify stopped there and stops there again (it keeps
+    the spoiled rounds); else the run stopped before its end, and a run again resumes it."""
     every_row = min(view.rounds, stats.WELCH_MIN_ROUNDS)
     held = {g: len(analysis.docs.get(g, [])) for g in view.groups}
     short = {g: n for g, n in held.items() if 0 < n < every_row}
     if not short:
         return []
     which = ", ".join(f"{view.letters[g]} {n}" for g, n in short.items())
+    then = (
+        "a busy or stalled host spoiled their rows, so a run again into this folder keeps these rounds "
+        "and adds none"
+        if spoiled_rows(analysis)
+        else "a run again into this folder adds the missing rounds"
+    )
     return [
         f"{len(short)} of the {len(view.groups)} groups hold fewer rounds than the {every_row} asked of "
         f"every row ({which}): under {stats.WELCH_MIN_ROUNDS} a side no row gets a verdict, same included; "
-        "running the matrix again into this folder adds the missing rounds."
+        f"{then} (What to do next has the command)."
     ]
+
+
+def spoiled_rows(analysis: Analysis) -> int:
+    """The undecided rows a busy or stalled host spoiled: no later round decides them (qualify never runs
+    them again, and a run again keeps their rounds); only a fresh measurement does."""
+    timing = analysis.timing
+    if timing.empty or "spoiled" not in timing:
+        return 0
+    return sum(isinstance(s, str) and bool(s) for s in timing["spoiled"])
 
 
 def gpu_uuids(analysis: Analysis) -> set[str]:

@@ -39,7 +39,9 @@ def section(view: View, analysis: Analysis, sources: list[Path], matrix: str | N
         steps.append(_ship(view, analysis, judged))
         undecided = judged[judged["verdict"].isin(["inconclusive", "missing"])]
         if not undecided.empty:
-            resolve = _on_a_quiet_host if _busy_runs(analysis)[0] else _resolve
+            # one step for every undecided row: where a busy host spoiled any, only a fresh measurement
+            # on a quiet host decides them, and it measures the others again too
+            resolve = _on_a_quiet_host if answer.spoiled_rows(analysis) else _resolve
             steps.append(resolve(view, analysis, undecided, sources, matrix))
         regressions = judged[judged["verdict"].isin(["slower", "failed"])]
         commands = _reproduce(regressions, sources) if not regressions.empty else []
@@ -148,12 +150,17 @@ def _busy_runs(analysis: Analysis) -> tuple[int, int]:
 def _on_a_quiet_host(
     view: View, analysis: Analysis, undecided: pd.DataFrame, sources: list[Path], matrix: str | None
 ) -> str:
-    """Where a busy host spoiled runs, more rounds on it decide nothing and a plain run again keeps what
-    it spoiled: the same advice as "Read this first", to measure again, fresh, with the host quiet."""
+    """Where a busy host spoiled rows, more rounds decide nothing and a run again keeps what it spoiled
+    (qualify runs none of those rows again): the same advice as "Read this first", to measure again,
+    fresh, with the host quiet."""
     busy, runs = _busy_runs(analysis)
+    spoiled = answer.spoiled_rows(analysis)
+    host = f"A busy host (busy in {busy} of {runs} runs)" if busy else "A stalled host"
+    which = "the" if spoiled >= len(undecided) else f"{spoiled} of the"
     said = (
-        f"The {len(undecided)} inconclusive or missing rows come with runs made on a busy host ({busy} of "
-        f"{runs}): more rounds there do not decide them, and a run again keeps the rounds it spoiled."
+        f"{host} spoiled {which} {len(undecided)} inconclusive or missing rows: more rounds do not decide "
+        "those, and a run again into this folder keeps the rounds it spoiled and measures those rows no "
+        "more."
     )
     command = _qualify(view, sources, matrix)
     if command:

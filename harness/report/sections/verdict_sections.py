@@ -150,6 +150,17 @@ def _host_section(
                 table_values.number(run["host_s"] / run["median_s"], ".2f"),
             )
         )
+    if "device" in ok and (ok["device"] == "cpu").all():  # no device: both times are the CPU's
+        return Section(
+            "Host time per call",
+            "Wall time per call over blocks of back-to-back calls (warm caches), beside the per-call time "
+            "the verdicts compare (each call timed alone, in the suite's CPU clock) of the same round. On a "
+            "CPU both are host time: a ratio well above 1 marks calls slower back to back (caches, memory "
+            "bandwidth) or a block the host stalled.",
+            ("workload", "mode", "knobs", "group", "per call", "back to back", "back to back / per call"),
+            tuple(rows),
+            level=3,
+        )
     return Section(
         "Host time per call",
         "Host wall time per call over blocks of back-to-back calls (warm L2, "

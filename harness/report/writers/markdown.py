@@ -102,7 +102,12 @@ def _escape(text: str, i: int, inert: set[int], markers: set[int], cell: bool) -
         return False
     if c in "#>":  # a heading, a block quote
         return True
-    return c in _OWN_LINE and (after in " \n" or after == c)  # a list item, thematic break, setext line
+    if c not in _OWN_LINE:
+        return False
+    # a list item ("- "), or a word of that character alone (a thematic break, a setext underline):
+    # "--fresh" is neither, and left as written
+    word = re.match(r"\S*", text[i:])
+    return after in " \n" or (word is not None and set(word.group()) == {c})
 
 
 def code(text: str) -> str:

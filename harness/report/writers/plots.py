@@ -378,7 +378,10 @@ def _distributions(view: View, analysis: Analysis, letters: dict[str, str]) -> l
         axes.set_xlim(low, high)
         axes.set_yticks(
             range(len(medians)),
-            [_text(f"{letters.get(g, g)}: {_cut(names[g])} ({len(v)} rounds)") for g, v in medians.items()],
+            [
+                _text(f"{letters.get(g, g)}: {_cut(names[g])} ({len(v)} round{'s' * (len(v) != 1)})")
+                for g, v in medians.items()
+            ],
             fontsize=8,
         )
         axes.set_ylim(-0.6, len(medians) - 0.4)
