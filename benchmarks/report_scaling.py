@@ -22,7 +22,7 @@ from pathlib import Path
 from harness import jsonio
 from harness.results import folder
 
-SOURCE = Path(__file__).resolve().parent.parent / "lab" / "evidence" / "torch-axis-cpu" / "results"
+SOURCE = Path(__file__).resolve().parent.parent / "lab" / "evidence" / "site-cpu" / "quiet"
 CELLS, ROUNDS = 2, 6  # rounds 4-6 are rounds 1-3 a day later: a document stays under the 64 MB read limit
 
 

@@ -909,3 +909,20 @@ def test_the_draw_cache_holds_a_default_profile_pass_on_a_host_of_24_gib_or_more
     # inputs again in every window
     assert draw_cache_bytes(24 * gib) == 6 * gib and draw_cache_bytes(560 * gib) == 8 * gib
     assert draw_cache_bytes(2 * gib) == gib and draw_cache_bytes(None) == gib  # small or unknown hosts
+
+
+@pytest.mark.slow
+def test_a_process_on_a_cpu_measures_its_cpu_rows_and_rows_named_for_a_late_round_come_first(tmp_path):
+    common = ("--device", "cpu", "--time-budget-s", "0.02", "--no-numerics", "--no-what-ran")
+    cpu_rows = ("--cpu-rows", "gemm:fp32_default,maxpool2d:fp32_default")
+    done, doc = run_suite(tmp_path, *common, "--dtypes", "fp32_default,bf16", *cpu_rows)
+    assert done.returncode == 0, done.stderr
+    assert doc["status"] == "ok", doc.get("failure")
+    assert [(m["workload"], m["dtype"]) for m in doc["measurements"]] == [
+        ("gemm", "fp32_default"),
+        ("maxpool2d", "fp32_default"),
+    ]
+    done, doc = run_suite(tmp_path, *common, *cpu_rows, "--rows", "sdpa:bf16")
+    assert [(m["workload"], m["dtype"]) for m in doc["measurements"]] == [("sdpa", "bf16")]
+    done, doc = run_suite(tmp_path, *common, "--cpu-rows", "nonesuch:fp32")
+    assert done.returncode == 2 and "unknown workload(s) nonesuch" in done.stderr

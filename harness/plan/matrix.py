@@ -236,12 +236,13 @@ class _Matrix:
                             + ", ".join(sorted(known)),
                         )
                     )
-        if self.sound("suite.rows"):
-            for i, row in enumerate(suite.get("rows", [])):
-                name = row.rsplit(":", 1)[0]
-                if name not in known:
-                    message = f"unknown workload {name!r} in {row!r}; {_meant(name, known)}{see}"
-                    found.append(self.problem(["suite", "rows", i], message))
+        for key in ("rows", "cpu_rows"):
+            if self.sound(f"suite.{key}"):
+                for i, row in enumerate(suite.get(key, [])):
+                    name = row.rsplit(":", 1)[0]
+                    if name not in known:
+                        message = f"unknown workload {name!r} in {row!r}; {_meant(name, known)}{see}"
+                        found.append(self.problem(["suite", key, i], message))
         if self.sound("thresholds.per_workload"):
             for name in self.data.get("thresholds", {}).get("per_workload", {}):
                 if name not in known:

@@ -64,6 +64,15 @@ suite:
   # precision modes: fp32_default (fp32 under torch's own flags: TF32 in cuDNN convolutions) | fp32 (TF32
   # off) | tf32 (TF32 everywhere) | bf16 | fp16
   dtypes: [fp32_default, bf16]
+  cpu_rows:                  # on a CPU (where the A/A check runs): exactly these workload:dtype rows,
+    - conv2d_r50_7x7s2:fp32_default  # whose speed stays the same from one process to the next
+    - conv2d_r50_3x3:fp32_default    # convolutions (oneDNN)
+    - conv2d_r50_1x1:fp32_default    # (a 1x1 one)
+    - batchnorm2d:fp32_default       # normalization
+    - maxpool2d:fp32_default         # pooling
+    - lstm:fp32_default              # a recurrent layer
+    - sdpa:fp32_default              # attention
+    - gemm:fp32_default              # a matrix product
   time_budget_s: 0.2         # at most this long sampling each measurement
   # workloads: [conv2d_r50_3x3, sdpa]   # only these, instead of the profile's
   # rows: [conv2d_r50_3x3:fp32, conv2d_r50_3x3.cl:bf16]   # exactly these workload:dtype rows
@@ -83,10 +92,7 @@ thresholds:
   regression_pct: 5          # a row is slower or faster only beyond this change (%)
   # alpha: 0.002             # significance level of each row's test: Welch's t on the log round medians
   #                          # with 3 to 6 rounds a side, the exact Mann-Whitney U test from 7
-  # a threshold of its own for a noisy workload: a training step on a CPU (bf16 under autocast,
-  # megabytes allocated and freed each call) differs by up to 7 % between processes on a shared machine,
-  # a CPU relu fp32 (10 us, 400 KB written) by up to 7.5 %
-  per_workload: {train_small_cnn: 15, relu: 10}
+  # per_workload: {lstm: 10}  # a threshold of its own for a noisy workload (%)
 
 # Cells to leave out of the product, or to add to it (a cell: torch, cudnn, base_image, python).
 # rules:

@@ -78,11 +78,8 @@ def _list(as_json: bool) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     settings = SuiteSettings.from_args(args)
-    if settings.rows:
-        rows = [(w, d) for w, _, d in (pair.partition(":") for pair in settings.rows)]
-    else:
-        rows = rows_of(settings.workloads, settings.profile, settings.dtypes)
-    unknown = list(dict.fromkeys(w for w, _ in rows if w not in CATALOG))
+    named = [pair.partition(":")[0] for pair in (*settings.rows, *settings.cpu_rows)]
+    unknown = list(dict.fromkeys(w for w in (*settings.workloads, *named) if w not in CATALOG))
     if unknown:
         print(
             f"error: unknown workload(s) {', '.join(unknown)}; see 'python -m harness.suite list'",
@@ -104,7 +101,7 @@ def _run(args: argparse.Namespace) -> int:
         "duration_s": 0.0,
     }
     try:
-        _checked_and_measured(doc, args, settings, rows, clock_started)
+        _checked_and_measured(doc, args, settings, clock_started)
     except Exception as exc:  # the cell fails as data; the orchestrator decides what it means
         doc["failure"] = {
             "stage": "cuda" if isinstance(exc, CudaContextLost) else "suite",
@@ -118,11 +115,18 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _rows(settings: SuiteSettings, device: str) -> list[tuple[str, str]]:
+    """The (workload, dtype) rows a process on ``device`` measures: those named for it, else the profile's."""
+    named = settings.rows_on(device)
+    if named:
+        return [(w, d) for w, _, d in (pair.partition(":") for pair in named)]
+    return rows_of(settings.workloads, settings.profile, settings.dtypes)
+
+
 def _checked_and_measured(
     doc: SuiteResult,
     args: argparse.Namespace,
     settings: SuiteSettings,
-    rows: list[tuple[str, str]],
     clock_started: float,
 ) -> None:
     """The process's setup and checks into ``doc``, then its rows measured where the checks pass."""
@@ -138,6 +142,7 @@ def _checked_and_measured(
     if device == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("device 'cuda' was asked for, but torch sees no CUDA GPU")
     doc["device"] = device
+    rows = _rows(settings, device)
     threads, load_start = host.fix_threads(torch, device), host.load()
     allocator = host.keep_freed_memory(device)
     doc["cudnn"] = cudnn.probe(cudnn.request(args.expect_cudnn), device)

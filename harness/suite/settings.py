@@ -36,6 +36,10 @@ class SuiteSettings:
     timed_share: float = 0.3  # on a GPU, the share of the process's wall time timed work should fill
     workloads: tuple[str, ...] = ()  # none: the profile's
     rows: tuple[str, ...] = ()  # workload:dtype pairs, exactly these (none: every workload x dtype)
+    # where the suite runs on a CPU (device cpu, or auto on a host without a GPU): exactly these rows instead,
+    # unless ``rows`` names some. A CPU's A/A check measures the rows whose speed a process does not keep
+    # (docs/method.md, "The CPU self-check"); none: the same rows as on a GPU
+    cpu_rows: tuple[str, ...] = ()
     numerics: bool = True  # check each measurement against an fp64 reference
     what_ran: bool = True  # profile one extra call per measurement: the operators and kernels that ran
     windows: int = 3  # on a GPU, the least windows a row is timed in
@@ -65,6 +69,8 @@ class SuiteSettings:
             document["workloads"] = list(self.workloads)
         if self.rows:
             document["rows"] = list(self.rows)
+        if self.cpu_rows:
+            document["cpu_rows"] = list(self.cpu_rows)
         if not self.numerics:
             document["numerics"] = False
         if not self.what_ran:
@@ -74,13 +80,17 @@ class SuiteSettings:
                 document[name] = getattr(self, name)
         return document
 
+    def rows_on(self, device: str) -> tuple[str, ...]:
+        """The workload:dtype pairs named for a process on ``device`` (empty: the profile's rows)."""
+        return self.rows or (self.cpu_rows if device == "cpu" else ())
+
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> SuiteSettings:
         """Settings from a document the schema checked (a matrix's ``suite:``, plan.json's ``suite``); what
         it leaves out keeps its default. Numbers stay as written (3, not 3.0), as the resume key reads
         them."""
         given = {f.name: raw[f.name] for f in fields(cls) if f.name in raw}
-        for name in ("dtypes", "workloads", "rows"):
+        for name in ("dtypes", "workloads", "rows", "cpu_rows"):
             if name in given:
                 given[name] = tuple(given[name])
         return cls(**given)
@@ -101,6 +111,8 @@ class SuiteSettings:
             words += ["--workloads", ",".join(self.workloads)]
         if self.rows:
             words += ["--rows", ",".join(self.rows)]
+        if self.cpu_rows:
+            words += ["--cpu-rows", ",".join(self.cpu_rows)]
         words += ["--min-time-s", str(self.min_time_s), "--timed-share", str(self.timed_share)]
         if not self.numerics:
             words.append("--no-numerics")
@@ -133,6 +145,12 @@ class SuiteSettings:
             default=default.rows,
             help="workload:dtype pairs to measure, not every workload x dtype (a late round: its undecided "
             "rows)",
+        )
+        parser.add_argument(
+            "--cpu-rows",
+            type=_words,
+            default=default.cpu_rows,
+            help="workload:dtype pairs to measure where the suite runs on a CPU, unless --rows names some",
         )
         parser.add_argument(
             "--time-budget-s",

@@ -156,11 +156,13 @@ def cells_between(plan: Plan, row: str, good: str, bad: str) -> list[Cell]:
 
 
 def _rows(plan: Plan) -> set[tuple[str, str]]:
-    """The matrix's rows: its ``rows``, else its workloads (or its profile's) in each of its dtypes."""
+    """The matrix's rows: its ``rows``, else its workloads (or its profile's) in each of its dtypes, and
+    its ``cpu_rows`` (a CPU's)."""
     suite = plan.suite
+    named = {(w, d) for w, _, d in (pair.partition(":") for pair in (*suite.rows, *suite.cpu_rows))}
     if suite.rows:
-        return {(w, d) for w, _, d in (pair.partition(":") for pair in suite.rows)}
-    return set(rows_of(suite.workloads, suite.profile, suite.dtypes))
+        return named
+    return named | set(rows_of(suite.workloads, suite.profile, suite.dtypes))
 
 
 def _checked(plan: Plan, row: str, good: str, bad: str) -> tuple[ReleaseAxis, tuple[str, str], int, int]:
