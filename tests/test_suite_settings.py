@@ -23,6 +23,7 @@ CHANGED = {
     "timed_share": 0.0,
     "workloads": ("relu", "sdpa"),
     "rows": ("relu:bf16", "sdpa:fp16"),
+    "cpu_rows": ("gemm:fp32_default", "lstm:fp32_default"),
     "numerics": False,
     "what_ran": False,
     "windows": 5,
