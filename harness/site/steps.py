@@ -119,7 +119,7 @@ def _step(
     elif not ok_a or not ok_b:
         verdict, ratio, reason = "inconclusive", None, "failed at the earlier end"
     elif min(len(ok_a), len(ok_b)) < 2:
-        ratio = statistics.median(ok_b) / statistics.median(ok_a)
+        ratio = stats.time_ratio(statistics.median(ok_b), statistics.median(ok_a))
         verdict, reason = "inconclusive", "one round at an end: no verdict (qualify runs 3 or more)"
     else:
         judged = stats.judge(ok_a, ok_b, DEFAULT_REGRESSION_PCT, DEFAULT_ALPHA)
@@ -164,8 +164,8 @@ def _marked_open(series: list[Step], ordered: list[Cell], cells: Mapping[Cell, l
     marked = []
     for step in series:
         start = _medians(cells[(step.torch_before, step.cudnn_before)])
-        still = bool(newest and start) and statistics.median(newest) / statistics.median(start) >= 1 + (
-            DEFAULT_REGRESSION_PCT / 100
-        )
+        still = bool(newest and start) and stats.time_ratio(
+            statistics.median(newest), statistics.median(start)
+        ) >= 1 + (DEFAULT_REGRESSION_PCT / 100)
         marked.append(Step(**{**step.__dict__, "open": step.verdict == "slower" and still}))
     return marked
