@@ -72,6 +72,18 @@ class Problem:
         return f"{where}:{field} {self.message}"
 
 
+MAX_PROBLEMS = 20  # what one refusal lists; the rest are counted
+
+
+def listed(problems: list[Problem]) -> list[Problem]:
+    """``problems`` as a refusal lists them: the first ``MAX_PROBLEMS``, then how many more there are (an
+    add over thousands of bad files says the first few, not 40,000 lines)."""
+    if len(problems) <= MAX_PROBLEMS:
+        return problems
+    more = len(problems) - MAX_PROBLEMS
+    return [*problems[:MAX_PROBLEMS], Problem("…", "", f"and {more} more problems, not listed")]
+
+
 class HarnessError(Exception):
     def __init__(self, *args: object, setting: str | None = None) -> None:
         super().__init__(*args)

@@ -16,7 +16,7 @@ from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 
 from harness import resources
-from harness.errors import Problem
+from harness.errors import MAX_PROBLEMS, Problem
 
 SCHEMA_DIR = resources.data_dir("schemas")
 
@@ -100,7 +100,7 @@ _EcmaValidator = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
 )
 
 
-MAX_PROBLEMS = 20  # listed per document; the rest are counted
+# MAX_PROBLEMS (errors): listed per document; the rest are counted
 MAX_ERRORS_READ = 1000  # the validator is not asked for more: a million faults cost no time
 
 

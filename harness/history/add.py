@@ -76,9 +76,9 @@ def _candidates(files: list[Path]) -> list[Candidate]:
             continue
         found.append(Candidate(str(path), raw, store.digest(text), document))
     if problems:
-        raise InputError(
-            [*problems, Problem("history", "", "nothing was added: 'harness validate' refuses these")]
-        )
+        files = len({p.source for p in problems})
+        why = f"nothing was added: 'harness validate' refuses the {files} file(s) below"
+        raise InputError([Problem("history", "", why), *problems])
     return found
 
 
@@ -187,7 +187,7 @@ def reindex_locked(history: History) -> int:
             continue
         runs.setdefault(key, facts.of(document, item.sha256, name))
     if problems:
-        raise InputError([*problems, Problem(str(history.root), "", "the index was not rebuilt")])
+        raise InputError([Problem(str(history.root), "", "the index was not rebuilt:"), *problems])
     ordered = sorted(runs.values(), key=lambda r: (r.finished_at, r.sha256))
     with index.writing(history, fresh=True) as db:
         index.insert(db, ordered)
