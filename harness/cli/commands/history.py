@@ -9,9 +9,12 @@ from dataclasses import asdict
 from pathlib import Path
 
 from harness.cli import option_groups
+from harness.cli.checked_types import count_up_to
 from harness.cli.command import Command
 from harness.cli.output import EXIT_OK, Output
 from harness.errors import one_line
+
+NEWEST_MAX = 1_000_000
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,7 +23,12 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     option_groups.history_arg(parser)
     option_groups.matrix_arg(parser)
     parser.add_argument("--json", action="store_true", help="list: print what it holds as JSON")
-    parser.add_argument("--newest", type=int, default=10, help="list: how many of the newest runs to show")
+    parser.add_argument(
+        "--newest",
+        type=count_up_to(NEWEST_MAX),
+        default=10,
+        help=f"list: how many of the newest runs to show (at most {NEWEST_MAX:,})",
+    )
 
 
 def history_dir(args: argparse.Namespace) -> Path:
