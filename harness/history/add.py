@@ -121,7 +121,7 @@ def _sort_out(
             already.append(c.source)
         else:
             other = _held_document(history, held[1]) if held else earlier.document if earlier else None
-            if other == c.document:
+            if other is not None and documents.same_run(other, c.document):
                 already.append(c.source)
             else:
                 where = f"the history's {held[1]}" if held else earlier.source if earlier else "?"
@@ -181,6 +181,9 @@ def reindex_locked(history: History) -> int:
             continue
         key = documents.run_key(document)
         if key in runs and runs[key].sha256 != item.sha256:
+            earlier = _held_document(history, runs[key].file)
+            if earlier is not None and documents.same_run(earlier, document):
+                continue  # one run, its times spelled two ways (added before times were instants)
             problems.append(
                 Problem(name, "", f"claims the run of {runs[key].file} but differs from it; remove one")
             )

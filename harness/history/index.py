@@ -21,7 +21,8 @@ from harness import jsonio
 from harness.history.facts import RunFacts
 from harness.history.layout import History, regular_or_absent
 
-INDEX_VERSION = 1  # the tables below; an index of another version is rebuilt from the documents
+# the tables below; an index of another version is rebuilt from the documents (2: times as UTC instants)
+INDEX_VERSION = 2
 
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
