@@ -15,7 +15,7 @@ from pathlib import Path
 
 from harness import jsonio
 from harness.errors import InputError, Problem
-from harness.history import facts, index, store
+from harness.history import check, facts, index, store
 from harness.history.layout import History, locked, open_history
 from harness.results import documents, folder
 from harness.results.folder import MAX_BYTES
@@ -149,8 +149,13 @@ def _count(history: History) -> int:
 
 
 def ensure_index(history: History, locked_already: bool = False) -> None:
-    """Rebuild the index where it is missing, of another version, or behind its documents."""
+    """Rebuild the index where it is missing, of another version, or behind its documents; InputError
+    where it disagrees with them otherwise (``check``: forged or damaged, it is never trusted)."""
     if index.current(history, _count(history)):
+        with index.reading(history) as db:
+            wrong = next(check.problems(history, db), None)
+        if wrong is not None:
+            raise index.damaged(history, wrong)
         return
     if locked_already:
         reindex_locked(history)
