@@ -16,7 +16,8 @@ from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 
 from harness import resources
-from harness.errors import MAX_PROBLEMS, Problem
+from harness.errors import MAX_PROBLEMS as MAX_PROBLEMS
+from harness.errors import Problem
 
 SCHEMA_DIR = resources.data_dir("schemas")
 

@@ -76,8 +76,8 @@ def _candidates(files: list[Path]) -> list[Candidate]:
             continue
         found.append(Candidate(str(path), raw, store.digest(text), document))
     if problems:
-        files = len({p.source for p in problems})
-        why = f"nothing was added: 'harness validate' refuses the {files} file(s) below"
+        bad = len({p.source for p in problems})
+        why = f"nothing was added: 'harness validate' refuses the {bad} file(s) below"
         raise InputError([Problem("history", "", why), *problems])
     return found
 

@@ -44,11 +44,14 @@ def _text(value: object, limit: int = TEXT_LIMIT) -> bool:
 
 
 def _contexts(db: sqlite3.Connection) -> Iterator[str]:
-    for cid, gpu, driver, suite, profile in db.execute("SELECT id, gpu, driver, suite, profile FROM contexts"):
-        if not (
-            _text(gpu) and _text(driver) and _text(suite, 64) and SUITE.fullmatch(suite) and profile in PROFILES
-        ):
-            yield f"context {cid!r} holds a value no document gives ({gpu!r}, {driver!r}, {suite!r}, {profile!r})"
+    for cid, gpu, driver, suite, profile in db.execute(
+        "SELECT id, gpu, driver, suite, profile FROM contexts"
+    ):
+        if not (_text(gpu) and _text(driver) and _text(suite, 64) and SUITE.fullmatch(suite)):
+            yield f"context {cid!r} holds a value no document gives ({gpu!r}, {driver!r}, {suite!r})"
+            return
+        if profile not in PROFILES:
+            yield f"context {cid!r} holds a profile no document gives ({profile!r})"
             return
 
 
@@ -59,9 +62,23 @@ def _runs(history: History, db: sqlite3.Connection) -> Iterator[str]:
         "SELECT id, sha256, file, cell_id, cell_label, round, started_at, finished_at, status, failure, "
         "backend, torch, cudnn, context_id FROM runs"
     )
-    for rid, sha, file, cell, label, round_, started, finished, status, failure, backend, torch, cudnn, ctx in (
-        db.execute(query)
-    ):
+    for line in db.execute(query):
+        (
+            rid,
+            sha,
+            file,
+            cell,
+            label,
+            round_,
+            started,
+            finished,
+            status,
+            failure,
+            backend,
+            torch,
+            cudnn,
+            ctx,
+        ) = line
         if not (isinstance(sha, str) and SHA256.fullmatch(sha) and file in _names(history, sha)):
             yield f"run {rid!r} names no document of the history ({str(file)[:100]!r})"
             return

@@ -40,9 +40,10 @@ def round_of(document: ResultDocument) -> int:
 
 def run_key(document: ResultDocument) -> tuple[str, str, str]:
     """What makes a run that run: its cell and when it started and finished. A copy under another name, the
-    same folder given twice, a shard copied into another: all the same run, which must count once. Times are
-compared as instants: ``Z`` and ``+00:00`` (or ``+02:00`` two hours on) spell one run."""
-    return (document["cell"]["id"], validity.utc(document["started_at"]), validity.utc(document["finished_at"]))
+    same folder given twice, a shard copied into another: all the same run, which must count once. Times
+    are compared as instants: ``Z`` and ``+00:00`` (or ``+02:00`` two hours on) spell one run."""
+    started, finished = document["started_at"], document["finished_at"]
+    return (document["cell"]["id"], validity.utc(started), validity.utc(finished))
 
 
 def same_run(a: ResultDocument, b: ResultDocument) -> bool:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from harness.history.facts import Context, Row
 from harness.history.versions import version_key
 from harness.report.analysis.families import family_of
-from harness.site import chart, names
+from harness.site import chart, names, parts
 from harness.site.data import Point
 from harness.site.markup import link, page, seconds, table, text
 from harness.site.steps import Step
@@ -26,22 +26,33 @@ class RowPage:
     steps: tuple[Step, ...]
 
 
-def render(model: RowPage) -> str:
+def render(model: RowPage) -> list[str]:
+    """The row's page, in parts (each a run of its points) where its rounds would make it larger than a
+    site's file may be; where it changed is said on the first."""
+    chunks = parts.split(model.points, lambda chunk: len(_body(model, chunk, 2, 2).encode()))
+    return [
+        page(names.row_title(model.row), _body(model, chunk, k, len(chunks)), UP)
+        for k, chunk in enumerate(chunks, 1)
+    ]
+
+
+def _body(model: RowPage, points: Sequence[Point], part: int, count: int) -> str:
     row = model.row
     body = [
         f"<p>Family <b>{text(family_of(row.workload))}</b>, knobs {text(row.knobs)}. "
         f"{len([p for p in model.points if p.status == 'ok'])} rounds measured it. Its data: "
-        f"{link(names.row_shard(row), names.row_shard(row).split('/')[-1], UP)}.</p>"
+        f"{link(names.row_shard(row), names.row_shard(row).split('/')[-1], UP)}.</p>",
+        parts.nav(names.row_page(row), part, count, UP),
     ]
     for context in model.contexts:
-        mine = [p for p in model.points if p.run.context == context]
+        mine = [p for p in points if p.run.context == context]
         if mine:
-            body.append(_panel(context, mine, [s for s in model.steps if s.context == context.label]))
-    title = names.row_title(row)
-    return page(title, "".join(body), UP)
+            found = [s for s in model.steps if s.context == context.label]
+            body.append(_panel(context, mine, found, part == 1))
+    return "".join(body)
 
 
-def _panel(context: Context, points: list[Point], steps: list[Step]) -> str:
+def _panel(context: Context, points: list[Point], steps: list[Step], changes_said: bool) -> str:
     torch = sorted({p.run.torch for p in points}, key=version_key)
     cudnn = sorted({p.run.cudnn for p in points}, key=version_key)
     ok = [p for p in points if p.status == "ok" and p.median_s is not None]
@@ -67,7 +78,7 @@ def _panel(context: Context, points: list[Point], steps: list[Step]) -> str:
         chart.panel(dots, torch, cudnn, steps),
         f"<p class='muted'>{len(dots)} points; {len(points) - len(dots)} rounds failed.</p>",
     ]
-    changes = [s for s in steps if s.axis == "cudnn" and s.changed]
+    changes = [s for s in steps if s.axis == "cudnn" and s.changed] if changes_said else []
     if changes:
         items = "".join(f"<li>{_change(s)}</li>" for s in changes)
         parts.append(f"<h3>Where it changed</h3><ul>{items}</ul>")

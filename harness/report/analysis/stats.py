@@ -216,7 +216,8 @@ def _welch(a: Samples, b: Samples, threshold_pct: float, alpha: float) -> Compar
     low, high = _held_exp(diff - half), _held_exp(diff + half)
     level = f"{1 - 2 * alpha:.1%}"
     if p < alpha and shown >= upper:
-        verdict, reason = "slower", f"{_fixed((ratio - 1) * 100, 1)}% slower, p={p:.2g} < {alpha:g} ({rounds})"
+        verdict = "slower"
+        reason = f"{_fixed((ratio - 1) * 100, 1)}% slower, p={p:.2g} < {alpha:g} ({rounds})"
     elif p < alpha and shown <= lower:
         verdict = "faster"
         reason = f"{_fixed((1 / ratio - 1) * 100, 1)}% faster, p={p:.2g} < {alpha:g} ({rounds})"
@@ -229,8 +230,8 @@ def _welch(a: Samples, b: Samples, threshold_pct: float, alpha: float) -> Compar
     else:
         verdict = "inconclusive"
         reason = (
-            f"ratio {_fixed(ratio, 3)}, p={p:.2g}, {level} interval {interval_text(low, high)} reaches beyond the "
-            f"{threshold_pct:g}% threshold ({rounds}); more rounds narrow it"
+            f"ratio {_fixed(ratio, 3)}, p={p:.2g}, {level} interval {interval_text(low, high)} reaches "
+            f"beyond the {threshold_pct:g}% threshold ({rounds}); more rounds narrow it"
         )
     return welch(verdict, low, high, p, reason)
 
@@ -252,13 +253,16 @@ def _why_inconclusive(
     """Why a row is neither slower, faster nor the same: ``interval`` (low, high) of the ratio, ``sizes`` the
     number of values on each side."""
     (low, high), (n_a, n_b) = interval, sizes
-    told = f"{CONFIDENCE:.0%} interval [{_fixed(low, 3)}, {_fixed(high, 3)}] reaches beyond the {pct:g}% threshold"
+    told = (
+        f"{CONFIDENCE:.0%} interval [{_fixed(low, 3)}, {_fixed(high, 3)}] reaches beyond the {pct:g}% "
+        "threshold"
+    )
     if p is None:
         return f"{told}; no test possible with {n_a}+{n_b} values"
     if _too_few_rounds(n_a, n_b, alpha):
         return (
-            f"ratio {_fixed(ratio, 3)}: {n_a}+{n_b} rounds decide nothing (smallest p {smallest_p(n_a, n_b):.2g}; "
-            f"no sameness either); run {WELCH_MIN_ROUNDS} or more a side"
+            f"ratio {_fixed(ratio, 3)}: {n_a}+{n_b} rounds decide nothing (smallest p "
+            f"{smallest_p(n_a, n_b):.2g}; no sameness either); run {WELCH_MIN_ROUNDS} or more a side"
         )
     if 1 / (1 + pct / 100) < ratio < 1 + pct / 100:
         return f"ratio {_fixed(ratio, 3)} is inside the threshold, but the {told}; more rounds narrow it"
