@@ -77,5 +77,13 @@ def table_pages(
 ) -> list[str]:
     """A page whose table rows ``rows`` are split across parts: ``render(rows, part, count)`` renders part
     ``part`` of ``count`` with its rows (the first part its other content too)."""
-    chunks = split(rows, lambda chunk: len(render(chunk, 2, 2).encode("utf-8", "backslashreplace")))
+
+    def size(html: str) -> int:
+        return len(html.encode("utf-8", "backslashreplace"))
+
+    # a part's size is its frame's and its rows' (as ``markup.table`` writes them): counted, not rendered
+    frame = size(render([], 2, 2)) + 64
+    sizes = [size("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>") for row in rows]
+    spans = split(range(len(rows)), lambda span: frame + sum(sizes[i] for i in span))
+    chunks = [[rows[i] for i in span] for span in spans]
     return [render(chunk, k, len(chunks)) for k, chunk in enumerate(chunks, 1)]
