@@ -72,6 +72,21 @@ class Problem:
         return f"{where}:{field} {self.message}"
 
 
+MAX_PROBLEMS = 20  # what one refusal lists; the rest are counted
+NOT_LISTED = "more problems, not listed"
+
+
+def listed(problems: list[Problem]) -> list[Problem]:
+    """``problems`` as a refusal lists them: the first ``MAX_PROBLEMS``, then how many more there are (an
+    add over thousands of bad files says the first few, not 40,000 lines)."""
+    if len(problems) <= MAX_PROBLEMS or (
+        len(problems) == MAX_PROBLEMS + 1 and problems[-1].message.endswith(NOT_LISTED)  # bounded already
+    ):
+        return problems
+    more = len(problems) - MAX_PROBLEMS
+    return [*problems[:MAX_PROBLEMS], Problem("…", "", f"and {more} {NOT_LISTED}")]
+
+
 class HarnessError(Exception):
     def __init__(self, *args: object, setting: str | None = None) -> None:
         super().__init__(*args)

@@ -16,6 +16,7 @@ from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 
 from harness import resources
+from harness.errors import MAX_PROBLEMS as MAX_PROBLEMS
 from harness.errors import Problem
 
 SCHEMA_DIR = resources.data_dir("schemas")
@@ -100,7 +101,7 @@ _EcmaValidator = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
 )
 
 
-MAX_PROBLEMS = 20  # listed per document; the rest are counted
+# MAX_PROBLEMS (errors): listed per document; the rest are counted
 MAX_ERRORS_READ = 1000  # the validator is not asked for more: a million faults cost no time
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.history import add
-from harness.site import build
+from harness.site import build, folder
 from tests.conftest import run_cli, untouched
 from tests.evidence import SITE_CPU
 from tests.history_docs import make, write
@@ -127,6 +127,7 @@ def test_adding_a_run_rebuilds_only_the_pages_it_touches(history, site, tmp_path
 def test_the_output_folder_is_never_written_through_a_link(history, tmp_path, outside):
     out = tmp_path / "site"
     (out / "rows").mkdir(parents=True)
+    (out / folder.MARKER).write_text('{"format": "harness-site", "version": 1}')  # a site of ours
     (out / "runs").symlink_to(outside, target_is_directory=True)
     done = run_cli("site", "--history", str(history), "--out", str(out))
     assert done.returncode == 2 and "link" in done.stderr

@@ -75,6 +75,19 @@ def count(text: str) -> int:
     return value
 
 
+def count_up_to(limit: int) -> Callable[[str], int]:
+    """An argparse type: a whole number in [0, ``limit``] (SQLite and a terminal hold nothing larger)."""
+
+    def parse(text: str) -> int:
+        value = count(text)
+        if value > limit:
+            raise argparse.ArgumentTypeError(f"{shown(text)} is more than {limit:,}; name at most {limit}")
+        return value
+
+    parse.__name__ = "count"
+    return parse
+
+
 def memory(text: str) -> str:
     """An argparse type: a container memory limit as Docker reads it (16g, 512m, 1073741824)."""
     if not re.fullmatch(r"[1-9][0-9]{0,15}[bkmgBKMG]?", text):

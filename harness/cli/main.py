@@ -27,7 +27,7 @@ from harness.cli.output import (
     Output,
     interrupted,
 )
-from harness.errors import BackendUnavailable, HarnessError, InputError
+from harness.errors import BackendUnavailable, HarnessError, InputError, listed
 
 DESCRIPTION = (
     "Which PyTorch x cuDNN combination should we ship, and what changes if we switch? Plan a version "
@@ -61,7 +61,7 @@ def _command(argv: list[str] | None, prog: str) -> int:
     try:
         return registry.BY_NAME[args.command].handle(args, out)
     except InputError as exc:  # the library names what the command line gave by its setting; here, its flag
-        for problem in exc.problems:
+        for problem in listed(exc.problems):  # one format, bounded, for every command
             out.warn(f"error: {requests.flagged(problem)}")
         return EXIT_BAD_INPUT
     except BackendUnavailable as exc:  # this machine cannot run what was asked, or the run had to stop

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from harness import jsonio
 from harness.errors import InputError, Problem
-from harness.history import facts, index, store
+from harness.history import check, facts, index, store
 from harness.history.layout import MARKER, History, locked, open_history
 from harness.results import documents, folder
 from harness.results.folder import MAX_BYTES
@@ -101,9 +101,9 @@ def _candidates(files: list[Read], problems: list[Problem], progress: Progress |
         if progress:
             progress(done, len(files))
     if problems:
-        raise InputError(
-            [*problems, Problem("history", "", "nothing was added: 'harness validate' refuses these")]
-        )
+        bad = len({p.source for p in problems})
+        why = f"nothing was added: 'harness validate' refuses the {bad} file(s) below"
+        raise InputError([Problem("history", "", why), *problems])
     return found
 
 
@@ -161,7 +161,7 @@ def _sort_out(
             already.append(c.source)
         else:
             other = _held_document(history, held[1]) if held else earlier.document if earlier else None
-            if other == c.document:
+            if other is not None and documents.same_run(other, c.document):
                 already.append(c.source)
             else:
                 where = f"the history's {held[1]}" if held else earlier.source if earlier else "?"
@@ -189,8 +189,13 @@ def _count(history: History) -> int:
 
 
 def ensure_index(history: History, locked_already: bool = False, progress: Progress | None = None) -> None:
-    """Rebuild the index where it is missing, of another version, or behind its documents."""
+    """Rebuild the index where it is missing, of another version, or behind its documents; InputError
+    where it disagrees with them otherwise (``check``: forged or damaged, it is never trusted)."""
     if index.current(history, _count(history)):
+        with index.reading(history) as db:
+            wrong = next(check.problems(history, db), None)
+        if wrong is not None:
+            raise index.damaged(history, wrong)
         return
     if locked_already:
         reindex_locked(history, progress)
@@ -224,13 +229,16 @@ def reindex_locked(history: History, progress: Progress | None = None) -> int:
             continue
         key = documents.run_key(document)
         if key in runs and runs[key].sha256 != item.sha256:
+            earlier = _held_document(history, runs[key].file)
+            if earlier is not None and documents.same_run(earlier, document):
+                continue  # one run, its times spelled two ways (added before times were instants)
             problems.append(
                 Problem(name, "", f"claims the run of {runs[key].file} but differs from it; remove one")
             )
             continue
         runs.setdefault(key, facts.of(document, item.sha256, name))
     if problems:
-        raise InputError([*problems, Problem(str(history.root), "", "the index was not rebuilt")])
+        raise InputError([Problem(str(history.root), "", "the index was not rebuilt:"), *problems])
     if progress and count:
         progress(count, count)
     ordered = sorted(runs.values(), key=lambda r: (r.finished_at, r.sha256))

@@ -15,6 +15,7 @@ from harness.report.analysis.frames import (
     knob_label,
     short_kernel,
 )
+from harness.results import validity
 from harness.results.documents import round_of
 from harness.suite.document import Measurement, ResultDocument
 
@@ -107,8 +108,8 @@ def of(document: ResultDocument, sha256: str, file: str) -> RunFacts:
         cell_id=document["cell"]["id"],
         cell_label=_t(cell_label(document["cell"])),
         round=round_of(document),
-        started_at=document["started_at"],
-        finished_at=document["finished_at"],
+        started_at=validity.utc(document["started_at"]),  # one spelling: texts order as instants do
+        finished_at=validity.utc(document["finished_at"]),
         status=document["status"],
         failure=_t(failure["reason"]) if failure else None,
         backend=document["run"]["backend"],

@@ -18,11 +18,13 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from harness import jsonio
+from harness.errors import InputError, Problem
 from harness.history.facts import RunFacts
 from harness.history.layout import History, regular_or_absent
 
-INDEX_VERSION = 2  # the tables below; an index of another version is rebuilt from the documents
+INDEX_VERSION = 3  # the tables below; an index of another version is rebuilt from the documents
 # 2: measurements.spoiled; a cell that disables cuDNN, or a CPU build's, is its own cuDNN column
+# 3: times as UTC instants
 
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -68,10 +70,28 @@ def current(history: History, documents: int) -> bool:
 
 @contextlib.contextmanager
 def reading(history: History) -> Iterator[sqlite3.Connection]:
-    """The index, read-only (it must be current: ``add.ensure_index``)."""
+    """The index, read-only (it must be current and checked: ``add.ensure_index``); InputError saying how
+    to rebuild it where SQLite cannot read what it holds."""
     regular_or_absent(history.index)
-    with contextlib.closing(_readonly(history.index)) as db:
-        yield db
+    try:
+        with contextlib.closing(_readonly(history.index)) as db:
+            yield db
+    except sqlite3.Error as exc:
+        raise damaged(history, f"SQLite cannot read it ({exc})") from None
+
+
+def damaged(history: History, why: str) -> InputError:
+    """The refusal of an index that is not what the documents give: it is derived, so made again."""
+    return InputError(
+        [
+            Problem(
+                str(history.index),
+                "",
+                f"does not agree with the documents it is derived from: {why}; 'harness history reindex "
+                f"--history {history.root}' rebuilds it from them",
+            )
+        ]
+    )
 
 
 @contextlib.contextmanager

@@ -74,6 +74,17 @@ def open_history(root: Path, create: bool = False) -> History:
     return history
 
 
+def check_usable(root: Path) -> None:
+    """InputError where ``open_history(root, create=True)`` would refuse ``root``, found without writing
+    anything: a command that adds to a history once its work is done asks this before it starts."""
+    if root.exists() and not root.is_dir():
+        raise InputError([Problem(str(root), "history", "is a file, not a history folder; name a folder")])
+    if os.path.lexists(History(root).marker):
+        _check_marker(History(root))
+    elif _foreign(root):
+        raise _not_empty(root)
+
+
 def _create(history: History) -> None:
     """Make ``history`` a history: its marker written under its lock, so two adds that find the same new
     folder at once make it once. Another add's lock and temporary files are not a stranger's files: the

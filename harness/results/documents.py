@@ -40,8 +40,19 @@ def round_of(document: ResultDocument) -> int:
 
 def run_key(document: ResultDocument) -> tuple[str, str, str]:
     """What makes a run that run: its cell and when it started and finished. A copy under another name, the
-    same folder given twice, a shard copied into another: all the same run, which must count once."""
-    return (document["cell"]["id"], document["started_at"], document["finished_at"])
+    same folder given twice, a shard copied into another: all the same run, which must count once. Times
+    are compared as instants: ``Z`` and ``+00:00`` (or ``+02:00`` two hours on) spell one run."""
+    started, finished = document["started_at"], document["finished_at"]
+    return (document["cell"]["id"], validity.utc(started), validity.utc(finished))
+
+
+def same_run(a: ResultDocument, b: ResultDocument) -> bool:
+    """Whether two documents are one run's result: equal, but for how their times are spelled."""
+    return a == b or _spelled_once(a) == _spelled_once(b)
+
+
+def _spelled_once(document: ResultDocument) -> dict[str, object]:
+    return {**document, "started_at": run_key(document)[1], "finished_at": run_key(document)[2]}
 
 
 def unique(documents: list[ResultDocument], files: list[str]) -> LoadedResults:
@@ -54,8 +65,9 @@ def unique(documents: list[ResultDocument], files: list[str]) -> LoadedResults:
         key = run_key(document)
         if key in seen:
             first, earlier = seen[key]
-            if document != earlier:
-                differ = sorted(k for k in {*document, *earlier} if document.get(k) != earlier.get(k))
+            if not same_run(document, earlier):
+                mine, theirs = _spelled_once(document), _spelled_once(earlier)
+                differ = sorted(k for k in {*mine, *theirs} if mine.get(k) != theirs.get(k))
                 raise InputError(
                     [
                         Problem(

@@ -235,12 +235,20 @@ def _windows_agree(m: Any, field: str, source: str) -> list[Problem]:
 
 
 def instant(text: str) -> dt.datetime | None:
-    """An RFC 3339 time (the schema checked its form) as an aware datetime; None where Python cannot read
-    it."""
+    """An RFC 3339 time (the schema checked its form) as an aware datetime in UTC; None where Python
+    cannot read it, or its instant lies outside the years 1 to 9999."""
     try:
-        return dt.datetime.fromisoformat(text.upper().replace("Z", "+00:00"))
-    except ValueError:
+        return dt.datetime.fromisoformat(text.upper().replace("Z", "+00:00")).astimezone(dt.timezone.utc)
+    except (ValueError, OverflowError):
         return None
+
+
+def utc(text: str) -> str:
+    """An RFC 3339 time as one spelling of its instant, ``2026-01-01T22:00:00.000000Z``: ``+00:00``, ``Z``
+    and ``+02:00`` spellings of one instant are one text, and texts order as their instants do. A text
+    that is not a time (a valid document's never is) is left as it is."""
+    found = instant(text)
+    return text if found is None else found.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _bad_sample(samples: list[Any]) -> int | None:

@@ -7,6 +7,7 @@ import hashlib
 from collections.abc import Sequence
 
 from harness.history.facts import Row
+from harness.results import validity
 from harness.site import names
 from harness.site.markup import text
 from harness.site.steps import Step
@@ -39,4 +40,6 @@ def render(regressions: Sequence[tuple[Row, Step]], updated: str) -> str:
 
 
 def _time(value: str) -> str:
-    return value or "1970-01-01T00:00:00Z"
+    """An RFC 3339 time as Atom takes it: upper-case ``T`` and ``Z`` (RFC 4287 3.3), in UTC."""
+    found = validity.instant(value)
+    return "1970-01-01T00:00:00Z" if found is None else found.strftime("%Y-%m-%dT%H:%M:%SZ")

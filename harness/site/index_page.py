@@ -4,17 +4,19 @@ the newest runs, the open regressions, and every row (filtered and searched with
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.history.facts import Context, Row
 from harness.history.versions import version_key
 from harness.report.analysis.families import family_of
-from harness.site import names
+from harness.site import names, parts
 from harness.site.data import StoredRun
 from harness.site.markup import link, page, ratio, table, text
 from harness.site.steps import Step
 
 NEWEST = 30
+REGRESSIONS = 200  # listed on the index (as many as the feed holds); index.json has every one
 
 
 @dataclass(frozen=True)
@@ -25,7 +27,8 @@ class IndexPage:
     regressions: tuple[tuple[Row, Step], ...]  # open, newest first
 
 
-def render(model: IndexPage) -> str:
+def render(model: IndexPage) -> list[str]:
+    """The index, in parts where its table of rows would make it larger than a site's file may be."""
     body = [
         f"<p>{len(model.runs)} runs, {len(model.rows)} rows, {len(model.contexts)} contexts. Runs compare "
         "only within a context (GPU, driver, suite version and profile).</p>",
@@ -34,7 +37,12 @@ def render(model: IndexPage) -> str:
     for context in model.contexts:
         body.append(_grid(context, [r for r in model.runs if r.context == context]))
     body.append(f"<h2>Open regressions ({len(model.regressions)})</h2>")
-    body.append(_regressions(model.regressions))
+    body.append(_regressions(model.regressions[:REGRESSIONS]))
+    if len(model.regressions) > REGRESSIONS:
+        body.append(
+            f"<p>The newest {REGRESSIONS} are listed; index.json and the rows' pages hold all "
+            f"{len(model.regressions)}.</p>"
+        )
     newest = sorted(model.runs, key=lambda r: (r.finished_at, r.id), reverse=True)[:NEWEST]
     body.append("<h2>Newest runs</h2>")
     body.append(
@@ -53,27 +61,28 @@ def render(model: IndexPage) -> str:
             ],
         )
     )
-    body.append(
-        "<h2>Rows</h2><input class='filter' hidden='hidden' "
-        "placeholder='filter rows: workload, mode, family' data-table='rows'/>"
-    )
-    body.append(
-        table(
-            ["row", "mode", "knobs", "family", "rounds"],
-            [
-                [
-                    link(names.row_page(row), row.workload, ""),
-                    text(names.mode(row)),
-                    text(row.knobs),
-                    text(family_of(row.workload)),
-                    str(n),
-                ]
-                for row, n in model.rows
-            ],
-            " id='rows'",
+    rows = [
+        [
+            link(names.row_page(row), row.workload, ""),
+            text(names.mode(row)),
+            text(row.knobs),
+            text(family_of(row.workload)),
+            str(n),
+        ]
+        for row, n in model.rows
+    ]
+
+    def part(chunk: Sequence[list[str]], k: int, count: int) -> str:
+        rows_table = (
+            "<h2>Rows</h2>"
+            + parts.nav("index.html", k, count, "")
+            + "<input class='filter' hidden='hidden' placeholder='filter rows: workload, mode, family' "
+            "data-table='rows'/>"
+            + table(["row", "mode", "knobs", "family", "rounds"], list(chunk), " id='rows'")
         )
-    )
-    return page("Qualification history", "".join(body), "")
+        return page("Qualification history", ("".join(body) if k == 1 else "") + rows_table, "")
+
+    return parts.table_pages(rows, part)
 
 
 def _grid(context: Context, runs: list[StoredRun]) -> str:

@@ -7,12 +7,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from harness.history.facts import Context, Row
-from harness.site import names
+from harness.site import names, parts
 from harness.site.data import Point, StoredRun
 from harness.site.steps import Step
 
 FORMAT = 1
 NEWEST = 100
+INDEX = "index.json"
+
+
+def shards(row: Row, digest: str, points: Sequence[Point], steps: Sequence[Step]) -> list[dict[str, object]]:
+    """The row's shard, in parts (each a run of its points) where one would be larger than a site's file
+    may be: the first holds the steps and names the other parts."""
+    chunks = parts.split(points, lambda chunk: len(parts.compact(shard(row, digest, chunk, ()))))
+    found = [shard(row, digest, chunk, steps if k == 1 else ()) for k, chunk in enumerate(chunks, 1)]
+    found[0]["parts"] = [parts.name(names.row_shard(row), k) for k in range(2, len(chunks) + 1)]
+    return found
 
 
 def shard(row: Row, digest: str, points: Sequence[Point], steps: Sequence[Step]) -> dict[str, object]:
@@ -45,18 +55,17 @@ def index(
     runs: Sequence[StoredRun],
     rows: Sequence[tuple[Row, int]],
     regressions: Sequence[tuple[Row, Step]],
-) -> dict[str, object]:
+) -> list[dict[str, object]]:
+    """index.json, in parts where its rows and regressions would make it larger than a site's file may
+    be: the first names the others (``parts``), each holding the next of its ``rows`` and
+    ``regressions``."""
     releases = sorted({(r.torch, r.cudnn) for r in runs})
     newest = sorted(runs, key=lambda r: (r.finished_at, r.id), reverse=True)[:NEWEST]
-    return {
+    head = {
         "format": FORMAT,
         "runs": len(runs),
         "contexts": [c.__dict__ for c in contexts],
         "releases": [{"torch": t, "cudnn": c, "page": names.release_page(t, c)} for t, c in releases],
-        "rows": [
-            {**_row(row), "rounds": n, "page": names.row_page(row), "shard": names.row_shard(row)}
-            for row, n in rows
-        ],
         "newest": [
             {
                 "cell": r.cell_id,
@@ -70,10 +79,19 @@ def index(
             }
             for r in newest
         ],
+    }
+    fields: dict[str, Sequence[object]] = {
+        "rows": [
+            {**_row(row), "rounds": n, "page": names.row_page(row), "shard": names.row_shard(row)}
+            for row, n in rows
+        ],
         "regressions": [
             {**_row(row), "page": names.row_page(row), **step.to_json()} for row, step in regressions
         ],
     }
+    found = parts.json_parts(head, fields)
+    found[0]["parts"] = [parts.name(INDEX, k) for k in range(2, len(found) + 1)]
+    return found
 
 
 def _row(row: Row) -> dict[str, str]:

@@ -16,6 +16,7 @@ from harness.site.steps import Step
 
 UP = "../"
 ORDER = ("slower", "faster", "failed", "same", "inconclusive")
+RUNS = 500  # runs listed per context: a page stays small however many rounds ran at one release
 
 
 @dataclass(frozen=True)
@@ -68,15 +69,21 @@ def _part(part: ContextPart) -> str:
         out.append(f"<h3>{text(family)}</h3>" + _changes(by_family[family]))
     if part.steps and not changed:
         out.append("<p>No row changed here.</p>")
+    newest = sorted(part.runs, key=lambda r: (r.finished_at, r.id), reverse=True)[:RUNS]
     runs = [
         [
             link(names.run_page(r), f"{r.cell_id} round {r.round}", UP),
             text(r.status),
             text(r.finished_at[:19]),
         ]
-        for r in part.runs
+        for r in newest
     ]
-    out.append("<h3>Runs at this release</h3>" + table(["run", "status", "finished"], runs))
+    more = (
+        f" (the newest {RUNS} of {len(part.runs)}; each row's page links every one)"
+        if len(part.runs) > RUNS
+        else ""
+    )
+    out.append(f"<h3>Runs at this release{more}</h3>" + table(["run", "status", "finished"], runs))
     return "".join(out)
 
 

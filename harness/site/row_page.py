@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from harness.history.facts import Context, Row
 from harness.history.versions import version_key
 from harness.report.analysis.families import family_of
-from harness.site import chart, names
+from harness.site import chart, names, parts
 from harness.site.data import Point
 from harness.site.markup import link, page, seconds, table, text
 from harness.site.steps import Step
@@ -28,21 +28,31 @@ class RowPage:
     releases: tuple[str, ...] = ()  # every cuDNN release the history holds, in order (``Catalog.cudnn``)
 
 
-def render(model: RowPage) -> str:
+def render(model: RowPage) -> list[str]:
+    """The row's page, in parts (each a run of its points) where its rounds would make it larger than a
+    site's file may be; where it changed is said on the first."""
+    chunks = parts.split(model.points, lambda chunk: len(_body(model, chunk, 2, 2).encode()))
+    return [
+        page(names.row_title(model.row), _body(model, chunk, k, len(chunks)), UP)
+        for k, chunk in enumerate(chunks, 1)
+    ]
+
+
+def _body(model: RowPage, points: Sequence[Point], part: int, count: int) -> str:
     row = model.row
     body = [
         f"<p>Family <b>{text(family_of(row.workload))}</b>, knobs {text(row.knobs)}. "
         f"{len([p for p in model.points if p.status == 'ok' and not p.spoiled])} rounds measured it on a "
         f"quiet host{_spoiled_count(model.points)}. Its data: "
-        f"{link(names.row_shard(row), names.row_shard(row).split('/')[-1], UP)}.</p>"
+        f"{link(names.row_shard(row), names.row_shard(row).split('/')[-1], UP)}.</p>",
+        parts.nav(names.row_page(row), part, count, UP),
     ]
     for context in model.contexts:
-        mine = [p for p in model.points if p.run.context == context]
+        mine = [p for p in points if p.run.context == context]
         if mine:
-            steps = [s for s in model.steps if s.context == context.label]
-            body.append(_panel(context, mine, steps, model.releases))
-    title = names.row_title(row)
-    return page(title, "".join(body), UP)
+            found = [s for s in model.steps if s.context == context.label]
+            body.append(_panel(context, mine, found, model.releases, part == 1))
+    return "".join(body)
 
 
 def _spoiled_count(points: Sequence[Point]) -> str:
@@ -50,7 +60,9 @@ def _spoiled_count(points: Sequence[Point]) -> str:
     return f" ({spoiled} more a busy host spoiled: hollow points, in no line or step)" if spoiled else ""
 
 
-def _panel(context: Context, points: list[Point], steps: list[Step], releases: Sequence[str]) -> str:
+def _panel(
+    context: Context, points: list[Point], steps: list[Step], releases: Sequence[str], changes_said: bool
+) -> str:
     torch = sorted({p.run.torch for p in points}, key=version_key)
     cudnn = sorted({p.run.cudnn for p in points}, key=version_key)
     dots = [_dot(p, p.median_s) for p in points if p.status == "ok" and p.median_s is not None]
@@ -73,7 +85,7 @@ def _panel(context: Context, points: list[Point], steps: list[Step], releases: S
         + (f"{len(spoiled)} rounds spoiled by a busy host; " if spoiled else "")
         + f"{failed} rounds failed.</p>",
     ]
-    changes = [s for s in steps if s.axis == "cudnn" and s.changed]
+    changes = [s for s in steps if s.axis == "cudnn" and s.changed] if changes_said else []
     if changes:
         items = "".join(f"<li>{_change(s)}</li>" for s in changes)
         parts.append(f"<h3>Where it changed</h3><ul>{items}</ul>")

@@ -3,9 +3,10 @@ linked to the row's page."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from harness.site import names
+from harness.site import names, parts
 from harness.site.data import RunMeasurement, StoredRun
 from harness.site.markup import link, page, seconds, table, text
 
@@ -18,7 +19,8 @@ class RunPage:
     measurements: tuple[RunMeasurement, ...]
 
 
-def render(model: RunPage) -> str:
+def render(model: RunPage) -> list[str]:
+    """The run's page, in parts where its rows would make it larger than a site's file may be."""
     run = model.run
     facts = [
         ["cell", text(f"{run.cell_id} ({run.cell_label})")],
@@ -43,10 +45,16 @@ def render(model: RunPage) -> str:
         ]
         for m in model.measurements
     ]
-    body = (
-        table(["", ""], facts, named=True)
-        + f"<h2>Rows ({len(rows)})</h2>"
-        + "<input class='filter' hidden='hidden' placeholder='filter rows' data-table='rows'/>"
-        + table(["row", "status", "median", "quartiles", "ran"], rows, " id='rows'")
-    )
-    return page(f"Run {run.cell_id} round {run.round}", body, UP)
+    base = names.run_page(run)
+
+    def part(chunk: Sequence[list[str]], k: int, count: int) -> str:
+        body = (
+            (table(["", ""], facts, named=True) if k == 1 else "")
+            + f"<h2>Rows ({len(rows)})</h2>"
+            + parts.nav(base, k, count, UP)
+            + "<input class='filter' hidden='hidden' placeholder='filter rows' data-table='rows'/>"
+            + table(["row", "status", "median", "quartiles", "ran"], list(chunk), " id='rows'")
+        )
+        return page(f"Run {run.cell_id} round {run.round}", body, UP)
+
+    return parts.table_pages(rows, part)

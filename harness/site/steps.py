@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import math
 import statistics
 from collections import Counter
 from collections.abc import Mapping
@@ -54,7 +55,33 @@ class Step:
 
     @classmethod
     def from_json(cls, value: Mapping[str, Any]) -> Step:
-        return cls(**{**value, "rounds": tuple(value["rounds"])})
+        """A step as ``to_json`` wrote it; ValueError where a field is missing, extra or of another type
+        (a shard is read back, and a file on disk is untrusted)."""
+        if not isinstance(value, Mapping) or set(value) != set(_FIELDS):
+            raise ValueError("not a step")
+        for name, kinds in _FIELDS.items():
+            if not isinstance(value[name], kinds) or isinstance(value[name], bool) is not (kinds == (bool,)):
+                raise ValueError(f"a step's {name} is not {kinds}")
+        rounds = value["rounds"]
+        if len(rounds) != 2 or not all(type(n) is int for n in rounds) or value["verdict"] not in VERDICTS:
+            raise ValueError("not a step")
+        ratio = value["ratio"]
+        if ratio is not None and not (isinstance(ratio, (int, float)) and 0 < ratio < math.inf):
+            raise ValueError("a step's ratio is not a ratio")
+        return cls(**{**value, "rounds": (rounds[0], rounds[1])})
+
+
+_TEXT, _MAYBE_TEXT = (str,), (str, type(None))
+_FIELDS: dict[str, tuple[type, ...]] = {
+    **{n: _TEXT for n in ("context", "axis", "torch_before", "torch_after", "cudnn_before", "cudnn_after")},
+    **{n: _TEXT for n in ("verdict", "reason", "finished", "key")},
+    "ratio": (int, float, type(None)),
+    "ran_before": _MAYBE_TEXT,
+    "ran_after": _MAYBE_TEXT,
+    "rounds": (list,),
+    "open": (bool,),
+}
+VERDICTS = ("slower", "faster", "same", "inconclusive", "failed", "missing")
 
 
 Cell = tuple[str, str]  # (torch, cudnn)
@@ -122,7 +149,7 @@ def _step(
     elif not ok_a or not ok_b:
         verdict, ratio, reason = "inconclusive", None, "failed at the earlier end"
     elif min(len(ok_a), len(ok_b)) < 2:
-        ratio = statistics.median(ok_b) / statistics.median(ok_a)
+        ratio = stats.time_ratio(statistics.median(ok_b), statistics.median(ok_a))
         verdict, reason = "inconclusive", "one round at an end: no verdict (qualify runs 3 or more)"
     else:
         judged = stats.judge(ok_a, ok_b, DEFAULT_REGRESSION_PCT, DEFAULT_ALPHA)
@@ -173,8 +200,8 @@ def _marked_open(series: list[Step], ordered: list[Cell], cells: Mapping[Cell, l
     marked = []
     for step in series:
         start = _medians(cells[(step.torch_before, step.cudnn_before)])
-        still = bool(newest and start) and statistics.median(newest) / statistics.median(start) >= 1 + (
-            DEFAULT_REGRESSION_PCT / 100
-        )
+        still = bool(newest and start) and stats.time_ratio(
+            statistics.median(newest), statistics.median(start)
+        ) >= 1 + (DEFAULT_REGRESSION_PCT / 100)
         marked.append(Step(**{**step.__dict__, "open": step.verdict == "slower" and still}))
     return marked

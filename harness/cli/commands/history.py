@@ -10,12 +10,13 @@ from dataclasses import asdict
 from pathlib import Path
 
 from harness.cli import option_groups
-from harness.cli.checked_types import count, nonempty_path
+from harness.cli.checked_types import count_up_to, nonempty_path
 from harness.cli.command import Command
 from harness.cli.option_groups import DEFAULT_MATRIX
 from harness.cli.output import EXIT_OK, Output
 from harness.errors import one_line
 
+NEWEST_MAX = 1_000_000
 PROGRESS_EVERY = 50  # files: long work (validating, reindexing) says how far it is every so many
 
 
@@ -30,7 +31,12 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     add.add_argument("results", nargs="+", type=nonempty_path, help="results folders or files")
     listed = actions.add_parser("list", help=LIST, description=LIST)
     listed.add_argument("--json", action="store_true", help="print what it holds as JSON")
-    listed.add_argument("--newest", type=count, default=10, help="how many of the newest runs to show")
+    listed.add_argument(
+        "--newest",
+        type=count_up_to(NEWEST_MAX),
+        default=10,
+        help=f"how many of the newest runs to show (at most {NEWEST_MAX:,})",
+    )
     reindex = actions.add_parser("reindex", help=REINDEX, description=REINDEX)
     for action in (add, listed, reindex):
         _where(action, argparse.SUPPRESS, argparse.SUPPRESS)

@@ -44,6 +44,10 @@ def handle(args: argparse.Namespace, out: Output) -> int:
         raise InputError.one(
             "--backend", "", "qualify runs and judges; 'run --backend k8s --dry-run' prints the Jobs"
         )
+    if args.history is not None:  # refused before the work, not after it: the gate's code stays its own
+        from harness.history.layout import check_usable
+
+        check_usable(args.history)
     plan = requests.plan(args.matrix, registry.realizing(args.backend), args)
     for line in decided(plan):
         out.say(line)

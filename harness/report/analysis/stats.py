@@ -92,6 +92,25 @@ def change_words(ratio: object) -> str:
     return f"{ratio:.2f}x slower" if ratio >= 1 else f"{1 / ratio:.2f}x faster"
 
 
+_LOG_SPAN = 700.0  # exp(700) is about 1e304: the largest ratio (and interval end) a float holds with room
+
+
+def time_ratio(after: float, before: float) -> float:
+    """``after / before`` of two positive times, computed in logs and held within exp(+-700): valid times
+    as far apart as 5e-324 s and 86,400 s give a large finite ratio, never an overflow, zero or inf."""
+    return _held_exp(math.log(after) - math.log(before))
+
+
+def _held_exp(log: float) -> float:
+    """exp(log), ``log`` held within +-700: a ratio of valid times far apart stays a finite number."""
+    return math.exp(min(max(log, -_LOG_SPAN), _LOG_SPAN))
+
+
+def _fixed(value: float, digits: int) -> str:
+    """A ratio or percentage in ``digits`` decimals, or three figures where it is 1000 or more."""
+    return f"{value:.{digits}f}" if abs(value) < 1000 else f"{value:.3g}"
+
+
 def smallest_p(n_a: int, n_b: int) -> float:
     """The smallest two-sided p-value an exact Mann-Whitney U test can give for these sizes."""
     return 2 / math.comb(n_a + n_b, n_a)
@@ -110,7 +129,7 @@ def judge(
     if basis == "rounds" and min(len(a), len(b)) >= WELCH_MIN_ROUNDS and smallest_p(len(a), len(b)) >= alpha:
         return _welch(a, b, threshold_pct, alpha)
     center_a, center_b = float(np.median(a)), float(np.median(b))
-    ratio = center_b / center_a
+    ratio = time_ratio(center_b, center_a)
     low, high = _ratio_interval(a, b)
     p = _mann_whitney(a, b)
     upper = 1 + threshold_pct / 100
@@ -129,8 +148,8 @@ def judge(
             p,
             basis,
             (
-                f"one process per side: ratio {ratio:.3f}, {CONFIDENCE:.0%} interval [{low:.3f}, "
-                f"{high:.3f}] over its "
+                f"one process per side: ratio {_fixed(ratio, 3)}, {CONFIDENCE:.0%} interval "
+                f"{interval_text(low, high)} over its "
                 "samples cannot separate a change from process-to-process variation; run 7 or more rounds"
             ),
             center_a=center_a,
@@ -140,11 +159,12 @@ def judge(
     if significant and shown >= round(upper, RATIO_DIGITS):
         verdict: Verdict = "slower"
         reason = (
-            f"{(ratio - 1) * 100:.1f}% slower, p={p:.2g} < {alpha:g}, beyond the {threshold_pct:g}% threshold"
+            f"{_fixed((ratio - 1) * 100, 1)}% slower, p={p:.2g} < {alpha:g}, beyond the {threshold_pct:g}% "
+            "threshold"
         )
     elif significant and shown <= round(lower, RATIO_DIGITS):
         verdict = "faster"
-        reason = f"{(1 / ratio - 1) * 100:.1f}% faster, p={p:.2g} < {alpha:g}"
+        reason = f"{_fixed((1 / ratio - 1) * 100, 1)}% faster, p={p:.2g} < {alpha:g}"
     elif lower <= low and high <= upper and not too_few:
         verdict = "same"
         reason = (
@@ -154,9 +174,6 @@ def judge(
         verdict = "inconclusive"
         reason = _why_inconclusive(ratio, (low, high), p, alpha, threshold_pct, (len(a), len(b)))
     return Comparison(verdict, ratio, low, high, p, basis, reason, center_a=center_a, center_b=center_b)
-
-
-_LOG_SPAN = 700.0  # exp(700) is about 1e304: the widest interval a ratio is shown with
 
 
 def _welch(a: Samples, b: Samples, threshold_pct: float, alpha: float) -> Comparison:
@@ -185,7 +202,7 @@ def _welch(a: Samples, b: Samples, threshold_pct: float, alpha: float) -> Compar
     va, vb = float(x.var(ddof=1)) / len(x), float(y.var(ddof=1)) / len(y)
     se = math.sqrt(va + vb)
     bound = math.log(1 + threshold_pct / 100)
-    ratio = math.exp(diff)
+    ratio = _held_exp(diff)
     shown, upper = round(ratio, RATIO_DIGITS), round(1 + threshold_pct / 100, RATIO_DIGITS)
     lower = round(1 / (1 + threshold_pct / 100), RATIO_DIGITS)
     rounds = f"{len(a)}+{len(b)} rounds, Welch's t on log medians"
@@ -196,12 +213,14 @@ def _welch(a: Samples, b: Samples, threshold_pct: float, alpha: float) -> Compar
     p = float(2 * scistats.t.sf(abs(diff) / se, df))
     half = float(scistats.t.ppf(1 - alpha, df)) * se
     # a tiny alpha over few rounds gives a half-width no float's exp holds: the interval is then open-ended
-    low, high = math.exp(max(diff - half, -_LOG_SPAN)), math.exp(min(diff + half, _LOG_SPAN))
+    low, high = _held_exp(diff - half), _held_exp(diff + half)
     level = f"{1 - 2 * alpha:.1%}"
     if p < alpha and shown >= upper:
-        verdict, reason = "slower", f"{(ratio - 1) * 100:.1f}% slower, p={p:.2g} < {alpha:g} ({rounds})"
+        verdict = "slower"
+        reason = f"{_fixed((ratio - 1) * 100, 1)}% slower, p={p:.2g} < {alpha:g} ({rounds})"
     elif p < alpha and shown <= lower:
-        verdict, reason = "faster", f"{(1 / ratio - 1) * 100:.1f}% faster, p={p:.2g} < {alpha:g} ({rounds})"
+        verdict = "faster"
+        reason = f"{_fixed((1 / ratio - 1) * 100, 1)}% faster, p={p:.2g} < {alpha:g} ({rounds})"
     elif -bound < diff - half and diff + half < bound:
         verdict = "same"
         reason = (
@@ -211,8 +230,8 @@ def _welch(a: Samples, b: Samples, threshold_pct: float, alpha: float) -> Compar
     else:
         verdict = "inconclusive"
         reason = (
-            f"ratio {ratio:.3f}, p={p:.2g}, {level} interval {interval_text(low, high)} reaches beyond the "
-            f"{threshold_pct:g}% threshold ({rounds}); more rounds narrow it"
+            f"ratio {_fixed(ratio, 3)}, p={p:.2g}, {level} interval {interval_text(low, high)} reaches "
+            f"beyond the {threshold_pct:g}% threshold ({rounds}); more rounds narrow it"
         )
     return welch(verdict, low, high, p, reason)
 
@@ -234,17 +253,20 @@ def _why_inconclusive(
     """Why a row is neither slower, faster nor the same: ``interval`` (low, high) of the ratio, ``sizes`` the
     number of values on each side."""
     (low, high), (n_a, n_b) = interval, sizes
-    told = f"{CONFIDENCE:.0%} interval [{low:.3f}, {high:.3f}] reaches beyond the {pct:g}% threshold"
+    told = (
+        f"{CONFIDENCE:.0%} interval [{_fixed(low, 3)}, {_fixed(high, 3)}] reaches beyond the {pct:g}% "
+        "threshold"
+    )
     if p is None:
         return f"{told}; no test possible with {n_a}+{n_b} values"
     if _too_few_rounds(n_a, n_b, alpha):
         return (
-            f"ratio {ratio:.3f}: {n_a}+{n_b} rounds decide nothing (smallest p {smallest_p(n_a, n_b):.2g}; "
-            f"no sameness either); run {WELCH_MIN_ROUNDS} or more a side"
+            f"ratio {_fixed(ratio, 3)}: {n_a}+{n_b} rounds decide nothing (smallest p "
+            f"{smallest_p(n_a, n_b):.2g}; no sameness either); run {WELCH_MIN_ROUNDS} or more a side"
         )
     if 1 / (1 + pct / 100) < ratio < 1 + pct / 100:
-        return f"ratio {ratio:.3f} is inside the threshold, but the {told}; more rounds narrow it"
-    return f"ratio {ratio:.3f} is beyond the threshold but not significant (p={p:.2g} >= {alpha:g})"
+        return f"ratio {_fixed(ratio, 3)} is inside the threshold, but the {told}; more rounds narrow it"
+    return f"ratio {_fixed(ratio, 3)} is beyond the threshold but not significant (p={p:.2g} >= {alpha:g})"
 
 
 def _mann_whitney(a: Samples, b: Samples) -> float | None:
@@ -259,13 +281,13 @@ def _mann_whitney(a: Samples, b: Samples) -> float | None:
 def _ratio_interval(a: Samples, b: Samples) -> tuple[float, float]:
     """Percentile bootstrap interval of median(b) / median(a), resampling each side independently."""
     if len(a) < 2 or len(b) < 2 or (np.all(a == a[0]) and np.all(b == b[0])):
-        ratio = float(np.median(b) / np.median(a))
+        ratio = time_ratio(float(np.median(b)), float(np.median(a)))
         return (ratio, ratio) if len(a) > 1 and len(b) > 1 else (0.0, math.inf)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), np.errstate(over="ignore", invalid="ignore"):  # its spread of 1e304s
         warnings.simplefilter("ignore", category=scistats.DegenerateDataWarning)
         result = scistats.bootstrap(
             (b, a),
-            lambda x, y, axis: np.median(x, axis=axis) / np.median(y, axis=axis),
+            _median_ratio,
             vectorized=True,
             paired=False,
             confidence_level=CONFIDENCE,
@@ -275,3 +297,14 @@ def _ratio_interval(a: Samples, b: Samples) -> tuple[float, float]:
             random_state=np.random.default_rng(SEED),
         )
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+_RATIO_SPAN = (math.exp(-_LOG_SPAN), math.exp(_LOG_SPAN))
+
+
+def _median_ratio(x: Samples, y: Samples, axis: int) -> Samples:
+    """median(x) / median(y) held within exp(+-700), as ``time_ratio``: the bootstrap's statistic, which
+    a resample of valid times far apart would otherwise take to inf or 0."""
+    with np.errstate(over="ignore", under="ignore"):
+        ratios: Samples = np.median(x, axis=axis) / np.median(y, axis=axis)
+    return np.clip(ratios, *_RATIO_SPAN)
