@@ -255,16 +255,14 @@ def tests(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", *session.posargs)
 
 
-# Our own published tables: every committed GPU result (lab/evidence/*/: not the CPU runs of torch-axis-cpu,
-# nor hostile-input's planted documents), in one history, published as a site. The site is not committed (it
-# is regenerated); its screenshots are (lab/evidence/history-site/).
+# Our own published tables: every committed GPU result (lab/evidence/*/: not the CPU runs of site-cpu, nor
+# hostile-input's planted documents), in one history, published as a site. The site is not committed (it is
+# regenerated); its screenshots are (lab/evidence/history-site/).
 GPU_RESULTS = sorted(
     {
         os.path.dirname(path)
         for path in glob.glob("lab/evidence/*/**/*.json.gz", recursive=True)
-        if not path.startswith(
-            ("lab/evidence/torch-axis-cpu/", "lab/evidence/hostile-input/", "lab/evidence/site-cpu/")
-        )
+        if not path.startswith(("lab/evidence/hostile-input/", "lab/evidence/site-cpu/"))
     }
 )
 

@@ -36,6 +36,7 @@ def build(out: Path, measurements: int) -> Path:
     plan["rounds"] = ROUNDS
     out.mkdir(parents=True)
     jsonio.write_atomic(out / folder.PLAN_FILE, plan)
+    made_for = folder.plan_sha256(out)  # the grown documents are this plan's rounds, not the source's
     per_document = measurements // (CELLS * ROUNDS)
     for cell in plan["cells"]:
         for round_index in range(1, ROUNDS + 1):
@@ -53,6 +54,8 @@ def build(out: Path, measurements: int) -> Path:
                 m["workload"] = f"w{i:05d}"
                 grown.append(m)
             doc["measurements"] = grown
+            if "plan_sha256" in doc["run"]:
+                doc["run"]["plan_sha256"] = made_for
             jsonio.write_atomic(folder.result_path(out, cell["id"], round_index), doc, compact=True)
     return out
 

@@ -1,9 +1,10 @@
-"""The lab's evidence the tests read: one name for each study folder of lab/evidence/ that a test uses.
+"""The lab's evidence the tests read: one name for each study folder of lab/evidence/ that a test uses, and
+for each of the small fixtures made for the tests from evidence that left the tree (tests/fixtures/).
 
 Tests never build a path into lab/evidence/ themselves; they import the folder they read from here, so a move
 of the evidence is one edit in this module. Each study's README (lab/evidence/<study>/README.md, or the
 table in lab/evidence/README.md) says what ran and what it claims; tests/lab/ checks those claims, and the
-other tests use the results as realistic input.
+other tests use the results as realistic input. A fixture's README says where it comes from and what was cut.
 """
 
 from __future__ import annotations
@@ -61,10 +62,6 @@ SITE_CPU = LAB / "site-cpu"
 (quiet/, one measurement stalled) and 3 on a busy one (busy/, load 2.6 on 2 cores): the site's CPU columns
 and spoiled rounds."""
 
-TORCH_AXIS_CPU = LAB / "torch-axis-cpu"
-"""PyPI's torch 2.12.0 against 2.13.0 on a CPU, each in its own environment: the torch release axis checked
-(its matrix.yaml and results/, 3 rounds, every row inconclusive). Not a cuDNN comparison."""
-
 TORCH_AXIS_H100 = LAB / "torch-axis-h100"
 """Torch builds x cuDNN sources on one H100, each build in an environment of its own (results/, each cell's
 `nccl` record; t215/report: torch 2.15.0's committed render)."""
@@ -76,3 +73,8 @@ local backend (local/), on one H100."""
 TORCH_DEFAULTS = LAB / "torch-defaults"
 """Issue 58: the torch axis in PyTorch's default precision on one H200: 2.14.1 (t214/) and 2.15.0 (t215/),
 each against 2.11.0+cu130."""
+
+TORCH_AXIS_CPU_CUT = REPO / "tests" / "fixtures" / "torch-axis-cpu"
+"""The retired study torch-axis-cpu (PyPI's torch 2.12.0 against 2.13.0 on a CPU, each in its own
+environment), cut for the tests: its matrix.yaml and results/, 3 rounds a build, 4 rows (maxpool2d fp32 and
+bf16, gelu fp32, gemm fp32), every one inconclusive. Not a cuDNN comparison."""

@@ -18,9 +18,9 @@ from harness import jsonio
 from harness.report.sections import run_sections
 from harness.suite.probes import host
 from tests.conftest import REPO, run_cli, timed_on_a_busy_host
-from tests.evidence import RELEASE_ATLAS, TORCH_AXIS_CPU
+from tests.evidence import RELEASE_ATLAS, TORCH_AXIS_CPU_CUT
 
-CPU_AXIS = TORCH_AXIS_CPU / "results"
+CPU_AXIS = TORCH_AXIS_CPU_CUT / "results"
 
 
 def test_samples_quantized_at_the_scheduler_tick_are_a_stalled_measurement():

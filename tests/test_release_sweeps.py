@@ -34,7 +34,7 @@ from harness.suite.timing.summary import summarize
 from harness.workflows import bisect as bisect_module
 from harness.workflows.bisect import bisect, run_with
 from tests.conftest import cli_in_process, run_cli
-from tests.evidence import GPU_VERDICTS, TORCH_AXIS_CPU
+from tests.evidence import GPU_VERDICTS, TORCH_AXIS_CPU_CUT
 
 TORCH = "2.13.0"  # the CPU build /etc/pip.conf's find-links holds: torch 2.13.0+cpu
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -920,7 +920,7 @@ def test_a_bisect_that_reused_every_round_says_so_and_where_its_default_folder_i
     done = run_cli(
         "bisect",
         "--matrix",
-        str(TORCH_AXIS_CPU / "matrix.yaml"),
+        str(TORCH_AXIS_CPU_CUT / "matrix.yaml"),
         "--row",
         "gemm:fp32",
         "--good",
@@ -928,7 +928,7 @@ def test_a_bisect_that_reused_every_round_says_so_and_where_its_default_folder_i
         "--bad",
         "2.13.0",
         "--results",
-        str(TORCH_AXIS_CPU / "results"),
+        str(TORCH_AXIS_CPU_CUT / "results"),
         "--out",
         str(out),
     )

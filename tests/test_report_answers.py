@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, run_cli
-from tests.evidence import GPU_DOCKER, GPU_LOCAL_ROUNDS, GPU_VERDICTS, RELEASE_ATLAS, TORCH_AXIS_CPU
+from tests.evidence import GPU_DOCKER, GPU_LOCAL_ROUNDS, GPU_VERDICTS, RELEASE_ATLAS, TORCH_AXIS_CPU_CUT
 
 VERDICT_SHARDS = [GPU_VERDICTS / f"results-shard{i}" for i in (1, 2, 3)]  # 7 rounds
-CPU_AXIS = TORCH_AXIS_CPU / "results"  # 3 rounds, every row inconclusive
+CPU_AXIS = TORCH_AXIS_CPU_CUT / "results"  # 3 rounds, every row inconclusive
 UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
@@ -144,7 +144,7 @@ def test_inconclusive_rows_get_the_command_that_decides_them_and_its_cost(tmp_pa
     # report.md wraps prose at any space, so where a line breaks depends on tmp_path's length
     steps = " ".join(_section((out / "report.md").read_text(), "What to do next").split())
     assert "No cell is shown better" in steps
-    matrix = (TORCH_AXIS_CPU / "matrix.yaml").relative_to(REPO)  # as its results name it
+    matrix = (TORCH_AXIS_CPU_CUT / "matrix.yaml").relative_to(REPO)  # as its results name it
     assert f"python -m harness qualify --matrix {matrix} --out" in steps
     assert "`rounds: 7`" in steps and re.search(r"about \d+ more processes, \d+ (s|min) at most", steps)
 

@@ -18,7 +18,7 @@ import pytest
 from harness import jsonio
 from harness.backends.local import cache
 from tests.conftest import REPO, cli_in_process, harness_env, run_cli
-from tests.evidence import TORCH_AXIS_CPU
+from tests.evidence import TORCH_AXIS_CPU_CUT
 
 pytestmark = pytest.mark.slow  # every test here takes seconds (docs/development.md: the fast tests)
 
@@ -176,7 +176,7 @@ suite: {device: cpu, workloads: [relu], dtypes: [fp32_default], time_budget_s: 0
 rounds: 2
 baseline: {torch: "2.13.0"}
 """
-CPU_AXIS = TORCH_AXIS_CPU / "results"  # PyPI's 2.12.0 and 2.13.0, made on another host
+CPU_AXIS = TORCH_AXIS_CPU_CUT / "results"  # PyPI's 2.12.0 and 2.13.0, made on another host
 CPU_ROW = ("--workload", "maxpool2d", "--dtype", "fp32")
 
 
