@@ -252,7 +252,9 @@ def tests(session: nox.Session) -> None:
     """The test suite: real subprocesses, real CPU torch runs, the committed GPU results."""
     _session_torch(session)  # the tests import torch themselves
     _install(session, extras="test")
-    session.run("python", "-m", "pytest", *session.posargs)
+    # every test, as CI runs them: in parallel, a file per worker at a time (tests/conftest.py groups them)
+    workers = ["-n", str(min(os.cpu_count() or 1, 4)), "--dist", "loadgroup"]
+    session.run("python", "-m", "pytest", *(session.posargs or workers))
 
 
 # Our own published tables: every committed GPU result (lab/evidence/*/: not the CPU runs of site-cpu, nor

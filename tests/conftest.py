@@ -30,6 +30,20 @@ baseline: {cudnn: bundled}
 """
 
 
+# One machine-wide resource each: the Docker engine's images and the one-node Slurm cluster. Under
+# pytest-xdist (``nox -s tests``: ``-n`` workers, ``--dist loadgroup``) their tests run on one worker, one
+# after another; every other test file runs whole on some worker, so a module's fixtures are made once.
+SERIAL = "engine-and-cluster"
+CLUSTER_FILES = ("test_slurm.py",)
+
+
+@pytest.hookimpl(trylast=True)  # after tests/docker_engine.py has marked the engine's tests
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        serial = item.get_closest_marker("engine") is not None or item.path.name in CLUSTER_FILES
+        item.add_marker(pytest.mark.xdist_group(SERIAL if serial else str(item.path.relative_to(REPO))))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _harness_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Environments and cuDNN releases the tests make go to a folder of the test session's, never the

@@ -59,6 +59,7 @@ class ThresholdsSection(TypedDict, total=False):
     regression_pct: float
     per_workload: dict[str, float]
     alpha: float
+    cpu_regression_pct: float
 
 
 class MatrixDocument(TypedDict, total=False):
@@ -285,6 +286,9 @@ def _plan(data: MatrixDocument, made: Made, backend: str, path: Path) -> Plan:
         source=str(path),
         rounds=int(data.get("rounds", DEFAULT_ROUNDS)),
         alpha=float(thresholds.get("alpha", DEFAULT_ALPHA)),
+        cpu_regression_pct=float(thresholds["cpu_regression_pct"])
+        if "cpu_regression_pct" in thresholds
+        else None,
         slurm=checked_section(data, "slurm"),
         docker=checked_section(data, "docker"),
         left_out=tuple(made.left_out),

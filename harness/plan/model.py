@@ -11,7 +11,10 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypedDict
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
+
+if TYPE_CHECKING:
+    from typing_extensions import NotRequired
 
 from harness.plan.axes import AXES, BY_NAME, Axis, CudnnSource
 from harness.suite.settings import SuiteSettings
@@ -84,6 +87,7 @@ class Thresholds(TypedDict):
     regression_pct: float
     per_workload: dict[str, float]
     alpha: float
+    cpu_regression_pct: NotRequired[float]
 
 
 class LeftOutDocument(TypedDict):
@@ -200,6 +204,7 @@ class Plan:
     docker: DockerSection = field(default_factory=lambda: DockerSection())
     left_out: tuple[LeftOut, ...] = ()  # cells of the matrix this host does not run, and why
     chosen: tuple[Chosen, ...] = ()  # what this host made of the matrix's conditional sources
+    cpu_regression_pct: float | None = None  # every row's threshold where the rows ran on a CPU
 
     @property
     def gpu_access(self) -> str:
@@ -237,13 +242,19 @@ class Plan:
             "baseline": self.baseline_id,
             "knob_sets": list(self.knob_sets),
             "suite": self.suite.to_json(),
-            "thresholds": {
-                "regression_pct": self.regression_pct,
-                "per_workload": self.per_workload_pct,
-                "alpha": self.alpha,
-            },
+            "thresholds": self._thresholds(),
             "rounds": self.rounds,
         }
+
+    def _thresholds(self) -> Thresholds:
+        found: Thresholds = {
+            "regression_pct": self.regression_pct,
+            "per_workload": self.per_workload_pct,
+            "alpha": self.alpha,
+        }
+        if self.cpu_regression_pct is not None:  # only where set: a plan without it hashes as it always did
+            found["cpu_regression_pct"] = self.cpu_regression_pct
+        return found
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> Plan:
@@ -264,6 +275,7 @@ class Plan:
             docker=checked_section(raw, "docker"),
             left_out=tuple(LeftOut.from_json(left) for left in raw.get("left_out", ())),
             chosen=tuple(Chosen.from_json(chosen) for chosen in raw.get("chosen", ())),
+            cpu_regression_pct=raw["thresholds"].get("cpu_regression_pct"),
         )
 
     def threshold_pct(self, workload: str) -> float:

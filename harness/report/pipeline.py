@@ -73,7 +73,7 @@ def report(plan: Plan, dirs: list[Path], out: Path, policy: Policy, warn: Say) -
     loaded = documents.load_many(dirs)
     _refuse_refused_cells(plan, dirs, loaded)
     _refuse_incomparable(dirs, loaded, warn)
-    view = View.from_plan(plan)
+    view = View.from_plan(plan).on(documents.devices(loaded))
     other = _other_plans(view, loaded)
     if other:
         warn(f"note: {other}")
@@ -203,7 +203,7 @@ def undecided(plan: Plan, dirs: list[Path], before_round: int | None = None) -> 
             if documents.round_of(d) < before_round
         }
         loaded = _subset(loaded, earlier)
-    view = View.from_plan(plan)
+    view = View.from_plan(plan).on(documents.devices(loaded))
     frame = frames.long_form(loaded)
     if frame.empty:
         return None
@@ -315,7 +315,8 @@ def compare(asked: CompareRequest, policy: Policy, out: Path | None, warn: Say) 
                 f"ad-hoc comparison, {judged.told()}",
                 per_workload_pct=dict(judged.per_workload_pct),
                 cautions=differences,
-            )
+                cpu_pct=judged.cpu_pct,
+            ).on(documents.devices(loaded))
             part = _subset(loaded, mine)
             analysis = analyze(view, part, policy, group_of_file={f: e.side for f, e in mine.items()})
             rendered = None

@@ -33,12 +33,16 @@ class Thresholds:
     alpha: float = DEFAULT_ALPHA
     per_workload_pct: Mapping[str, float] = field(default_factory=dict)
     source: str = "the defaults"
+    cpu_pct: float | None = None  # every row's where both sides ran on CPUs (a plan's cpu_regression_pct)
 
     def told(self) -> str:
         """``threshold 5% (relu 10%), alpha 0.002, from A's plan``."""
         per = ", ".join(f"{w} {pct:g}%" for w, pct in sorted(self.per_workload_pct.items()))
         return (
-            f"threshold {self.regression_pct:g}%" + (f" ({per})" if per else "") + f", alpha {self.alpha:g}, "
+            f"threshold {self.regression_pct:g}%"
+            + (f" ({per})" if per else "")
+            + (f" ({self.cpu_pct:g}% on a CPU)" if self.cpu_pct is not None else "")
+            + f", alpha {self.alpha:g}, "
             f"{self.source}"
         )
 
@@ -194,7 +198,11 @@ def thresholds(
     else:
         side = "A" if plans["A"] else "B"
         found = Thresholds(
-            chosen.regression_pct, chosen.alpha, chosen.per_workload_pct, f"from {side}'s plan"
+            chosen.regression_pct,
+            chosen.alpha,
+            chosen.per_workload_pct,
+            f"from {side}'s plan",
+            chosen.cpu_regression_pct,
         )
     given = [name for name, value in (("threshold", pct), ("alpha", alpha)) if value is not None]
     if not given:

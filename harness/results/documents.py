@@ -33,6 +33,11 @@ class LoadedResults:
     duplicates: tuple[Duplicate, ...] = ()  # copies of runs already loaded: counted once, never as rounds
 
 
+def devices(loaded: LoadedResults) -> set[str]:
+    """The devices the loaded results' rows ran on (``cpu``, ``cuda``; a failed run may record none)."""
+    return {d for d in (doc.get("device") for doc in loaded.documents) if isinstance(d, str)}
+
+
 def round_of(document: ResultDocument) -> int:
     """Which round of its cell a result is (1 for results written before rounds were recorded)."""
     return document["run"].get("round", 1)

@@ -82,7 +82,7 @@ def write(
 ) -> Written:
     """The reproducer of the ``asked`` row into ``out``."""
     loaded = documents.load_many(dirs)
-    view = View.from_plan(plan)
+    view = View.from_plan(plan).on(documents.devices(loaded))
     analysis = analyze(view, loaded, policy)
     row = _the_row(analysis.timing, view, asked.workload, asked.dtype, asked.candidate, asked.knobs)
     cells = {c.id: c for c in plan.cells}

@@ -53,6 +53,7 @@ def handle(args: argparse.Namespace, out: Output) -> int:
     print(
         f"\n{len(plan.cells)} cells x {len(plan.knob_sets)} knob sets, backend {plan.backend}, "
         f"suite profile {plan.suite.profile}, regression threshold {plan.regression_pct:g}%"
+        + (f" ({plan.cpu_regression_pct:g}% on a CPU)" if plan.cpu_regression_pct is not None else "")
     )
     lines = decided(plan)
     if lines:

@@ -3,6 +3,7 @@ analysis found in it (``Analysis``)."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -31,9 +32,16 @@ class View:
     cells: tuple[Cell, ...] = ()  # the matrix's cells, where the groups are cells (not a compare)
     cautions: tuple[str, ...] = ()  # what a reader must read first, as its maker knows (a compare's sides)
     matrix: str | None = None  # the matrix file the groups came from, where they are its cells
+    cpu_pct: float | None = None  # every row's threshold where every result ran on a CPU (None: default_pct)
 
     def threshold_pct(self, workload: str) -> float:
         return self.per_workload_pct.get(workload, self.default_pct)
+
+    def on(self, devices: set[str]) -> View:
+        """The view that judges results run on ``devices``: on CPUs alone, at ``cpu_pct`` where given."""
+        if self.cpu_pct is None or devices != {"cpu"}:
+            return self
+        return dataclasses.replace(self, default_pct=self.cpu_pct)
 
     @property
     def letters(self) -> dict[str, str]:
@@ -54,6 +62,7 @@ class View:
             per_workload_pct=plan.per_workload_pct,
             cells=plan.cells,
             matrix=plan.source,
+            cpu_pct=plan.cpu_regression_pct,
         )
 
 
