@@ -82,4 +82,4 @@ def test_the_readmes_first_run_figures_are_the_committed_measurements():
     assert said is not None
     walls = sorted(r["wall_s"] for r in loaded)
     assert (float(said[1]), float(said[2])) == (walls[0], walls[-1])
-    assert all(r["stopped"].startswith("stopped after") and r["exit_code"] == 0 for r in loaded)  # and said why
+    assert all(r["stopped"].startswith("stopped after") and r["exit_code"] == 0 for r in loaded)  # said why
