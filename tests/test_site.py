@@ -3,6 +3,7 @@ hold; only what a new run touches rebuilt; and the site in a real browser (Debia
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import xml.etree.ElementTree as ET
@@ -10,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.cli.commands import site as site_command
+from harness.cli.console import Console
+from harness.cli.output import Output
 from harness.history import add
 from harness.site import build, folder
 from tests.conftest import run_cli, untouched
@@ -280,3 +284,24 @@ def test_at_1400_and_390_px_plots_take_the_page_headers_never_break_and_nothing_
                 assert charts and min(charts) > WIDE - 150, charts
     finally:
         chromium.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def test_a_build_says_how_far_it_is_row_by_row_and_a_site_of_many_rows_says_so(history, tmp_path):
+    heard: list[tuple[int, int]] = []
+    done = build.build(history, tmp_path / "site", progress=lambda k, n: heard.append((k, n)))
+    assert heard == [(k, done.rows) for k in range(1, done.rows + 1)]
+
+    def printed(total: int) -> list[str]:  # what the command prints of a build of ``total`` rows
+        stream = io.StringIO()
+        said = site_command._progress(Output(Console(stream=stream)))
+        for k in range(1, total + 1):
+            said(k, total)
+        return [line.split("] ", 1)[-1] for line in stream.getvalue().splitlines()]
+
+    assert printed(250) == [
+        "site: 250 rows, each kept where unchanged or rebuilt",
+        "site: 100 of 250 rows",
+        "site: 200 of 250 rows",
+        "site: 250 of 250 rows",
+    ]
+    assert printed(5) == []

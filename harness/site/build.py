@@ -16,7 +16,7 @@ import hashlib
 import os
 import re
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
@@ -122,8 +122,11 @@ class _Writer:
             self.write(parts.name(base, part), content)
 
 
-def build(history_root: Path, out: Path, full: bool = False) -> Built:
-    """The site of the history at ``history_root``, written into ``out`` (checked first: ``folder``)."""
+def build(
+    history_root: Path, out: Path, full: bool = False, progress: Callable[[int, int], None] | None = None
+) -> Built:
+    """The site of the history at ``history_root``, written into ``out`` (checked first: ``folder``);
+    ``progress`` hears (rows done, rows) after each row, kept or rebuilt."""
     history = open_history(history_root)
     ensure_index(history)
     out = folder.prepare(out, history)
@@ -137,13 +140,15 @@ def build(history_root: Path, out: Path, full: bool = False) -> Built:
         row_digests = previous["rows"] if previous else {}
         found: dict[Row, list[steps.Step]] = {}
         rebuilt = 0
-        for info in catalog.rows:
+        for done, info in enumerate(catalog.rows, 1):
             kept = _kept_steps(out, info, row_digests, writer)
             if kept is None:
                 found[info.row] = _row(db, catalog, info, out, writer)
                 rebuilt += 1
             else:
                 found[info.row] = kept
+            if progress:
+                progress(done, len(catalog.rows))
         for run in catalog.runs.values():
             name = names.run_page(run)
             if writer.has(name):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 
 from harness.cli import option_groups
@@ -10,6 +11,8 @@ from harness.cli.checked_types import nonempty_path
 from harness.cli.command import Command
 from harness.cli.commands.history import history_dir
 from harness.cli.output import EXIT_OK, Output
+
+PROGRESS_EVERY = 100  # rows: a long build says how far it is every so many
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,7 +27,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 def handle(args: argparse.Namespace, out: Output) -> int:
     from harness.site import build
 
-    done = build.build(history_dir(args), args.out, args.full)
+    done = build.build(history_dir(args), args.out, args.full, _progress(out))
     largest = (
         f"; the largest file written: {done.largest[0]} ({done.largest[1] / 1024:.0f} KiB)"
         if done.largest[0]
@@ -36,6 +39,20 @@ def handle(args: argparse.Namespace, out: Output) -> int:
         f"{done.out / 'index.html'}"
     )
     return EXIT_OK
+
+
+def _progress(out: Output) -> Callable[[int, int], None]:
+    """A line when a site of many rows starts, every PROGRESS_EVERY rows, and at the last; none for few."""
+
+    def said(done: int, total: int) -> None:
+        if total < PROGRESS_EVERY:
+            return
+        if done == 1:
+            out.say(f"site: {total} rows, each kept where unchanged or rebuilt")
+        elif done % PROGRESS_EVERY == 0 or done == total:
+            out.say(f"site: {done} of {total} rows")
+
+    return said
 
 
 COMMAND = Command(
