@@ -253,7 +253,8 @@ def tests(session: nox.Session) -> None:
     _session_torch(session)  # the tests import torch themselves
     _install(session, extras="test")
     # every test, as CI runs them: in parallel, a file per worker at a time (tests/conftest.py groups them)
-    workers = ["-n", str(min(os.cpu_count() or 1, 4)), "--dist", "loadgroup"]
+    # (pytest-benchmark, where the system has it, would refuse to run beside xdist: these tests use none)
+    workers = ["-n", str(min(os.cpu_count() or 1, 4)), "--dist", "loadgroup", "-p", "no:benchmark"]
     session.run("python", "-m", "pytest", *(session.posargs or workers))
 
 
