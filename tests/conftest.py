@@ -37,10 +37,11 @@ SERIAL = "engine-and-cluster"
 CLUSTER_FILES = ("test_slurm.py",)
 
 
-@pytest.hookimpl(trylast=True)  # after tests/docker_engine.py has marked the engine's tests
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the tests' ids
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        serial = item.get_closest_marker("engine") is not None or item.path.name in CLUSTER_FILES
+        engine = "engine" in getattr(item, "fixturenames", ())  # as tests/docker_engine.py marks them
+        serial = engine or item.path.name in CLUSTER_FILES
         item.add_marker(pytest.mark.xdist_group(SERIAL if serial else str(item.path.relative_to(REPO))))
 
 

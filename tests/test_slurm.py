@@ -69,6 +69,17 @@ def _array_tasks(job_name: str) -> list[tuple[str, str]]:
     return [tuple(line.split()) for line in listed.stdout.splitlines()]  # type: ignore[misc]
 
 
+def _arrays(job_name: str) -> set[str]:
+    """The job ids of the arrays of that name in the queue now."""
+    return {task.split("_")[0] for task, _ in _array_tasks(job_name)}
+
+
+def _new_tasks(job_name: str, before: set[str]) -> list[tuple[str, str]]:
+    """The tasks of arrays submitted since ``before`` was taken: a test's own, never an earlier test's
+    array still draining on a busy host."""
+    return [(task, state) for task, state in _array_tasks(job_name) if task.split("_")[0] not in before]
+
+
 @pytest.mark.slow
 def test_a_cpu_matrix_runs_through_slurm_end_to_end(cluster, tmp_path):
     out, report = tmp_path / "results", tmp_path / "report"
@@ -120,11 +131,16 @@ def test_a_cpu_matrix_runs_through_slurm_end_to_end(cluster, tmp_path):
 def test_a_task_that_ends_without_a_result_is_reported_and_resubmitted(cluster, tmp_path):
     out = tmp_path / "results"
     matrix = _matrix(tmp_path, workload="gemm", budget=4)
+    before = _arrays("harness-slurm-ci")
     proc = start_cli("run", "--backend", "slurm", "--matrix", str(matrix), "--out", str(out))
     deadline, victim = time.monotonic() + 120, None
     while victim is None and time.monotonic() < deadline:
         victim = next(
-            (i for i, state in _array_tasks("harness-slurm-ci") if i.endswith("_0") and state == "RUNNING"),
+            (
+                i
+                for i, state in _new_tasks("harness-slurm-ci", before)
+                if i.endswith("_0") and state == "RUNNING"
+            ),
             None,
         )
         time.sleep(0.3)
@@ -145,10 +161,11 @@ def test_a_task_that_ends_without_a_result_is_reported_and_resubmitted(cluster, 
 def test_ctrl_c_cancels_the_array(cluster, tmp_path):
     out = tmp_path / "results"
     matrix = _matrix(tmp_path, workload="gemm", budget=5)
+    before = _arrays("harness-slurm-ci")
     proc = start_cli("run", "--backend", "slurm", "--matrix", str(matrix), "--out", str(out))
     deadline = time.monotonic() + 120
     while (
-        not any(state == "RUNNING" for _, state in _array_tasks("harness-slurm-ci"))
+        not any(state == "RUNNING" for _, state in _new_tasks("harness-slurm-ci", before))
         and time.monotonic() < deadline
     ):
         time.sleep(0.3)
@@ -156,9 +173,9 @@ def test_ctrl_c_cancels_the_array(cluster, tmp_path):
     output, _ = proc.communicate(timeout=120)
     assert proc.returncode == 130 and "cancelled array job" in output, output
     deadline = time.monotonic() + 60
-    while _array_tasks("harness-slurm-ci") and time.monotonic() < deadline:
+    while _new_tasks("harness-slurm-ci", before) and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert _array_tasks("harness-slurm-ci") == []
+    assert _new_tasks("harness-slurm-ci", before) == []
 
 
 @pytest.mark.parametrize(
@@ -182,10 +199,11 @@ def test_bad_slurm_settings_are_refused_before_anything_is_submitted(tmp_path, a
 def test_an_array_left_by_a_killed_run_is_not_swept_from_under_it(cluster, tmp_path):
     out = tmp_path / "results"
     matrix = _matrix(tmp_path, workload="gemm", budget=5)
+    before = _arrays("harness-slurm-ci")
     proc = start_cli("run", "--backend", "slurm", "--matrix", str(matrix), "--out", str(out))
     deadline = time.monotonic() + 120
     while (
-        not any(state == "RUNNING" for _, state in _array_tasks("harness-slurm-ci"))
+        not any(state == "RUNNING" for _, state in _new_tasks("harness-slurm-ci", before))
         and time.monotonic() < deadline
     ):
         time.sleep(0.3)

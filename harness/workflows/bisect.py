@@ -79,7 +79,7 @@ def bisect(
 ) -> Found:
     """Find where ``row`` changed between the releases ``good`` and ``bad`` of ``plan``'s release axis."""
     axis, (workload, dtype), lo, hi = _checked(plan, row, good, bad)
-    _check_folders(reuse)
+    check_folders(reuse)
     folders = [*reuse, out]
     judge = _Judge(plan, workload, dtype, folders, run, out, say)
     between = abs(hi - lo) + 1
@@ -202,7 +202,7 @@ def _checked(plan: Plan, row: str, good: str, bad: str) -> tuple[ReleaseAxis, tu
     return axis, (workload, dtype), places[0], places[1]
 
 
-def _check_folders(reuse: list[Path]) -> None:
+def check_folders(reuse: list[Path]) -> None:
     """Each folder whose results the search reuses is one ``report`` would read: a results folder with
     its plan (InputError naming it and the fix, setting ``results``, as report refuses it)."""
     problems = []

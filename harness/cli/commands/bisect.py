@@ -84,8 +84,9 @@ def _runs_here(plan: Plan, args: argparse.Namespace) -> None:
     BackendUnavailable (exit 3) where this host cannot run the cells the search needs: no torch where
     they ask for the installed one, or no GPU for a cuDNN release's cells (each round would fail)."""
     from harness.backends.host import has_nvidia_gpu, without_a_gpu
-    from harness.workflows.bisect import cells_between
+    from harness.workflows.bisect import cells_between, check_folders
 
+    check_folders(args.results or [])  # bad input is said first, as exit 2
     needed = cells_between(plan, args.row, args.good, args.bad)
     requests.torch_check(dataclasses.replace(plan, cells=tuple(needed)), args)
     if plan.backend == "local" and args.backend != "slurm" and not has_nvidia_gpu():
