@@ -183,38 +183,43 @@ class SuiteSettings:
             action="store_false",
             help="skip the profiled call that records the operators and kernels",
         )
-        parser.add_argument(
-            "--windows",
-            type=int,
-            default=default.windows,
-            help="on a GPU, the least windows (passes over the rows) a row is timed in",
-        )
-        parser.add_argument(
-            "--windows-max",
-            type=int,
-            default=default.windows_max,
-            help="on a GPU, the most windows a row is timed in, while its windows' medians disagree",
-        )
-        parser.add_argument(
-            "--window-target",
-            type=float,
-            default=default.window_target,
-            help="on a GPU, a row gets no more windows once the relative standard error of its windows' "
-            "mean median is under this",
-        )
-
-        parser.add_argument(
-            "--placement-pad-mib",
-            type=int,
-            default=default.placement_pad_mib,
-            help="on a GPU, each window first holds a pad of 0 to this many MiB, so that the row's windows "
-            "lie in different places in memory (0: no pad)",
-        )
+        _window_arguments(parser, default)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> SuiteSettings:
         """The settings the options of ``add_arguments`` parsed."""
         return cls(**{f.name: getattr(args, f.name) for f in fields(cls)})
+
+
+def _window_arguments(parser: argparse.ArgumentParser, default: SuiteSettings) -> None:
+    """The options of how a GPU row is spread over windows (``WINDOW_FIELDS``)."""
+    parser.add_argument(
+        "--windows",
+        type=int,
+        default=default.windows,
+        help="on a GPU, the least windows (passes over the rows) a row is timed in",
+    )
+    parser.add_argument(
+        "--windows-max",
+        type=int,
+        default=default.windows_max,
+        help="on a GPU, the most windows a row is timed in, while its windows' medians disagree",
+    )
+    parser.add_argument(
+        "--window-target",
+        type=float,
+        default=default.window_target,
+        help="on a GPU, a row gets no more windows once the relative standard error of its windows' "
+        "mean median is under this",
+    )
+
+    parser.add_argument(
+        "--placement-pad-mib",
+        type=int,
+        default=default.placement_pad_mib,
+        help="on a GPU, each window first holds a pad of 0 to this many MiB, so that the row's windows "
+        "lie in different places in memory (0: no pad)",
+    )
 
 
 DEFAULTS = SuiteSettings()
