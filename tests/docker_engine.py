@@ -68,7 +68,19 @@ def engine():
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI needs a running Docker engine (.ci/run starts one): {exc}")
         pytest.skip(f"no Docker engine: {exc}")
-    return client
+    before = _dangling(client)
+    yield client
+    # what this module's builds left untagged (a rebuilt tag's old image, a removed image's layers): a GB
+    # and more each, on a CI machine whose disk may be small; images that were there before stay
+    for image_id in _dangling(client) - before:
+        try:
+            client.images.remove(image_id, force=True)
+        except docker.errors.APIError:
+            pass  # in use, or gone with another
+
+
+def _dangling(client: docker.DockerClient) -> set[str]:
+    return {image.id for image in client.images.list(filters={"dangling": True})}
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -181,7 +182,7 @@ CPU_ROW = ("--workload", "maxpool2d", "--dtype", "fp32")
 
 
 @pytest.fixture(scope="module")
-def torch_builds(tmp_path_factory) -> Path:
+def torch_builds(tmp_path_factory) -> Iterator[Path]:
     """A real qualify of two torch cells, each realized by the local backend as an environment of its own
     (both from the CPU build the wheelhouse holds, torch 2.13.0+cpu: the one cheap enough to install twice
     here), in a cache of the test's own."""
@@ -206,7 +207,8 @@ def torch_builds(tmp_path_factory) -> Path:
         env={**harness_env(), cache.CACHE_ENV: str(root / "cache")},
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return root
+    yield root
+    shutil.rmtree(root, ignore_errors=True)  # two torch environments: about 1 GB
 
 
 def test_a_row_across_torch_builds_runs_each_side_under_its_own_environments_python(torch_builds, tmp_path):

@@ -256,8 +256,10 @@ def rendered(tmp_path_factory) -> dict[str, Path]:
     out = {}
     for name, text in (("hostile", HOSTILE), ("benign", BENIGN)):
         root = tmp_path_factory.mktemp(name)
-        results = _results(root / "results", text)
-        done = run_cli("report", "--results", str(results), "--out", str(root / "report"), errors=ESCAPED)
+        _results(root / "results", text)
+        # relative folders: the commands and links that name them (a path is never shortened) are as long
+        # wherever the tests run
+        done = run_cli("report", "--results", "results", "--out", "report", cwd=root, errors=ESCAPED)
         assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr[-3000:]
         out[name] = root / "report"
     return out
