@@ -7,6 +7,7 @@ every test module in conftest.py.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -73,10 +74,8 @@ def engine():
     # what this module's builds left untagged (a rebuilt tag's old image, a removed image's layers): a GB
     # and more each, on a CI machine whose disk may be small; images that were there before stay
     for image_id in _dangling(client) - before:
-        try:
+        with contextlib.suppress(docker.errors.APIError):  # in use, or gone with another
             client.images.remove(image_id, force=True)
-        except docker.errors.APIError:
-            pass  # in use, or gone with another
 
 
 def _dangling(client: docker.DockerClient) -> set[str]:
