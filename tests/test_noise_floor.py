@@ -211,3 +211,36 @@ def test_a_reference_document_altered_by_hand_is_refused_naming_the_file_and_the
     said = capsys.readouterr().err
     assert "events.p1.json: rows[3].sm_clock_mhz: is not what a reference process writes there" in said
     assert not (tmp_path / "out").exists()
+
+
+def test_the_report_splits_rows_by_what_the_references_read_and_counts_the_gpu_s_two_speed_rows(
+    tmp_path, capsys
+):
+    first = harness_medians(1)
+    launched = ("relu", "bf16")  # the reference timers read the host's eager launches on it: 1.5x the graph
+    theirs = {row: s * (1.5 if row == launched else 1.0) for row, s in first.items()}
+    one = folder_of(tmp_path / "one", first, harness=True)
+    for index in (1, 2):
+        jsonio.write_atomic(
+            one / "reference" / f"do_bench.p{index}.json", reference_doc("do_bench", index, theirs, 1980)
+        )
+    capped = ("gemm", "bf16")  # process 1 ran it at two speeds under the power limit
+    path = one / "harness" / f"{BUNDLED}.r1.json.gz"
+    doc = jsonio.read(path)
+    (m,) = [m for m in doc["measurements"] if (m["workload"], m["dtype"]) == capped]
+    fastest = min(m["samples_s"])
+    m["window_medians_s"], m["power_capped_discarded"] = [fastest, fastest * 1.06, fastest], 40
+    jsonio.write_atomic(path, doc)
+
+    assert noise_floor.main(["report", str(one), "--out", str(tmp_path / "report")]) == 0
+    text = capsys.readouterr().out
+    rows = len(first)
+    assert f"\nthe device (< 1.10x graph) | {'':9}{rows - 1:4} " in text
+    assert f"\nthe host (>= 1.10x graph)  | {'':9}{1:4} " in text
+    assert f"over the {rows - 1} rows the GPU ran at one speed: " in text
+    assert (
+        noise_floor.two_speeds(
+            next(p for p in noise_floor.pairs(noise_floor.gather([one]), "harness", 1, 2) if p.row == capped)
+        )
+        == "two speeds on the GPU in process 1"
+    )

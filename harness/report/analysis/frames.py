@@ -17,6 +17,7 @@ from harness.report.analysis import math_flags
 from harness.results.documents import LoadedResults, round_of
 from harness.suite import precision
 from harness.suite.document import CellRecord, Knobs, Numerics, ResultDocument, WhatRan
+from harness.suite.timing import windows
 
 KEYS = ["workload", "dtype", "knobs"]
 # a row's key as a table holds it: its mode's name beside its id
@@ -111,6 +112,8 @@ def long_form(loaded: LoadedResults) -> pd.DataFrame:
                     **_what_ran_columns(m.get("what_ran")),
                     "what_ran_error": m.get("what_ran_error"),
                     "stalled": m.get("stalled") or busy,  # a busy host spoils every row of its run
+                    "window_spread": windows.spread(m.get("window_medians_s")),
+                    "power_capped": m.get("power_capped_discarded"),
                 }
             )
     frame: pd.DataFrame = pd.DataFrame(rows)

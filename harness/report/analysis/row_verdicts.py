@@ -2,7 +2,8 @@
 
 Input is the long-form frame of ``frames.long_form``; a "group" is a cell of the matrix (or a side of an
 ad-hoc ``compare``), each with one or more rounds (independent processes). ``stats.judge`` decides each
-row; a row whose sides were timed differently, or on a busy host, is inconclusive whatever the test said.
+row; a row whose sides were timed differently, or on a busy host, is inconclusive whatever the test said,
+and one the GPU ran at two speeds is never called slower or faster.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import pandas as pd
 
 from harness.report.analysis import ran_changes, stats
 from harness.report.analysis.frames import NAMED, by_key, keys_of, mode, ran_name
+from harness.suite.timing import windows
 
 
 class TimingRow(TypedDict, total=False):
@@ -53,6 +55,7 @@ class TimingRow(TypedDict, total=False):
     timer_candidate: str
     clock: str | None
     spoiled: str | None
+    two_speeds: str | None
 
 
 def records(table: pd.DataFrame) -> list[TimingRow]:
@@ -108,6 +111,7 @@ def timing(
         "timer_candidate",
         "clock",
         "spoiled",
+        "two_speeds",
         "rounds_baseline",
         "rounds_candidate",
         "threshold_pct",
@@ -169,6 +173,11 @@ def _one(
             f"busy host: {spoiled}; measure again with --fresh and nothing else running (load under the "
             "cores): a run again without it keeps this round"
         )
+    speeds = two_speeds(base_ok, mine_ok, pct)
+    if speeds:  # recorded on the row whatever the verdict; never a verdict of its own
+        if verdict in ("slower", "faster"):
+            verdict = "inconclusive"
+        reason = f"{reason}; the GPU ran it at two speeds: {speeds}"
     ran, change = ran_changes.what_ran(base_ok, mine_ok)
     return {
         **row,
@@ -194,6 +203,7 @@ def _one(
         "timer_candidate": timers[1],
         "clock": _clock(base_ok, mine_ok),
         "spoiled": spoiled,
+        "two_speeds": speeds,
         "reason": reason,
     }
 
@@ -225,6 +235,22 @@ def _stalled(base: pd.DataFrame, mine: pd.DataFrame) -> str | None:
             found = [s for s in rows["stalled"] if isinstance(s, str) and s]
             if found:
                 return f"{len(found)} of the {side}'s rounds ({found[0]})"
+    return None
+
+
+def two_speeds(base: pd.DataFrame, mine: pd.DataFrame, pct: float) -> str | None:
+    """Where the GPU ran a row at two speeds (``windows.two_speeds``; the first round found, said), or None:
+    two rounds' ratio is then the GPU's, not the library's."""
+    for side, rows in (("baseline", base), ("candidate", mine)):
+        if "window_spread" not in rows or "power_capped" not in rows:
+            continue
+        columns = rows["window_spread"], rows["power_capped"], rows["round"]
+        for spread, capped, round_ in zip(*columns, strict=True):
+            if windows.two_speeds(spread, capped, pct):
+                return (
+                    f"in the {side}'s round {round_} its windows came {spread:.1%} apart while the power "
+                    f"limit held the clock ({int(capped)} samples dropped)"
+                )
     return None
 
 

@@ -407,6 +407,13 @@ def _validity(analysis: Analysis, name: Callable[[str], str] = str) -> list[str]
     )
     for group, warning in anyway[:3]:
         found.append(f"{name(group)}: {warning}.")
+    timing = analysis.timing
+    if "two_speeds" in timing and timing["two_speeds"].notna().any():
+        found.append(
+            f"{int(timing['two_speeds'].notna().sum())} rows ran at two speeds on the GPU (a round's windows "
+            "as far apart as the row's threshold while the power limit held the clock): none is called "
+            "slower or faster on that; the verdict table says which, and where."
+        )
     frame = analysis.frame
     if "what_ran_error" in frame and frame["what_ran_error"].notna().any():
         errors = frame["what_ran_error"].dropna()

@@ -132,3 +132,21 @@ def merge(windows: list[Measurement], tolerance: float | None = TOLERANCE) -> Me
         if rate in entry:  # rates follow the row's median
             entry[rate] = entry[rate] * scale
     return entry
+
+
+def spread(medians: object) -> float | None:
+    """How far apart a measurement's windows came: the slowest window's median over the fastest's, less 1;
+    None without windows (before suite 0.12 on a CPU, 0.15 on a GPU) or with one."""
+    if not isinstance(medians, list) or len(medians) < 2 or min(medians) <= 0:
+        return None
+    return float(max(medians) / min(medians) - 1)
+
+
+def two_speeds(apart: float | None, capped: object, threshold_pct: float) -> bool:
+    """Whether a GPU measurement ran at two speeds: its windows came ``threshold_pct`` or more apart
+    (``apart``: ``spread``'s) while the power limit held the clock (``capped``: the samples it dropped,
+    ``power_capped_discarded``). The limit acts faster than the clock can be read, so some samples it
+    slowed are kept, and the measurement's median sits wherever its windows fell."""
+    if apart is None or apart != apart or not isinstance(capped, int | float) or capped != capped:
+        return False  # unknown (NaN: a frame's missing cell)
+    return capped > 0 and apart * 100 >= threshold_pct
