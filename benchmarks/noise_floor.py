@@ -1116,7 +1116,8 @@ def goal_lines(gathered: Gathered, timers: list[str], rows: list[Row]) -> list[s
         f"goal: harness p95 <= {AA_GOAL:.1%}: {p95:.3%} ({'met' if p95 <= AA_GOAL else 'NOT met'}); over the "
         f"{len(one_speed)} rows the GPU ran at one speed: {pct(one_speed, 0.95):.3%}",
         f"goal: no row above {ABOVE:.0%}: {len(above)} rows above ({'met' if not above else 'NOT met'}), "
-        f"{len(speeds)} of them at two speeds on the GPU (recorded on the row, never a verdict)",
+        f"{len(speeds)} of them at two speeds on the GPU (recorded on the row, never judged on what the "
+        "switching can make)",
     ]
     theirs = pairs(gathered, "do_bench", 1, 2, rows)
     if theirs:

@@ -3,7 +3,8 @@
 Input is the long-form frame of ``frames.long_form``; a "group" is a cell of the matrix (or a side of an
 ad-hoc ``compare``), each with one or more rounds (independent processes). ``stats.judge`` decides each
 row; a row whose sides were timed differently, or on a busy host, is inconclusive whatever the test said,
-and one the GPU ran at two speeds is never called slower or faster.
+and one the GPU ran at two speeds is called slower or faster only where its switching between them cannot
+make the change.
 """
 
 from __future__ import annotations
@@ -174,10 +175,15 @@ def _one(
             "cores): a run again without it keeps this round"
         )
     speeds = two_speeds(base_ok, mine_ok, pct)
-    if speeds:  # recorded on the row whatever the verdict; never a verdict of its own
-        if verdict in ("slower", "faster"):
-            verdict = "inconclusive"
-        reason = f"{reason}; the GPU ran it at two speeds: {speeds}"
+    if speeds:  # recorded on the row whatever the verdict
+        said, apart = speeds
+        settled = _beyond(result, apart) or _apart_past_chance(base_ok, mine_ok, alpha)
+        if verdict in ("slower", "faster") and not settled:
+            verdict = "inconclusive"  # the GPU's two speeds alone could make this change
+            gap = f"{apart:.1%} apart, as far as this change"
+            reason = f"{reason}; the GPU ran it at two speeds, {gap}: {said}"
+        else:
+            reason = f"{reason}; the GPU ran it at two speeds: {said}"
     ran, change = ran_changes.what_ran(base_ok, mine_ok)
     return {
         **row,
@@ -203,7 +209,7 @@ def _one(
         "timer_candidate": timers[1],
         "clock": _clock(base_ok, mine_ok),
         "spoiled": spoiled,
-        "two_speeds": speeds,
+        "two_speeds": speeds[0] if speeds else None,
         "reason": reason,
     }
 
@@ -238,20 +244,43 @@ def _stalled(base: pd.DataFrame, mine: pd.DataFrame) -> str | None:
     return None
 
 
-def two_speeds(base: pd.DataFrame, mine: pd.DataFrame, pct: float) -> str | None:
-    """Where the GPU ran a row at two speeds (``windows.two_speeds``; the first round found, said), or None:
-    two rounds' ratio is then the GPU's, not the library's."""
+def two_speeds(base: pd.DataFrame, mine: pd.DataFrame, pct: float) -> tuple[str, float] | None:
+    """Where the GPU ran a row at two speeds (``windows.two_speeds``), said for the first round found, and
+    the widest gap between its windows in any such round; None where no round did."""
+    found: list[tuple[str, float]] = []
     for side, rows in (("baseline", base), ("candidate", mine)):
         if "window_spread" not in rows or "power_capped" not in rows:
             continue
         columns = rows["window_spread"], rows["power_capped"], rows["round"]
         for spread, capped, round_ in zip(*columns, strict=True):
             if windows.two_speeds(spread, capped, pct):
-                return (
+                said = (
                     f"in the {side}'s round {round_} its windows came {spread:.1%} apart while the power "
                     f"limit held the clock ({int(capped)} samples dropped)"
                 )
-    return None
+                found.append((said, float(spread)))
+    if not found:
+        return None
+    return found[0][0], max(apart for _, apart in found)
+
+
+def _beyond(result: stats.Comparison, apart: float) -> bool:
+    """Whether a change's whole interval lies beyond the gap between a row's two speeds, which the GPU's
+    switching between them cannot reach."""
+    low, high = result.ci_low, result.ci_high
+    if low is None or high is None:
+        return False
+    return low >= 1 + apart or high <= 1 / (1 + apart)
+
+
+def _apart_past_chance(base: pd.DataFrame, mine: pd.DataFrame, alpha: float) -> bool:
+    """Whether every round of one side lies beyond every round of the other, in more rounds than a GPU
+    switching at random between two speeds puts so by chance: each round at either speed, evenly, all of
+    one side at one and all of the other at the other in 2 x 0.5 ** rounds, at most ``alpha`` from 10
+    rounds (5 a side) at alpha 0.002."""
+    a, b = list(base["median_s"]), list(mine["median_s"])
+    apart = max(a) < min(b) or max(b) < min(a)
+    return apart and 2 * 0.5 ** (len(a) + len(b)) <= alpha
 
 
 def _clock(base: pd.DataFrame, mine: pd.DataFrame) -> str | None:

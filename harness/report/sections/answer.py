@@ -411,8 +411,9 @@ def _validity(analysis: Analysis, name: Callable[[str], str] = str) -> list[str]
     if "two_speeds" in timing and timing["two_speeds"].notna().any():
         found.append(
             f"{int(timing['two_speeds'].notna().sum())} rows ran at two speeds on the GPU (a round's windows "
-            "as far apart as the row's threshold while the power limit held the clock): none is called "
-            "slower or faster on that; the verdict table says which, and where."
+            "as far apart as the row's threshold while the power limit held the clock): such a row is slower "
+            "or faster only where the switching cannot make its change (its interval beyond the gap, or 5 "
+            "rounds a side or more all apart); the verdict table says which."
         )
     frame = analysis.frame
     if "what_ran_error" in frame and frame["what_ran_error"].notna().any():
