@@ -8,7 +8,15 @@ import pytest
 
 from harness import schemas
 from harness.cli import output
-from harness.report.analysis import frames, numerics_verdicts, ran_changes, release_gate, row_verdicts, stats
+from harness.report.analysis import (
+    autotuning,
+    frames,
+    numerics_verdicts,
+    ran_changes,
+    release_gate,
+    row_verdicts,
+    stats,
+)
 from harness.report.analysis.frames import KEYS
 from harness.report.analysis.model import Analysis, View
 from harness.report.writers import verdict_json
@@ -144,6 +152,27 @@ def test_a_measurement_timed_by_graph_replay_on_one_side_only_is_not_a_verdict()
     assert result["ratio"][0] == pytest.approx(1.2, rel=0.01)  # the ratio is still shown
     rows["timer"] = "cuda_graph"  # the same data timed alike on both sides is a regression
     assert list(row_verdicts.timing(rows, "A", ("A", "B"), lambda _: 5.0, 0.002, {})["verdict"]) == ["slower"]
+
+
+def test_autotuning_on_a_busy_host_is_never_a_verdict_as_in_the_verdict_table():
+    rng = np.random.default_rng(5)
+    off, on = round_medians(rng, 1.0), round_medians(rng, 0.8)  # autotuning bought 20 %
+    rows = frame(
+        [
+            {"group": "A", "median_s": m, "file": f"off{i}", "round": i, "cudnn_benchmark": False}
+            for i, m in enumerate(off)
+        ]
+        + [
+            {"group": "A", "median_s": m, "file": f"on{i}", "round": i, "cudnn_benchmark": True}
+            for i, m in enumerate(on)
+        ]
+    ).assign(deterministic=False, tf32=False, stalled=None)
+    quiet = autotuning.compare(rows, ["A"], lambda _: 5.0, 0.002, {})
+    assert list(quiet["verdict"]) == ["faster"]
+    rows.loc[rows.index[-1], "stalled"] = "the host was busy (load 3.1)"
+    busy = autotuning.compare(rows, ["A"], lambda _: 5.0, 0.002, {})
+    assert list(busy["verdict"]) == ["inconclusive"] and busy["ratio"][0] == quiet["ratio"][0]
+    assert busy["reason"][0] == "busy host: 1 of the candidate's rounds (the host was busy (load 3.1))"
 
 
 def test_the_gate_keeps_regressions_and_infrastructure_failures_apart_and_the_cli_gives_their_exit_codes():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
@@ -44,6 +45,22 @@ class Output:
     def warn(self, line: str) -> None:
         self.console.close()  # a warning is never drawn over by the bar
         print(line, file=sys.stderr, flush=True)
+
+
+def counted(out: Output, every: int, started: str, step: str) -> Callable[[int, int], None]:
+    """What long work reports through, as ``progress(done, total)``: ``started`` when it starts (done 0),
+    ``step`` every ``every`` and at the last; nothing for work of fewer than ``every`` items. Both are
+    formatted with ``done`` and ``total``."""
+
+    def said(done: int, total: int) -> None:
+        if total < every:
+            return
+        if done == 0:
+            out.say(started.format(done=done, total=total))
+        elif done % every == 0 or done == total:
+            out.say(step.format(done=done, total=total))
+
+    return said
 
 
 # the noxfile's sessions that run the harness command of their name: inside one (HARNESS_NOX, which the

@@ -140,6 +140,8 @@ def build(
         row_digests = previous["rows"] if previous else {}
         found: dict[Row, list[steps.Step]] = {}
         rebuilt = 0
+        if progress:
+            progress(0, len(catalog.rows))
         for done, info in enumerate(catalog.rows, 1):
             kept = _kept_steps(out, info, row_digests, writer)
             if kept is None:

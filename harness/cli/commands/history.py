@@ -13,7 +13,7 @@ from harness.cli import option_groups
 from harness.cli.checked_types import count_up_to, nonempty_path
 from harness.cli.command import Command
 from harness.cli.option_groups import DEFAULT_MATRIX
-from harness.cli.output import EXIT_OK, Output
+from harness.cli.output import EXIT_OK, Output, counted
 from harness.errors import one_line
 
 NEWEST_MAX = 1_000_000
@@ -81,17 +81,9 @@ def handle(args: argparse.Namespace, out: Output) -> int:
 
 
 def _progress(out: Output) -> Callable[[int, int], None]:
-    """A line when long work starts, every PROGRESS_EVERY files, and when it ends; none for short work."""
-
-    def said(done: int, total: int) -> None:
-        if total < PROGRESS_EVERY:
-            return
-        if done == 0:
-            out.say(f"validating {total} result document(s)")
-        elif done % PROGRESS_EVERY == 0 or done == total:
-            out.say(f"validated {done} of {total}")
-
-    return said
+    return counted(
+        out, PROGRESS_EVERY, "validating {total} result document(s)", "validated {done} of {total}"
+    )
 
 
 def _print_listing(found: object, prog: str) -> None:

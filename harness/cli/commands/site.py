@@ -10,7 +10,7 @@ from harness.cli import option_groups
 from harness.cli.checked_types import nonempty_path
 from harness.cli.command import Command
 from harness.cli.commands.history import history_dir
-from harness.cli.output import EXIT_OK, Output
+from harness.cli.output import EXIT_OK, Output, counted
 
 PROGRESS_EVERY = 100  # rows: a long build says how far it is every so many
 
@@ -42,17 +42,12 @@ def handle(args: argparse.Namespace, out: Output) -> int:
 
 
 def _progress(out: Output) -> Callable[[int, int], None]:
-    """A line when a site of many rows starts, every PROGRESS_EVERY rows, and at the last; none for few."""
-
-    def said(done: int, total: int) -> None:
-        if total < PROGRESS_EVERY:
-            return
-        if done == 1:
-            out.say(f"site: {total} rows, each kept where unchanged or rebuilt")
-        elif done % PROGRESS_EVERY == 0 or done == total:
-            out.say(f"site: {done} of {total} rows")
-
-    return said
+    return counted(
+        out,
+        PROGRESS_EVERY,
+        "site: {total} rows, each kept where unchanged or rebuilt",
+        "site: {done} of {total} rows",
+    )
 
 
 COMMAND = Command(

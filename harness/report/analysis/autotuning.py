@@ -2,8 +2,8 @@
 
 Where a group measured a workload x dtype with ``cudnn_benchmark`` both off and on (the other knobs
 equal), the two are compared like a verdict row (per-round medians, the same test and threshold), with
-"off" as the baseline, and each side names the kernel it ran: the autotuner may pick another algorithm,
-and may pick differently in each process.
+"off" as the baseline (a busy host's rounds: inconclusive), and each side names the kernel it ran: the
+autotuner may pick another algorithm, and may pick differently in each process.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 import pandas as pd
 
-from harness.report.analysis import frames, stats
+from harness.report.analysis import frames, row_verdicts, stats
 
 COLUMNS = [
     "group",
@@ -65,6 +65,10 @@ def compare(
                 a = [x for r in off.itertuples() for x in samples.get((r.file, workload, dtype, r.knobs), [])]
                 b = [x for r in on.itertuples() for x in samples.get((r.file, workload, dtype, r.knobs), [])]
                 result = stats.judge(a, b, threshold_pct(str(workload)), alpha, "samples")
+            verdict, reason = result.verdict, result.reason
+            spoiled = row_verdicts.stalled(off, on)
+            if spoiled:  # never a verdict from a busy host's timings, as in the verdict table
+                verdict, reason = "inconclusive", f"busy host: {spoiled}"
             rows.append(
                 {
                     "group": group,
@@ -72,7 +76,7 @@ def compare(
                     "dtype": dtype,
                     "mode": frames.mode(dtype, f"tf32={int(bool(tf32))}"),
                     "knobs": f"deterministic={int(bool(deterministic))} tf32={int(bool(tf32))}",
-                    "verdict": result.verdict,
+                    "verdict": verdict,
                     "ratio": result.ratio,
                     "ci_low": result.ci_low,
                     "ci_high": result.ci_high,
@@ -83,7 +87,7 @@ def compare(
                     "pick": _pick(off, on),
                     "rounds_off": len(off),
                     "rounds_on": len(on),
-                    "reason": result.reason,
+                    "reason": reason,
                 }
             )
     table: pd.DataFrame = pd.DataFrame(rows, columns=COLUMNS)

@@ -167,7 +167,7 @@ def _one(
             f"timed differently (baseline {timers[0]}, candidate {timers[1]}): a CUDA-graph replay leaves "
             f"out the per-kernel dispatch an eager call pays, so the ratio is not the library's; {reason}"
         )
-    spoiled = _stalled(base_ok, mine_ok)
+    spoiled = stalled(base_ok, mine_ok)
     if spoiled:  # never a verdict from a busy host's timings, whatever the test said
         verdict = "inconclusive"
         reason = (
@@ -234,7 +234,7 @@ def _not_compared(
     }
 
 
-def _stalled(base: pd.DataFrame, mine: pd.DataFrame) -> str | None:
+def stalled(base: pd.DataFrame, mine: pd.DataFrame) -> str | None:
     """Why a round of either side was timed on a busy or stalled host (the first one said), or None."""
     for side, rows in (("baseline", base), ("candidate", mine)):
         if "stalled" in rows:
