@@ -1112,9 +1112,10 @@ def goal_lines(gathered: Gathered, timers: list[str], rows: list[Row]) -> list[s
     above = [p for p in ours if p.dev > ABOVE]
     speeds = [p for p in above if two_speeds(p)]
     one_speed = [p.dev for p in ours if not two_speeds(p)]
+    at_one = f"{pct(one_speed, 0.95):.3%}" if one_speed else "-"
     lines = [
         f"goal: harness p95 <= {AA_GOAL:.1%}: {p95:.3%} ({'met' if p95 <= AA_GOAL else 'NOT met'}); over the "
-        f"{len(one_speed)} rows the GPU ran at one speed: {pct(one_speed, 0.95):.3%}",
+        f"{len(one_speed)} rows the GPU ran at one speed: {at_one}",
         f"goal: no row above {ABOVE:.0%}: {len(above)} rows above ({'met' if not above else 'NOT met'}), "
         f"{len(speeds)} of them at two speeds on the GPU (recorded on the row, never judged on what the "
         "switching can make)",

@@ -208,7 +208,8 @@ def torch_builds(tmp_path_factory) -> Iterator[Path]:
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     yield root
-    shutil.rmtree(root, ignore_errors=True)  # two torch environments: about 1 GB
+    for big in ("cache", "wheelhouse"):  # two torch environments and a wheel: about 1 GB; the rest stays
+        shutil.rmtree(root / big, ignore_errors=True)
 
 
 def test_a_row_across_torch_builds_runs_each_side_under_its_own_environments_python(torch_builds, tmp_path):

@@ -470,10 +470,9 @@ def test_every_release_on_one_h100_locates_e1b_and_the_mid_rows_steps(remaining_
     assert _release(verdicts["group"]).nunique() == 16
     changes = remaining_path["changes"]
     assert steps(changes, "conv2d_unet_e1b_bwd_data.cl", "bf16") == [("9.20.0.48", "9.21.0.82", "faster")]
-    assert steps(changes, "conv2d_unet_mid_b_bwd_weight", "tf32") == [
-        ("9.20.0.48", "9.21.0.82", "slower"),
-        ("9.24.1.1", "9.25.1.1", "faster"),
-    ]
+    # its step back at 9.25.1.1 (0.875x) is no verdict on 5 rounds: the GPU ran two of 9.25.1.1's at two
+    # speeds, windows up to 14.8 % apart (issue 62; lease 16's 7 rounds a release judge it faster)
+    assert steps(changes, "conv2d_unet_mid_b_bwd_weight", "tf32") == [("9.20.0.48", "9.21.0.82", "slower")]
     assert steps(changes, "conv2d_unet_mid_a_bwd_weight", "tf32") == [("9.24.1.1", "9.25.1.1", "faster")]
     # mid_a's slow mode (~210 us against ~172): one round of five at 9.22.0.52, every round from 9.23.0.39 to
     # 9.24.1.1, none from 9.25.1.1

@@ -2,8 +2,8 @@
 
 Where a group measured a workload x dtype with ``cudnn_benchmark`` both off and on (the other knobs
 equal), the two are compared like a verdict row (per-round medians, the same test and threshold), with
-"off" as the baseline (a busy host's rounds: inconclusive), and each side names the kernel it ran: the
-autotuner may pick another algorithm, and may pick differently in each process.
+"off" as the baseline (a busy host's rounds, or the GPU's two speeds, as there), and each side names the
+kernel it ran: the autotuner may pick another algorithm, and may pick differently in each process.
 """
 
 from __future__ import annotations
@@ -65,8 +65,10 @@ def compare(
                 a = [x for r in off.itertuples() for x in samples.get((r.file, workload, dtype, r.knobs), [])]
                 b = [x for r in on.itertuples() for x in samples.get((r.file, workload, dtype, r.knobs), [])]
                 result = stats.judge(a, b, threshold_pct(str(workload)), alpha, "samples")
-            verdict, reason = result.verdict, result.reason
-            spoiled = row_verdicts.stalled(off, on)
+            pct, sides = threshold_pct(str(workload)), ("benchmark-off", "benchmark-on")
+            speeds = row_verdicts.two_speeds(off, on, pct, sides)
+            verdict, reason, _ = row_verdicts.at_two_speeds(result.verdict, result.reason, result, speeds)
+            spoiled = row_verdicts.stalled(off, on, sides)
             if spoiled:  # never a verdict from a busy host's timings, as in the verdict table
                 verdict, reason = "inconclusive", f"busy host: {spoiled}"
             rows.append(

@@ -3,8 +3,8 @@
 Input is the long-form frame of ``frames.long_form``; a "group" is a cell of the matrix (or a side of an
 ad-hoc ``compare``), each with one or more rounds (independent processes). ``stats.judge`` decides each
 row; a row whose sides were timed differently, or on a busy host, is inconclusive whatever the test said,
-and one the GPU ran at two speeds is called slower or faster only where its switching between them cannot
-make the change.
+and one the GPU ran at two speeds is slower or faster only where its switching between them cannot make
+the change (``at_two_speeds``).
 """
 
 from __future__ import annotations
@@ -174,16 +174,7 @@ def _one(
             f"busy host: {spoiled}; measure again with --fresh and nothing else running (load under the "
             "cores): a run again without it keeps this round"
         )
-    speeds = two_speeds(base_ok, mine_ok, pct)
-    if speeds:  # recorded on the row whatever the verdict
-        said, apart = speeds
-        settled = _beyond(result, apart) or _apart_past_chance(base_ok, mine_ok, alpha)
-        if verdict in ("slower", "faster") and not settled:
-            verdict = "inconclusive"  # the GPU's two speeds alone could make this change
-            gap = f"{apart:.1%} apart, as far as this change"
-            reason = f"{reason}; the GPU ran it at two speeds, {gap}: {said}"
-        else:
-            reason = f"{reason}; the GPU ran it at two speeds: {said}"
+    verdict, reason, speeds = at_two_speeds(verdict, reason, result, two_speeds(base_ok, mine_ok, pct))
     ran, change = ran_changes.what_ran(base_ok, mine_ok)
     return {
         **row,
@@ -209,7 +200,7 @@ def _one(
         "timer_candidate": timers[1],
         "clock": _clock(base_ok, mine_ok),
         "spoiled": spoiled,
-        "two_speeds": speeds[0] if speeds else None,
+        "two_speeds": speeds,
         "reason": reason,
     }
 
@@ -234,9 +225,11 @@ def _not_compared(
     }
 
 
-def stalled(base: pd.DataFrame, mine: pd.DataFrame) -> str | None:
+def stalled(
+    base: pd.DataFrame, mine: pd.DataFrame, sides: tuple[str, str] = ("baseline", "candidate")
+) -> str | None:
     """Why a round of either side was timed on a busy or stalled host (the first one said), or None."""
-    for side, rows in (("baseline", base), ("candidate", mine)):
+    for side, rows in zip(sides, (base, mine), strict=True):
         if "stalled" in rows:
             found = [s for s in rows["stalled"] if isinstance(s, str) and s]
             if found:
@@ -244,13 +237,15 @@ def stalled(base: pd.DataFrame, mine: pd.DataFrame) -> str | None:
     return None
 
 
-def two_speeds(base: pd.DataFrame, mine: pd.DataFrame, pct: float) -> tuple[str, float] | None:
+def two_speeds(
+    base: pd.DataFrame, mine: pd.DataFrame, pct: float, sides: tuple[str, str] = ("baseline", "candidate")
+) -> tuple[str, float] | None:
     """Where the GPU ran a row at two speeds (``windows.two_speeds``), said for the first round found, and
     the widest gap between its windows in any such round; None where no round did."""
     found: list[tuple[str, float]] = []
-    for side, rows in (("baseline", base), ("candidate", mine)):
+    for side, rows in zip(sides, (base, mine), strict=True):
         if "window_spread" not in rows or "power_capped" not in rows:
-            continue
+            continue  # a suite before windows
         columns = rows["window_spread"], rows["power_capped"], rows["round"]
         for spread, capped, round_ in zip(*columns, strict=True):
             if windows.two_speeds(spread, capped, pct):
@@ -264,23 +259,22 @@ def two_speeds(base: pd.DataFrame, mine: pd.DataFrame, pct: float) -> tuple[str,
     return found[0][0], max(apart for _, apart in found)
 
 
-def _beyond(result: stats.Comparison, apart: float) -> bool:
-    """Whether a change's whole interval lies beyond the gap between a row's two speeds, which the GPU's
-    switching between them cannot reach."""
+def at_two_speeds(
+    verdict: stats.Verdict, reason: str, result: stats.Comparison, speeds: tuple[str, float] | None
+) -> tuple[stats.Verdict, str, str | None]:
+    """A row's verdict and reason where the GPU ran it at two speeds (``two_speeds``: where, and the widest
+    gap), and where it said that: slower or faster stands only where the switching cannot make the change.
+    Welch's t (3 to 6 rounds a side) reads round medians as spread about one value, which a row at two
+    speeds is not; the rank test (7 or more) assumes no shape. So the verdict stands where the ratio's
+    whole interval lies beyond the gap, or where the rank test gave it."""
+    if speeds is None:
+        return verdict, reason, None
+    said, apart = speeds
     low, high = result.ci_low, result.ci_high
-    if low is None or high is None:
-        return False
-    return low >= 1 + apart or high <= 1 / (1 + apart)
-
-
-def _apart_past_chance(base: pd.DataFrame, mine: pd.DataFrame, alpha: float) -> bool:
-    """Whether every round of one side lies beyond every round of the other, in more rounds than a GPU
-    switching at random between two speeds puts so by chance: each round at either speed, evenly, all of
-    one side at one and all of the other at the other in 2 x 0.5 ** rounds, at most ``alpha`` from 10
-    rounds (5 a side) at alpha 0.002."""
-    a, b = list(base["median_s"]), list(mine["median_s"])
-    apart = max(a) < min(b) or max(b) < min(a)
-    return apart and 2 * 0.5 ** (len(a) + len(b)) <= alpha
+    beyond = low is not None and high is not None and (low >= 1 + apart or high <= 1 / (1 + apart))
+    if verdict in ("slower", "faster") and not (beyond or result.test == "mann-whitney"):
+        return "inconclusive", f"{reason}; the GPU ran it at two speeds, {apart:.1%} apart: {said}", said
+    return verdict, f"{reason}; the GPU ran it at two speeds: {said}", said
 
 
 def _clock(base: pd.DataFrame, mine: pd.DataFrame) -> str | None:

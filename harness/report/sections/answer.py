@@ -410,10 +410,9 @@ def _validity(analysis: Analysis, name: Callable[[str], str] = str) -> list[str]
     timing = analysis.timing
     if "two_speeds" in timing and timing["two_speeds"].notna().any():
         found.append(
-            f"{int(timing['two_speeds'].notna().sum())} rows ran at two speeds on the GPU (a round's windows "
-            "as far apart as the row's threshold while the power limit held the clock): such a row is slower "
-            "or faster only where the switching cannot make its change (its interval beyond the gap, or 5 "
-            "rounds a side or more all apart); the verdict table says which."
+            f"{int(timing['two_speeds'].notna().sum())} rows ran at two speeds on the GPU (windows as far "
+            "apart as their threshold while the power limit held the clock): slower or faster only beyond "
+            "that gap or by the rank test of 7 rounds a side; their reasons say where."
         )
     frame = analysis.frame
     if "what_ran_error" in frame and frame["what_ran_error"].notna().any():

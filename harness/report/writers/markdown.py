@@ -15,7 +15,8 @@ from typing import Any
 
 from harness.report.writers.document import Document, Section, Value, plain_text
 
-MAX_LINE = 300  # GitHub renders longer lines, but nobody reads them: cells are shortened to fit
+MAX_LINE = 300  # GitHub renders longer lines, but nobody reads them: cells are shortened to fit (a path never
+# is: a command or link that names one longer than a line runs longer)
 ELLIPSIS = "…"
 WORD_CUT = 30  # a cut moves back to the end of a word at most this many characters
 

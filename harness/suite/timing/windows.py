@@ -147,6 +147,10 @@ def two_speeds(apart: float | None, capped: object, threshold_pct: float) -> boo
     (``apart``: ``spread``'s) while the power limit held the clock (``capped``: the samples it dropped,
     ``power_capped_discarded``). The limit acts faster than the clock can be read, so some samples it
     slowed are kept, and the measurement's median sits wherever its windows fell."""
-    if apart is None or apart != apart or not isinstance(capped, int | float) or capped != capped:
+    try:
+        gap, dropped = float(apart), float(capped)  # type: ignore[arg-type]  # None: TypeError
+    except (TypeError, ValueError):
+        return False
+    if math.isnan(gap) or math.isnan(dropped):
         return False  # unknown (NaN: a frame's missing cell)
-    return capped > 0 and apart * 100 >= threshold_pct
+    return dropped > 0 and gap * 100 >= threshold_pct
