@@ -38,6 +38,7 @@ import urllib.request
 from typing import Any, NamedTuple
 
 import nox
+import nox.command
 from nox.command import CommandFailed
 
 nox.options.sessions = ["qualify"]
@@ -204,6 +205,18 @@ def _invoked(added: list[str]) -> dict[str, str]:
     return {"HARNESS_NOX": nox_command, "HARNESS_NOX_ADDED": shlex.join(added)}
 
 
+def _harness(session: nox.Session, command: str, *args: str, env: dict[str, str]) -> None:
+    """``python -m harness COMMAND ARGS`` in the session. Where it fails, nox exits with the harness's own
+    code, not its 1 for every failed session: the gate's 1 is a regression, 2 bad input and 3 a run that
+    could not complete (README, "Reading the answer"), and a CI job must tell them apart."""
+    try:
+        session.run("python", "-m", "harness", command, *args, env=env)
+    except nox.command.CommandFailed as failed:
+        code = getattr(failed, "return_code", None) or 1
+        session.log(f"harness {command} exited {code}: nox exits {code} too")
+        raise SystemExit(code) from None  # nox reports a failed session as 1; this leaves nox as it is
+
+
 def _install(session: nox.Session, extras: str = "") -> None:
     session.install("-e", f".[{extras}]" if extras else ".")
 
@@ -214,14 +227,14 @@ def plan(session: nox.Session) -> None:
     _install(session)
     given = _given_python(session.posargs) is not None
     here = [] if given or _torch_of(sys.executable) is None else ["--python", sys.executable]
-    session.run("python", "-m", "harness", "plan", *here, *session.posargs, env=_invoked(here))
+    _harness(session, "plan", *here, *session.posargs, env=_invoked(here))
 
 
 @nox.session(**VENV)
 def images(session: nox.Session) -> None:
     """Render and build one image per cell (docker backend; --dry-run prints the Dockerfiles)."""
     _install(session)
-    session.run("python", "-m", "harness", "images", *session.posargs, env=_invoked([]))
+    _harness(session, "images", *session.posargs, env=_invoked([]))
 
 
 @nox.session(**VENV)
@@ -229,14 +242,14 @@ def run(session: nox.Session) -> None:
     """Run the suite in every cell."""
     here = _measured(session)
     _install(session)
-    session.run("python", "-m", "harness", "run", *here, *session.posargs, env=_invoked(here))
+    _harness(session, "run", *here, *session.posargs, env=_invoked(here))
 
 
 @nox.session(**VENV)
 def report(session: nox.Session) -> None:
     """Validate and merge results into reports/."""
     _install(session)
-    session.run("python", "-m", "harness", "report", *session.posargs, env=_invoked([]))
+    _harness(session, "report", *session.posargs, env=_invoked([]))
 
 
 @nox.session(**VENV)
@@ -244,7 +257,7 @@ def qualify(session: nox.Session) -> None:
     """Plan, run and report the matrix (the main job)."""
     here = _measured(session)
     _install(session)
-    session.run("python", "-m", "harness", "qualify", *here, *session.posargs, env=_invoked(here))
+    _harness(session, "qualify", *here, *session.posargs, env=_invoked(here))
 
 
 @nox.session(**VENV)
@@ -254,8 +267,9 @@ def tests(session: nox.Session) -> None:
     _install(session, extras="test")
     # every test, as CI runs them: in parallel, a file per worker at a time (tests/conftest.py groups them)
     # (pytest-benchmark, where the system has it, would refuse to run beside xdist: these tests use none)
+    # (what is passed after '--' comes after them; '-n 0' runs one process, as --pdb needs)
     workers = ["-n", str(min(os.cpu_count() or 1, 4)), "--dist", "loadgroup", "-p", "no:benchmark"]
-    session.run("python", "-m", "pytest", *(session.posargs or workers))
+    session.run("python", "-m", "pytest", *workers, *session.posargs)
 
 
 # Our own published tables: every committed GPU result (lab/evidence/*/: not the CPU runs of site-cpu, nor

@@ -32,6 +32,19 @@ def data_dir(name: Literal["schemas", "images"]) -> Path:
     raise FileNotFoundError(f"neither {installed} nor {checkout} exists: reinstall cudnn-matrix-harness")
 
 
+CACHE_ENV = "HARNESS_CACHE"
+
+
+def cache_root() -> Path:
+    """Where the harness keeps what it makes to reuse (environments, wheels, the installed suite's copy):
+    ``$HARNESS_CACHE``, else ``$XDG_CACHE_HOME/cudnn-harness``, else ``~/.cache/cudnn-harness``."""
+    named = os.environ.get(CACHE_ENV)
+    if named:
+        return Path(named)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "cudnn-harness"
+
+
 @functools.cache
 def suite_root() -> Path:
     """A folder to put on another Python's PYTHONPATH so that ``-m harness.suite`` runs, and nothing else.
@@ -46,7 +59,7 @@ def suite_root() -> Path:
     from harness.suite import source_sha256
 
     expected = source_sha256()
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "cudnn-harness"
+    cache = cache_root()
     root = cache / f"suite-{expected[:16]}"
     if not _intact(root, expected):
         staging = cache / f".staging-{os.getpid()}"

@@ -134,6 +134,9 @@ def test_qualify_measures_the_torch_of_the_python_that_runs_nox_and_installs_non
         assert doc["run"]["identity"]["python"] == str(python)
         assert doc["run"]["identity"]["torch"] == version
     assert (reports / "verdict.json").is_file()
+    # the harness's own exit code comes through nox, which would say 1 for every failure: bad input is 2
+    code, out = _nox(python, tmp_path, "qualify", "--matrix", str(tmp_path / "no-such-matrix.yaml"))
+    assert code == 2 and "harness qualify exited 2: nox exits 2 too" in out, out[-3000:]
 
 
 def _a_torch_wheel(folder: Path) -> Path:

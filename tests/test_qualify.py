@@ -120,7 +120,9 @@ def test_when_no_cells_environment_can_be_made_qualify_stops_after_round_1(tmp_p
     )
     monkeypatch.setenv("HARNESS_CACHE", str(tmp_path / "cache"))
     done = run_cli("qualify", "--matrix", "m.yaml", "--wheelhouse", str(wheelhouse), cwd=tmp_path)
-    assert done.returncode == 1, done.stdout + done.stderr  # as run's: a cell failed
+    # nothing ran, so nothing is judged: a run that could not complete (3), never the gate's regression (1)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "outcome: infrastructure-failure (exit 3)" in done.stdout
     assert "no run could start, so no later round is run: torch==0.0.1 cannot be found in the" in done.stderr
     assert "round 1: FAILED" in done.stdout and "round 2" not in done.stdout
     # the environment's build is said without -v

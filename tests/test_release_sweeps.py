@@ -5,6 +5,8 @@ cuDNN wheel axis with a planted change), a wheel's cuDNN layout, and torch: imag
 from __future__ import annotations
 
 import copy
+import dataclasses
+import datetime as dt
 import json
 import os
 import re
@@ -167,6 +169,21 @@ def test_a_torch_the_wheelhouse_lacks_is_an_install_error(wheelhouse, in_tmp):
     message = str(caught.value)
     assert "torch==0.0.1" in message and f"the wheelhouse {wheelhouse}" in message
     assert "cannot be found in" in message
+
+
+@pytest.mark.slow
+def test_a_wheelhouse_that_holds_torch_but_not_what_it_needs_names_what_is_missing(wheelhouse, in_tmp):
+    # walk 3: "torch==2.13.0+cpu cannot be found in the wheelhouse" where torch was there and filelock not
+    partial = in_tmp / "partial"
+    partial.mkdir()
+    for wheel in wheelhouse.glob("torch-*.whl"):
+        shutil.copy(wheel, partial)
+    with pytest.raises(packages.InstallError) as caught:
+        venvs.ensure(in_tmp / "cache", spec(partial), lambda line: None)
+    message = str(caught.value)
+    assert re.search(
+        rf"torch==\S+ needs [A-Za-z0-9._-]+, which cannot be found in the wheelhouse {partial}", message
+    ), message
 
 
 @pytest.mark.slow
@@ -444,7 +461,14 @@ def factor_of(cell: Cell) -> float:
 
 
 def write_cell(results: Path, real: list[dict[str, Any]], cell: Cell, rounds: int = 3) -> None:
-    for doc in clones(real, cell, factor_of(cell))[:rounds]:
+    made = clones(real, cell, factor_of(cell))
+    for index in range(rounds):
+        doc = copy.deepcopy(made[index % len(made)])
+        if index >= len(made):  # a further round: the same timings, a run of its own an hour on
+            doc["run"]["round"] = index + 1
+            for key in ("started_at", "finished_at"):
+                moved = dt.datetime.fromisoformat(doc[key]) + dt.timedelta(hours=index)
+                doc[key] = moved.isoformat()
         path = folder.result_path(results, cell.id, doc["run"]["round"])
         jsonio.write_atomic(path, doc, compact=True)
         assert documents.check(path)[1] == [], path
@@ -661,7 +685,7 @@ def test_bisect_names_the_likeliest_step_when_the_ends_are_undecided(
     # issue 41 item 6 (as asv's find): a change right at the threshold leaves the two ends inconclusive; the
     # search follows the medians and names the likeliest step, saying that it is not significant
     monkeypatch.setattr(sys.modules[__name__], "SLOWER", 1.048)
-    _, plan = sweep
+    plan = dataclasses.replace(sweep[1], rounds=5)  # undecided ends take more rounds, up to these
     found = bisect(
         plan,
         "relu:fp32",
@@ -675,6 +699,8 @@ def test_bisect_names_the_likeliest_step_when_the_ends_are_undecided(
     assert found.ends == "inconclusive" and found.located and found.significant is False
     assert (found.before.version, found.after.version) == ("9.15.1.9", PLANTED)
     assert found.ratio == pytest.approx(1.048, rel=0.01)
+    # the undecided ends took the matrix's rounds, and the summary counts them (walk 3 read 3 where 11 ran)
+    assert found.probes[0].rounds == found.probes[1].rounds == 5
 
 
 def test_a_bisects_progress_leaves_kept_runs_to_verbose():

@@ -303,12 +303,36 @@ def install(
     code, tail = run_logged(command, log, INSTALL_TIMEOUT_S, what, cache_root, progress, env)
     if code != 0:
         missing = any(marker in line for line in tail for marker in _NOT_FOUND)
-        what = "cannot be found in" if missing else "could not be installed from"
+        what = "could not be installed from"
+        if missing:
+            needed = _missing_name(tail)
+            asked = {re.split(r"[=<>!~\[; ]", r, maxsplit=1)[0].lower() for r in requirements}
+            if needed is None:
+                what = "or a package it needs cannot be found in"
+            elif needed.lower() in asked:
+                what = "cannot be found in"
+            else:  # the wheel asked for is there; a dependency is not
+                what = f"needs {needed}, which cannot be found in"
         raise InstallError(
             f"{' '.join(requirements)} {what} {source.describe()} ({'uv' if binary else 'pip'} exited "
             f"{code}; its log: {log}): " + " | ".join(line.strip() for line in tail[-4:]),
             missing=missing,
         )
+
+
+# the package an installer could not find: uv's "Because filelock was not found in the provided package
+# locations", pip's "No matching distribution found for filelock>=3"
+_MISSING_NAME = re.compile(
+    r"Because ([A-Za-z0-9._-]+)\S* was not found|No matching distribution found for ([A-Za-z0-9._-]+)"
+)
+
+
+def _missing_name(tail: Sequence[str]) -> str | None:
+    for line in tail:
+        found = _MISSING_NAME.search(line)
+        if found:
+            return found.group(1) or found.group(2)
+    return None
 
 
 def install_command(

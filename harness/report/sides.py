@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import NoReturn
 
-from harness.errors import InputError, Problem
+from harness.errors import InputError, Problem, one_line
 from harness.plan.model import DEFAULT_ALPHA, DEFAULT_REGRESSION_PCT, Plan
 from harness.report.analysis import math_flags
 from harness.results import folder
@@ -194,7 +194,7 @@ def thresholds(
     }
     chosen = plans["A"][0] if plans["A"] else plans["B"][0] if plans["B"] else None
     if chosen is None:
-        found = Thresholds(source="the defaults (no plan.json beside the results)")
+        found = Thresholds(source=f"the defaults ({_why_no_plan(seen)})")
     else:
         side = "A" if plans["A"] else "B"
         found = Thresholds(
@@ -229,6 +229,18 @@ def _plan_of(file: Path, root: Path, seen: dict[Path, Plan | None]) -> Plan | No
         if seen[here] is not None or here == root or root not in here.parents:
             return seen[here]
         here = here.parent
+
+
+def _why_no_plan(seen: Mapping[Path, Plan | None]) -> str:
+    """Why no plan's thresholds judge: none beside the results, or one there that could not be read (said,
+    so that a damaged plan.json never passes for a missing one)."""
+    for here in seen:
+        if (here / folder.PLAN_FILE).is_file():
+            try:
+                folder.stored_plan(here)
+            except InputError as error:
+                return f"{here / folder.PLAN_FILE} could not be read: {one_line(str(error), 300)}"
+    return "no plan.json beside the results"
 
 
 def _plan_name(file: Path, root: Path, seen: dict[Path, Plan | None]) -> str | None:

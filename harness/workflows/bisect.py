@@ -83,8 +83,11 @@ def bisect(
     folders = [*reuse, out]
     judge = _Judge(plan, workload, dtype, folders, run, out, say)
     between = abs(hi - lo) + 1
-    good_probe, bad_probe = judge.probe(axis.releases[lo], None), judge.probe(axis.releases[hi], None)
+    judge.probe(axis.releases[lo], None), judge.probe(axis.releases[hi], None)
     first = judge.more_rounds(axis.releases[lo], axis.releases[hi])
+    # the ends as they stand now: more_rounds may have run more of them (a probe that has its rounds runs
+    # nothing, and counts them)
+    good_probe, bad_probe = judge.probe(axis.releases[lo], None), judge.probe(axis.releases[hi], None)
     significant = first.verdict in ("slower", "faster")
     leaning = first.verdict == "inconclusive" and first.ratio is not None and round(first.ratio, 4) != 1.0
     if not (significant or leaning):  # nothing to locate: said, with what the two ends gave

@@ -23,9 +23,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harness import jsonio
+from harness import jsonio, resources
 
-CACHE_ENV = "HARNESS_CACHE"
+CACHE_ENV = resources.CACHE_ENV
 MANIFEST = "harness-manifest.json"
 MANIFEST_BYTES = 64 * 1024 * 1024  # a manifest lists a few hundred files: far under this
 _THREAD_LOCKS: dict[Path, threading.Lock] = {}
@@ -38,12 +38,9 @@ class CacheError(LookupError):
 
 
 def default_root() -> Path:
-    """``$HARNESS_CACHE``, else ``$XDG_CACHE_HOME/cudnn-harness``, else ``~/.cache/cudnn-harness``."""
-    named = os.environ.get(CACHE_ENV)
-    if named:
-        return Path(named)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "cudnn-harness"
+    """``resources.cache_root``: ``$HARNESS_CACHE``, else ``$XDG_CACHE_HOME/cudnn-harness``, else
+    ``~/.cache/cudnn-harness``."""
+    return resources.cache_root()
 
 
 def _fix(root: Path) -> str:

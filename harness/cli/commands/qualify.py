@@ -12,7 +12,7 @@ from harness.cli import option_groups, requests
 from harness.cli.checked_types import nonempty_path
 from harness.cli.command import Command
 from harness.cli.commands.plan import decided
-from harness.cli.output import Output, exit_code, given, policy, said, suggested
+from harness.cli.output import EXIT_INFRASTRUCTURE, Output, exit_code, given, policy, said, suggested
 from harness.errors import InputError
 
 
@@ -71,7 +71,10 @@ def handle(args: argparse.Namespace, out: Output) -> int:
 
         if runs.nothing_ran(done.outcomes) is None:  # exit_code says why where the GPUs were the reason
             out.warn(f"no run could start, so no later round is run: {runs.none_started(done.outcomes)}")
-        return exit_code(done.outcomes, out)
+        exit_code(done.outcomes, out)
+        # no run started, so there is nothing to judge: a run that could not complete, never a regression
+        print(f"outcome: infrastructure-failure (exit {EXIT_INFRASTRUCTURE})")
+        return EXIT_INFRASTRUCTURE
     if done.busy:  # the report judges what there is; this says what to do instead of more rounds
         again = suggested(args, "qualify", [*given(args), "--fresh"])
         out.warn(
