@@ -170,6 +170,7 @@ def test_compare_judges_each_workload_at_its_plans_threshold_as_report_does(tmp_
     assert done.returncode == 0, done.stdout + done.stderr
     done = run_cli("report", "--results", str(results), "--out", str(tmp_path / "report"))
     assert done.returncode in (0, 1), done.stdout + done.stderr  # an A/A on a CPU: its verdicts are noise
+    assert f"report: {tmp_path / 'report' / 'summary.md'}, " in done.stdout  # the answer first (walk 3)
     reported = json.loads((tmp_path / "report" / "verdict.json").read_text())["comparisons"]
     # the same runs as two folders, one cell each, each beside its plan.json
     for side, cell in (("a", "bundled"), ("b", "disabled")):

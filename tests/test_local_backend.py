@@ -266,7 +266,7 @@ def test_qualify_adds_rounds_only_for_the_rows_still_undecided(tmp_path, write_m
         if d["host"]["busy"] or m.get("stalled")
     }
     again = re.search(
-        r"round 4 of at most 4: \d+ rows still undecided.*; running (.+) again in 2 cells", done.stdout
+        r"round 4 of at most 4: \d+ rows? still undecided.*; running (.+) again in 2 cells", done.stdout
     )
     rerun = {row.split()[0] for row in again.group(1).split(", ")} if again else set()
     assert not rerun & spoiled and rerun <= {"relu", "conv2d_r50_3x3"}

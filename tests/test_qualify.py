@@ -173,3 +173,16 @@ def test_a_later_round_asks_the_rows_undecided_before_it_not_after_the_folders_l
 
     qualify.run_rounds(plan, results, False, run, lambda line: None)
     assert asked[4] == tuple(f"{w}:{d}" for w, d in before_4.rows)
+
+
+def test_a_rounds_line_counts_rows_and_comparisons_apart():
+    # walk 3: "6 rows still undecided; running conv2d_r50_1x1, lstm, gemm" named 3 rows (each in 2 cells)
+    from harness.report.pipeline import Undecided
+    from harness.workflows.qualify import _undecided
+
+    rows = (("conv2d_r50_1x1", "fp32_default"), ("lstm", "fp32_default"), ("gemm", "fp32_default"))
+    assert _undecided(Undecided(("base", "a", "b"), rows, 6)) == (
+        "6 comparisons still undecided (3 rows, in 3 cells with the baseline)"
+    )
+    assert _undecided(Undecided(("base", "a"), rows[:1], 1)) == "1 row still undecided"
+    assert _undecided(Undecided(("base", "a"), rows, 3)) == "3 rows still undecided"

@@ -64,7 +64,7 @@ def rounds_qualify_ran(stdout: str, rounds: int) -> dict[str, int]:
     if rounds <= 3:
         return dict.fromkeys(WORKLOADS, rounds)
     again = re.search(
-        r"round 4 of at most 4: (\d+) rows still undecided[^;\n]*; running (.+) again in 2 cells", stdout
+        r"round 4 of at most 4: (\d+) rows? still undecided[^;\n]*; running (.+) again in 2 cells", stdout
     )
     assert again, stdout
     rerun = {row.split()[0] for row in again.group(2).split(", ")}
@@ -206,7 +206,9 @@ def test_qualify_on_a_finished_folder_runs_nothing_and_a_fresh_one_starts_over_o
         assert stopped.group(0) in again.stdout and "nothing was left to decide" not in again.stdout
         assert "a busy host spoiled these rows" in again.stderr
     else:
-        held = rf"round 4 of at most 4: \d+ rows still undecided[^;\n]*; {re.escape(str(out))}/ already holds"
+        held = (
+            rf"round 4 of at most 4: \d+ rows? still undecided[^;\n]*; {re.escape(str(out))}/ already holds"
+        )
         assert re.search(held + " their round 4", again.stdout), again.stdout
         assert (
             f"nothing was left to decide: {out} already held every round this needed, from earlier runs, "

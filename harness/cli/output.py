@@ -128,7 +128,10 @@ def said(report: pipeline.Report, stream: TextIO | None = None) -> int:
     rendered, loaded, gate = report.rendered, report.loaded, report.analysis.gate
     out = stream or sys.stdout
     if rendered is not None:
-        files = ", ".join(map(str, (rendered.markdown, rendered.html, rendered.csv, rendered.verdict_json)))
+        summary = rendered.markdown.with_name("summary.md")  # the answer first: what the README says to read
+        files = ", ".join(
+            map(str, (summary, rendered.markdown, rendered.html, rendered.csv, rendered.verdict_json))
+        )
         print(
             f"report: {files} ({len(loaded.documents)} results, {len(loaded.quarantined)} quarantined)",
             file=out,

@@ -10,6 +10,7 @@ import dataclasses
 import difflib
 import hashlib
 import itertools
+import json
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -180,7 +181,7 @@ class _Matrix:
         else:
             which = ", ".join(c.id for c in baseline[:5]) if baseline else "none"
             which += f" and {len(baseline) - 5} more" if len(baseline) > 5 else ""
-            message = f"must match exactly one cell; matches {which}"
+            message = f"must match exactly one cell; matches {which}; {_narrowed(baseline)}"
         self.found.append(self.problem(["baseline"], message))
 
     def resolve(self, cells: list[Cell], terms: Terms, host: Host | None) -> Made:
@@ -345,6 +346,16 @@ def _cells(
     if len(cells) > MAX_CELLS:
         found.append(problem(["rules", "include"], f"the matrix has {len(cells)} cells; at most {MAX_CELLS}"))
     return cells, terms
+
+
+def _narrowed(matched: list[Cell]) -> str:
+    """The fix for a baseline that matches more than one cell, or none: the axes to add to it."""
+    if not matched:
+        return "name one cell's values of the axes (python -m harness plan lists the cells)"
+    docs = [c.to_json() for c in matched]
+    differ = [k for k in docs[0] if len({json.dumps(d.get(k), sort_keys=True) for d in docs}) > 1]
+    first = ", ".join(f"{k}: {json.dumps(docs[0][k])}" for k in differ)
+    return f"add {' and '.join(differ)} to it, e.g. baseline: {{..., {first}}}" if differ else ""
 
 
 def _meant(name: str, known: set[str]) -> str:

@@ -77,7 +77,7 @@ def run_rounds(plan: Plan, out: Path, all_rounds: bool, run: Run, say: Say) -> R
             done = dataclasses.replace(done, busy=_spoiled(still, round_index - 1))
             say(f"stopped after {_rounds(round_index - 1)}: {done.busy}")
             break
-        undecided = f"round {round_index} of at most {plan.rounds}: {still.count} rows still undecided"
+        undecided = f"round {round_index} of at most {plan.rounds}: {_undecided(still)}"
         if still.spoiled:
             undecided += f" ({still.spoiled} more a busy host spoiled are not run again)"
         if all(folder.result_path(out, cell, round_index).exists() for cell in still.cells):
@@ -88,6 +88,18 @@ def run_rounds(plan: Plan, out: Path, all_rounds: bool, run: Run, say: Say) -> R
         later = _ran(run(undecided_only(plan, still), range(round_index, round_index + 1)))
         done = Rounds(later.outcomes, done.measured or later.measured, later.stopped, first, round_index)
     return done
+
+
+def _undecided(still: pipeline.Undecided) -> str:
+    """``6 comparisons still undecided (3 rows, each against the baseline in 2 cells)``: a comparison is a
+    row of one cell against the baseline, so a row counts once per cell that leaves it undecided."""
+    rows = len(still.rows)
+    if still.count == rows:
+        return f"{rows} row{'s' * (rows != 1)} still undecided"
+    return (
+        f"{still.count} comparisons still undecided ({rows} row{'s' * (rows != 1)}, in "
+        f"{len(still.cells)} cells with the baseline)"
+    )
 
 
 def _rounds(count: int) -> str:
