@@ -222,7 +222,7 @@ def _verdict_sentence(view: View, analysis: Analysis, judged: pd.DataFrame, name
     scope = f"for {count} in {_joined(modes(rows))}"
     kept = markdown.inline(names[view.baseline])
     baseline = f"**{kept}** ({view.letters[view.baseline]}, the baseline)"
-    if _cpu_a_a(analysis):
+    if cpu_a_a(analysis):
         others = _joined([f"**{markdown.inline(names[g])}**" for g, _ in _candidates(view, judged)])
         return (
             f"On this CPU cuDNN is not used: {scope}, {baseline} and {others} run the same code, so this "
@@ -244,6 +244,8 @@ def _verdict_sentence(view: View, analysis: Analysis, judged: pd.DataFrame, name
         )
     else:
         choice = f"**keep {kept}** ({view.letters[view.baseline]}, the baseline): no other is shown better"
+    if host == "this CPU":  # the cells differ in more than cuDNN (a torch build): what ran is CPU code
+        choice += "; cuDNN is not used on a CPU, so this compares what else the cells differ in, not cuDNN"
     return f"On {host}, {scope}: {choice}."
 
 
@@ -374,7 +376,7 @@ def gpu_uuids(analysis: Analysis) -> set[str]:
 
 def _validity(analysis: Analysis, name: Callable[[str], str] = str) -> list[str]:
     """The sentences of ``validity``; ``name`` says a group as the reader knows it."""
-    found = [*_busy_host(analysis), *_cpu_a_a(analysis)]
+    found = [*_busy_host(analysis), *cpu_a_a(analysis)]
     uuids = gpu_uuids(analysis)
     if len(uuids) > 1:
         found.append(
@@ -466,7 +468,7 @@ def _busy_host(analysis: Analysis) -> list[str]:
     ]
 
 
-def _cpu_a_a(analysis: Analysis) -> list[str]:
+def cpu_a_a(analysis: Analysis) -> list[str]:
     """On a CPU, cells that differ only in their cuDNN source run the same code: an A/A check."""
     runs = [doc for entries in analysis.docs.values() for doc, _ in entries]
     cells = {tuple(doc.get("cell", {}).get(axis) for axis in AXIS_NAMES if axis != "cudnn") for doc in runs}

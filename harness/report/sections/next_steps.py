@@ -93,6 +93,8 @@ def _ship(view: View, analysis: Analysis, judged: pd.DataFrame) -> str:
             f"measured, {faster} faster than {baseline} and none slower or undecided "
             f"(geometric mean of its ratios {geomean:.3f}); rows not measured here are not judged."
         )
+    elif answer.cpu_a_a(analysis):  # the same code on both sides: nothing to keep or ship
+        text = "Nothing to choose here: on a CPU these cells run the same code (Read this first)."
     else:
         text = f"No cell is shown better than {baseline}: **keep it**."
     if regressed:
