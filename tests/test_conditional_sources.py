@@ -371,7 +371,9 @@ def test_qualify_on_a_cpu_host_runs_the_a_a_check_and_names_what_it_left_out(tmp
     # and What to do next agrees: nothing to keep or ship where both cells run the same code (walk 3 read
     # "keep it" there)
     steps = (report / "report.md").read_text().split("## What to do next\n", 1)[1].split("\n## ")[0]
-    assert "Nothing to choose here: on a CPU these cells run the same code" in steps and "keep it" not in steps
+    assert (
+        "Nothing to choose here: on a CPU these cells run the same code" in steps and "keep it" not in steps
+    )
     assert (
         "**Left out on this host** (named, not run, not failed): NVIDIA's system cuDNN (system: auto) and "
         "PyPI's newest cuDNN (wheel: newest): only where the suite runs on a GPU (device: cuda)" in answer
