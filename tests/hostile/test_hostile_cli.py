@@ -8,6 +8,7 @@ run, a build or a job: every matrix in the pool is refused before that, except u
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import io
 import os
@@ -27,6 +28,7 @@ pytestmark = pytest.mark.slow  # every test here takes seconds (docs/development
 
 LOCAL = GPU_LOCAL_ROUNDS
 SCRATCH = Path(tempfile.mkdtemp(prefix="hostile-cli-"))
+atexit.register(shutil.rmtree, SCRATCH, ignore_errors=True)  # made at import, for hypothesis's tests
 MATRIX = HOSTILE_MATRIX
 REFUSED_MATRICES = {
     "nan.yaml": MATRIX.replace("BUDGET", ".nan"),

@@ -7,9 +7,11 @@ nothing is executed or merged.
 
 from __future__ import annotations
 
+import atexit
 import copy
 import json
 import re
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -69,6 +71,7 @@ INJECTIONS = [
 SAFE_ID = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 WORKLOADS = ["gemm", "relu"]
 SCRATCH = Path(tempfile.mkdtemp(prefix="hostile-"))
+atexit.register(shutil.rmtree, SCRATCH, ignore_errors=True)  # made at import, for hypothesis's tests
 
 json_leaf = st.one_of(
     st.none(),
