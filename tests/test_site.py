@@ -289,12 +289,12 @@ def test_at_1400_and_390_px_plots_take_the_page_headers_never_break_and_nothing_
 def test_a_build_says_how_far_it_is_row_by_row_and_a_site_of_many_rows_says_so(history, tmp_path):
     heard: list[tuple[int, int]] = []
     done = build.build(history, tmp_path / "site", progress=lambda k, n: heard.append((k, n)))
-    assert heard == [(k, done.rows) for k in range(1, done.rows + 1)]
+    assert heard == [(k, done.rows) for k in range(done.rows + 1)]  # from 0, as history's long work says
 
     def printed(total: int) -> list[str]:  # what the command prints of a build of ``total`` rows
         stream = io.StringIO()
         said = site_command._progress(Output(Console(stream=stream)))
-        for k in range(1, total + 1):
+        for k in range(total + 1):  # from 0, as build calls it
             said(k, total)
         return [line.split("] ", 1)[-1] for line in stream.getvalue().splitlines()]
 

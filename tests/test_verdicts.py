@@ -172,7 +172,7 @@ def test_autotuning_on_a_busy_host_is_never_a_verdict_as_in_the_verdict_table():
     rows.loc[rows.index[-1], "stalled"] = "the host was busy (load 3.1)"
     busy = autotuning.compare(rows, ["A"], lambda _: 5.0, 0.002, {})
     assert list(busy["verdict"]) == ["inconclusive"] and busy["ratio"][0] == quiet["ratio"][0]
-    assert busy["reason"][0] == "busy host: 1 of the candidate's rounds (the host was busy (load 3.1))"
+    assert busy["reason"][0] == "busy host: 1 of the benchmark-on's rounds (the host was busy (load 3.1))"
 
 
 def test_the_gate_keeps_regressions_and_infrastructure_failures_apart_and_the_cli_gives_their_exit_codes():
@@ -379,6 +379,6 @@ def test_measurements_that_could_not_record_what_ran_are_said_at_the_top():
 
     rows = timing_rows([1.0, 1.0], [1.0, 1.0])
     rows["what_ran_error"] = [None, None, "RuntimeError: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES", None]
-    analysis = SimpleNamespace(docs={}, frame=rows, beyond_tolerance=pd.DataFrame())
+    analysis = SimpleNamespace(docs={}, frame=rows, timing=pd.DataFrame(), beyond_tolerance=pd.DataFrame())
     (said,) = answer._validity(analysis)  # type: ignore[arg-type]
     assert said.startswith("1 measurements could not record what ran (RuntimeError: CUPTI_ERROR")
