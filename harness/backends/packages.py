@@ -321,9 +321,11 @@ def install(
 
 
 # the package an installer could not find: uv's "Because filelock was not found in the provided package
-# locations", pip's "No matching distribution found for filelock>=3"
+# locations" or "Because there is no version of torch==0.0.1", pip's "No matching distribution found for
+# filelock>=3"
 _MISSING_NAME = re.compile(
     r"Because ([A-Za-z0-9._-]+)\S* was not found|No matching distribution found for ([A-Za-z0-9._-]+)"
+    r"|there is no version of ([A-Za-z0-9._-]+)"
 )
 
 
@@ -331,7 +333,7 @@ def _missing_name(tail: Sequence[str]) -> str | None:
     for line in tail:
         found = _MISSING_NAME.search(line)
         if found:
-            return found.group(1) or found.group(2)
+            return next(name for name in found.groups() if name)
     return None
 
 
