@@ -361,6 +361,16 @@ def test_the_digest_needs_no_numpy_and_matches_the_raw_bytes():
     expected = hashlib.sha256(b"torch.float32" + b"(3, 4)" + struct.pack("<12f", *range(12))).hexdigest()
     assert check.digest([t]) == expected
     assert check.digest([t.t().contiguous().t()]) == expected  # layout does not change the digest
+    # each tensor's own bytes in row-major order, whatever its layout, read while it is alive (a strided
+    # view's contiguous copy lives only inside the digest)
+    strided = torch.arange(40, dtype=torch.float32).reshape(5, 8)[::2, 1:4]
+    raw = b"".join(struct.pack("<3f", *row) for row in strided.tolist())
+    assert check.digest([strided]) == hashlib.sha256(b"torch.float32" + b"(3, 3)" + raw).hexdigest()
+    both = [t, torch.zeros(0, 3), torch.tensor([True, False])]
+    joined = (
+        b"torch.float32(3, 4)" + struct.pack("<12f", *range(12)) + b"torch.float32(0, 3)" + b"torch.bool(2,)"
+    )
+    assert check.digest(both) == hashlib.sha256(joined + b"\x01\x00").hexdigest()
     done = subprocess.run(
         [
             sys.executable,
@@ -375,6 +385,18 @@ def test_the_digest_needs_no_numpy_and_matches_the_raw_bytes():
         timeout=120,
     )
     assert done.returncode == 0 and len(done.stdout.strip()) == 64, done.stderr
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="a GPU's outputs go through pinned memory")
+def test_a_gpu_outputs_digest_is_its_host_copys_in_and_out_of_inference_mode():
+    # one pinned buffer serves every row: made in a row checked in inference mode, it is written by the next
+    # row's check outside it (an inference tensor there broke 26 rows' numerics on an H200)
+    big, small = torch.randn(1000, 300), torch.randn(7, 3)
+    with torch.inference_mode():
+        assert check.digest([small.cuda()]) == check.digest([small])
+    assert check.digest([big.cuda()]) == check.digest([big])  # grown, outside inference mode
+    assert check.digest([big.cuda().t()]) == check.digest([big.t()])
+    check.release()
 
 
 def test_the_running_noise_matches_a_full_recomputation():

@@ -52,6 +52,7 @@ def numerics_pass(measurements: list[Measurement], profile: str, device: str) ->
         entry["phases_s"]["numerics"] = spent
         entry["wall_s"] += spent
     _references.clear()
+    check.release()
 
 
 # the fp64 reference of the workload whose rows run now, computed once for all its dtypes
