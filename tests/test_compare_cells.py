@@ -197,9 +197,12 @@ def test_compare_judges_each_workload_at_its_plans_threshold_as_report_does(tmp_
     assert given.returncode in (0, 1), given.stdout + given.stderr
     compared = json.loads((tmp_path / "given" / "verdict.json").read_text())["comparisons"]
     assert {c["threshold_pct"] for c in compared} == {7}
-    # a damaged plan.json on both sides is said as such, never as a missing one (walk 3 read 5 % silently)
-    for side in ("a", "b"):
-        (tmp_path / side / "plan.json").write_text('{"schema_version": 1, "suite": {"cpu_rows": 3}}')
+    # a damaged plan.json is said as such, never as a missing one, nor passed over (walks 3 and 4)
+    (tmp_path / "a" / "plan.json").write_text('{"schema_version": 1, "suite": {"cpu_rows": 3}}')
+    one = run_cli("compare", str(tmp_path / "a"), str(tmp_path / "b"))
+    assert one.returncode in (0, 1), one.stdout + one.stderr
+    assert f"from B's plan; {tmp_path / 'a' / 'plan.json'} could not be read: " in one.stdout
+    shutil.copy(tmp_path / "a" / "plan.json", tmp_path / "b" / "plan.json")
     damaged = run_cli("compare", str(tmp_path / "a"), str(tmp_path / "b"))
     assert damaged.returncode in (0, 1), damaged.stdout + damaged.stderr
     assert f"the defaults ({tmp_path / 'a' / 'plan.json'} could not be read: " in damaged.stdout

@@ -351,7 +351,7 @@ def _cells(
 def _narrowed(matched: list[Cell]) -> str:
     """The fix for a baseline that matches more than one cell, or none: the axes to add to it."""
     if not matched:
-        return "name one cell's values of the axes (python -m harness plan lists the cells)"
+        return "name values the axes list (each of baseline's keys is an axis; its value one of that axis's)"
     docs = [c.to_json() for c in matched]
     differ = [k for k in docs[0] if len({json.dumps(d.get(k), sort_keys=True) for d in docs}) > 1]
     first = ", ".join(f"{k}: {json.dumps(docs[0][k])}" for k in differ)

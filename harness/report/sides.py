@@ -194,14 +194,15 @@ def thresholds(
     }
     chosen = plans["A"][0] if plans["A"] else plans["B"][0] if plans["B"] else None
     if chosen is None:
-        found = Thresholds(source=f"the defaults ({_why_no_plan(seen)})")
+        found = Thresholds(source=f"the defaults ({_unreadable(seen) or 'no plan.json beside the results'})")
     else:
         side = "A" if plans["A"] else "B"
+        unread = _unreadable(seen) if side == "B" else None  # A's there but damaged: said, never passed over
         found = Thresholds(
             chosen.regression_pct,
             chosen.alpha,
             chosen.per_workload_pct,
-            f"from {side}'s plan",
+            f"from {side}'s plan" + (f"; {unread}" if unread else ""),
             chosen.cpu_regression_pct,
         )
     given = [name for name, value in (("threshold", pct), ("alpha", alpha)) if value is not None]
@@ -231,16 +232,16 @@ def _plan_of(file: Path, root: Path, seen: dict[Path, Plan | None]) -> Plan | No
         here = here.parent
 
 
-def _why_no_plan(seen: Mapping[Path, Plan | None]) -> str:
-    """Why no plan's thresholds judge: none beside the results, or one there that could not be read (said,
-    so that a damaged plan.json never passes for a missing one)."""
+def _unreadable(seen: Mapping[Path, Plan | None]) -> str | None:
+    """The first plan.json beside the results that could not be read, and why (None: none such), so that a
+    damaged plan.json is said, never taken for a missing one."""
     for here in seen:
         if (here / folder.PLAN_FILE).is_file():
             try:
                 folder.stored_plan(here)
             except InputError as error:
                 return f"{here / folder.PLAN_FILE} could not be read: {one_line(str(error), 300)}"
-    return "no plan.json beside the results"
+    return None
 
 
 def _plan_name(file: Path, root: Path, seen: dict[Path, Plan | None]) -> str | None:

@@ -447,7 +447,8 @@ def _readme(row: TimingRow, script_row: ScriptRow, docs: dict[str, ResultDocumen
         f"{code(str(script_row['profile']))} on {text(str(script_row['device']))}; shapes "
         f"{text(json.dumps(_measurement(docs['baseline'], row).get('params')))}; "
         f"inputs from fixed seeds; {TIMERS.get(str(row.get('timer_baseline')), TIMERS['cuda_event'])}, "
-        f"for up to {script_row['time_budget_s']:g} s and at least {script_row['min_time_s']:g} s "
+        f"with a time budget of {script_row['time_budget_s']:g} s a row (sampling stops at it, or once "
+        f"{script_row['min_time_s']:g} s of timed work is in and the samples agree) "
         "(harness/suite/timing/measure.py, carried verbatim in repro.py).",
         "",
         "## The two environments, as the results recorded them",

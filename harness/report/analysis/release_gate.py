@@ -96,7 +96,8 @@ def gate(
     lines.append(
         f"outcome: {outcome} (exit {code})"
         + (
-            f"; {unsure} rows are inconclusive or missing: NOT evidence of no change (--strict fails on them)"
+            f"; {unsure} row{' is' if unsure == 1 else 's are'} inconclusive or missing: NOT evidence of no "
+            "change (--strict fails on them)"
             if outcome == "pass-with-inconclusive"
             else ""
         )

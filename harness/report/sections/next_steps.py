@@ -129,8 +129,8 @@ def _left_out(plans: list[Plan]) -> str:
     count = f"{len(left)} cell" + ("s" if len(left) > 1 else "")
     how = "; or ".join(ways) or "give each a source this host can make"
     return (
-        f"The plan left out {count} of the matrix on this host (Which cuDNN for this host says why); to "
-        f"compare {'them' if len(left) > 1 else 'it'}, {how}, and qualify again."
+        f"The plan left out {count} of the matrix on this host (report.md's Which cuDNN for this host says "
+        f"why); to compare {'them' if len(left) > 1 else 'it'}, {how}, and qualify again."
     )
 
 
