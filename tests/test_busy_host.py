@@ -59,6 +59,7 @@ def test_a_busy_host_is_recorded_and_its_rows_are_never_a_verdict(tmp_path):
     # torch builds on a CPU: the answer says that what it compares is not cuDNN (walk 3)
     answer = " ".join(text.split("## Which cuDNN for this host\n", 1)[1].split("\n## ")[0].split())
     assert "cuDNN is not used on a CPU, so this compares what else the cells differ in, not cuDNN" in answer
+    assert "**keep torch 2.12.0** (A, the baseline)" in answer and "cuDNN (torch" not in answer
 
 
 @pytest.mark.slow

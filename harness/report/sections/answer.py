@@ -150,14 +150,20 @@ def _joined(words: list[str]) -> str:
 def cudnn_names(view: View, analysis: Analysis) -> dict[str, str]:
     """Each group's cuDNN as a reader names it, with the version its runs loaded (``PyTorch's cuDNN
     9.19.0``, ``NVIDIA's system cuDNN 9.14.0``, ``PyPI's cuDNN 9.28.1.4``), and its torch where the cells
-    differ in it."""
+    differ in it; where every run was on a CPU and the cells differ in torch, its torch alone (``torch
+    2.13.0``): no cuDNN ran."""
     cells = {c.id: c for c in view.cells}
     several = len({c.torch for c in view.cells}) > 1
+    runs = [doc for entries in analysis.docs.values() for doc, _ in entries]
+    on_cpu = bool(runs) and all(doc.get("device") == "cpu" for doc in runs)
     names = {}
     for group in view.groups:
         cell = cells.get(group)
         if cell is None:
             names[group] = view.labels.get(group, group)
+            continue
+        if on_cpu and several:  # cuDNN does not run on a CPU: a group is its torch build there
+            names[group] = f"torch {cell.torch}"
             continue
         loaded = _common(
             [
