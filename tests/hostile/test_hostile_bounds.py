@@ -152,6 +152,7 @@ def test_a_deep_folder_chain_in_the_cached_suite_copy_is_replaced_without_recurs
 
     monkeypatch.setattr(resources, "_installed", lambda: True)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("HARNESS_CACHE", raising=False)  # the tests' own cache (conftest) would come first
     resources.suite_root.cache_clear()
     try:
         root = resources.suite_root()

@@ -183,6 +183,7 @@ def test_an_installed_harness_never_runs_a_suite_copy_as_found(tmp_path, monkeyp
 
     monkeypatch.setattr(resources, "_installed", lambda: True)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("HARNESS_CACHE", raising=False)  # the tests' own cache (conftest) would come first
     resources.suite_root.cache_clear()
     root = resources.suite_root()
     main = root / "harness" / "suite" / "__main__.py"
