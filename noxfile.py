@@ -38,7 +38,6 @@ import urllib.request
 from typing import Any, NamedTuple
 
 import nox
-import nox.command
 from nox.command import CommandFailed
 
 nox.options.sessions = ["qualify"]
@@ -211,7 +210,7 @@ def _harness(session: nox.Session, command: str, *args: str, env: dict[str, str]
     could not complete (README, "Reading the answer"), and a CI job must tell them apart."""
     try:
         session.run("python", "-m", "harness", command, *args, env=env)
-    except nox.command.CommandFailed as failed:
+    except CommandFailed as failed:
         code = getattr(failed, "return_code", None) or 1
         session.log(f"harness {command} exited {code}: nox exits {code} too")
         raise SystemExit(code) from None  # nox reports a failed session as 1; this leaves nox as it is

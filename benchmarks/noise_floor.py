@@ -1110,8 +1110,9 @@ def goal_lines(gathered: Gathered, timers: list[str], rows: list[Row]) -> list[s
         return ["goals: no row the harness measured in both processes"]
     p95 = pct([p.dev for p in ours], 0.95)
     above = [p for p in ours if p.dev > ABOVE]
-    speeds = [p for p in above if two_speeds(p)]
-    one_speed = [p.dev for p in ours if not two_speeds(p)]
+    at_two = {p.row for p in ours if two_speeds(p)}
+    speeds = [p for p in above if p.row in at_two]
+    one_speed = [p.dev for p in ours if p.row not in at_two]
     at_one = f"{pct(one_speed, 0.95):.3%}" if one_speed else "-"
     lines = [
         f"goal: harness p95 <= {AA_GOAL:.1%}: {p95:.3%} ({'met' if p95 <= AA_GOAL else 'NOT met'}); over the "

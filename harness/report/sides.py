@@ -235,8 +235,8 @@ def _plan_of(file: Path, root: Path, seen: dict[Path, Plan | None]) -> Plan | No
 def _unreadable(seen: Mapping[Path, Plan | None]) -> str | None:
     """The first plan.json beside the results that could not be read, and why (None: none such), so that a
     damaged plan.json is said, never taken for a missing one."""
-    for here in seen:
-        if (here / folder.PLAN_FILE).is_file():
+    for here, plan in seen.items():
+        if plan is None and (here / folder.PLAN_FILE).is_file():  # there, and refused when read
             try:
                 folder.stored_plan(here)
             except InputError as error:

@@ -83,11 +83,7 @@ def bisect(
     folders = [*reuse, out]
     judge = _Judge(plan, workload, dtype, folders, run, out, say)
     between = abs(hi - lo) + 1
-    judge.probe(axis.releases[lo], None), judge.probe(axis.releases[hi], None)
-    first = judge.more_rounds(axis.releases[lo], axis.releases[hi])
-    # the ends as they stand now: more_rounds may have run more of them (a probe that has its rounds runs
-    # nothing, and counts them)
-    good_probe, bad_probe = judge.probe(axis.releases[lo], None), judge.probe(axis.releases[hi], None)
+    good_probe, bad_probe, first = judge.ends(axis.releases[lo], axis.releases[hi])
     significant = first.verdict in ("slower", "faster")
     leaning = first.verdict == "inconclusive" and first.ratio is not None and round(first.ratio, 4) != 1.0
     if not (significant or leaning):  # nothing to locate: said, with what the two ends gave
@@ -335,6 +331,14 @@ class _Judge:
             int(row["rounds_candidate"]),
             str(change) if pd.notna(change) else None,
         )
+
+    def ends(self, good: Release, bad: Release) -> tuple[Probe, Probe, _Seen]:
+        """Both ends measured, with more rounds while they stay undecided, their probes as they then stand
+        (a probe that has its rounds runs nothing, and counts them), and the one against the other."""
+        self.probe(good, None)
+        self.probe(bad, None)
+        seen = self.more_rounds(good, bad)
+        return self.probe(good, None), self.probe(bad, None), seen
 
     def more_rounds(self, base: Release, other: Release) -> _Seen:
         """Rounds up to the matrix's, on both sides, while the two stay undecided."""

@@ -91,7 +91,7 @@ def run_rounds(plan: Plan, out: Path, all_rounds: bool, run: Run, say: Say) -> R
 
 
 def _undecided(still: pipeline.Undecided) -> str:
-    """``6 comparisons still undecided (3 rows, each against the baseline in 2 cells)``: a comparison is a
+    """``6 comparisons still undecided (3 rows, in 3 cells with the baseline)``: a comparison is a
     row of one cell against the baseline, so a row counts once per cell that leaves it undecided."""
     rows = len(still.rows)
     if still.count == rows:

@@ -71,7 +71,7 @@ def handle(args: argparse.Namespace, out: Output) -> int:
 
         if runs.nothing_ran(done.outcomes) is None:  # exit_code says why where the GPUs were the reason
             out.warn(f"no run could start, so no later round is run: {runs.none_started(done.outcomes)}")
-        exit_code(done.outcomes, out)
+        exit_code(done.outcomes, out)  # for what it says: the code is 3 whichever it is
         # no run started, so there is nothing to judge: a run that could not complete, never a regression
         print(f"outcome: infrastructure-failure (exit {EXIT_INFRASTRUCTURE})")
         return EXIT_INFRASTRUCTURE

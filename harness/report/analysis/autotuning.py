@@ -57,15 +57,13 @@ def compare(
             on = rows_of_key[rows_of_key["cudnn_benchmark"] == True]  # noqa: E712
             if off.empty or on.empty:
                 continue
+            pct, sides = threshold_pct(str(workload)), ("benchmark-off", "benchmark-on")
             if len(off) >= 2 and len(on) >= 2:
-                result = stats.judge(
-                    list(off["median_s"]), list(on["median_s"]), threshold_pct(str(workload)), alpha, "rounds"
-                )
+                result = stats.judge(list(off["median_s"]), list(on["median_s"]), pct, alpha, "rounds")
             else:
                 a = [x for r in off.itertuples() for x in samples.get((r.file, workload, dtype, r.knobs), [])]
                 b = [x for r in on.itertuples() for x in samples.get((r.file, workload, dtype, r.knobs), [])]
-                result = stats.judge(a, b, threshold_pct(str(workload)), alpha, "samples")
-            pct, sides = threshold_pct(str(workload)), ("benchmark-off", "benchmark-on")
+                result = stats.judge(a, b, pct, alpha, "samples")
             speeds = row_verdicts.two_speeds(off, on, pct, sides)
             verdict, reason, _ = row_verdicts.at_two_speeds(result.verdict, result.reason, result, speeds)
             spoiled = row_verdicts.stalled(off, on, sides)

@@ -23,6 +23,7 @@ from harness.report.writers import markdown
 from harness.report.writers.document import Section, Value
 from harness.results import folder
 from harness.suite import precision
+from harness.suite.document import ResultDocument
 
 # Spread that makes a number shaky: pyperf warns from a 10 % standard deviation within a run; between the
 # rounds of one cell, 5 % is far outside what two processes on one GPU differ by (docs/method.md).
@@ -147,6 +148,11 @@ def _joined(words: list[str]) -> str:
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
+def all_runs(analysis: Analysis) -> list[ResultDocument]:
+    """Every run's result document, group by group."""
+    return [doc for entries in analysis.docs.values() for doc, _ in entries]
+
+
 def cudnn_names(view: View, analysis: Analysis) -> dict[str, str]:
     """Each group's cuDNN as a reader names it, with the version its runs loaded (``PyTorch's cuDNN
     9.19.0``, ``NVIDIA's system cuDNN 9.14.0``, ``PyPI's cuDNN 9.28.1.4``), and its torch where the cells
@@ -154,7 +160,7 @@ def cudnn_names(view: View, analysis: Analysis) -> dict[str, str]:
     2.13.0``): no cuDNN ran."""
     cells = {c.id: c for c in view.cells}
     several = len({c.torch for c in view.cells}) > 1
-    runs = [doc for entries in analysis.docs.values() for doc, _ in entries]
+    runs = all_runs(analysis)
     on_cpu = bool(runs) and all(doc.get("device") == "cpu" for doc in runs)
     names = {}
     for group in view.groups:
@@ -452,7 +458,7 @@ def _validity(analysis: Analysis, name: Callable[[str], str] = str) -> list[str]
 
 def _busy_host(analysis: Analysis) -> list[str]:
     """The runs a busy or stalled host spoiled: their rows are inconclusive, never a verdict."""
-    runs = [doc for entries in analysis.docs.values() for doc, _ in entries]
+    runs = all_runs(analysis)
     busy = [doc["host"] for doc in runs if doc.get("host") and doc["host"]["busy"]]
     frame = analysis.frame
     stalled = int(frame["stalled"].notna().sum()) if "stalled" in frame else 0
@@ -476,7 +482,7 @@ def _busy_host(analysis: Analysis) -> list[str]:
 
 def cpu_a_a(analysis: Analysis) -> list[str]:
     """On a CPU, cells that differ only in their cuDNN source run the same code: an A/A check."""
-    runs = [doc for entries in analysis.docs.values() for doc, _ in entries]
+    runs = all_runs(analysis)
     cells = {tuple(doc.get("cell", {}).get(axis) for axis in AXIS_NAMES if axis != "cudnn") for doc in runs}
     if len(analysis.docs) < 2 or not runs or len(cells) != 1 or any(d.get("device") != "cpu" for d in runs):
         return []

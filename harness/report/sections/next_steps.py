@@ -144,7 +144,7 @@ def _counted(counts: pd.Series[Any], verdicts: tuple[str, ...]) -> str:
 
 def _busy_runs(analysis: Analysis) -> tuple[int, int]:
     """(runs made on a busy host, all runs)."""
-    runs = [doc for entries in analysis.docs.values() for doc, _ in entries]
+    runs = answer.all_runs(analysis)
     hosts = [doc.get("host") for doc in runs]
     return sum(bool(host and host["busy"]) for host in hosts), len(runs)
 
